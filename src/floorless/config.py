@@ -1,0 +1,148 @@
+"""Settings: declared once, with a type, a default and a help line each.
+
+They are read, lowest precedence first, from the defaults below, a TOML file (``--config``),
+``FLOORLESS_<NAME>`` environment variables, and command-line options. ``docs/configuration.md``
+is checked against this table by a test, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from floorless.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: type
+    default: Any
+    help: str
+    minimum: float | None = None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("data", Path, Path("floorless-data"), "Data directory: the SQLite database and, by default, the runtime directory and repositories."),
+    Setting("repos", Path, None, "Directory whose git repositories are served (`OWNER/NAME.git` or `OWNER/NAME`). Default: `<data>/repositories`."),
+    Setting("runtime_dir", Path, None, "Private directory for git's HOME and config; keep it on fast local storage. Default: `<data>/run`."),
+    Setting("host", str, "127.0.0.1", "Address to listen on."),
+    Setting("port", int, 3000, "TCP port to listen on.", minimum=0),
+    Setting("threads", int, 8, "Request-handling threads.", minimum=1),
+    Setting("default_owner", str, "local", "Owner shown for repositories that sit directly in the repositories directory."),
+    Setting("site_name", str, "floorless", "Name shown in page titles and the header."),
+    Setting("base_url", str, "", "Public URL of the forge, used in clone URLs and feeds. Empty: taken from each request."),
+    Setting("rescan_interval", float, 30.0, "Seconds between scans of the repositories directory for added or removed repositories.", minimum=0.5),
+    Setting("ref_check_interval", float, 2.0, "Seconds between checks of cached refs for changes made outside floorless (a push straight into the directory, a mirror fetch).", minimum=0.1),
+    Setting("repo_handles", int, 64, "Open repository handles kept per thread (least recently used are closed).", minimum=1),
+    Setting("max_file_view", int, 1_048_576, "Largest file, in bytes, shown in full on a file page; larger files are truncated with a link to the raw bytes.", minimum=1024),
+    Setting("max_highlight", int, 524_288, "Largest file, in bytes, that gets syntax highlighting.", minimum=0),
+    Setting("max_diff_lines", int, 1500, "Diff lines shown per file on a commit page before the file's diff is truncated.", minimum=10),
+    Setting("max_diff_total_lines", int, 10_000, "Diff lines shown in total on a commit page.", minimum=10),
+    Setting("max_diff_files", int, 300, "Files whose diff is shown on a commit page.", minimum=1),
+    Setting("commits_per_page", int, 50, "Commits per page of a commits list.", minimum=1),
+    Setting("repos_per_page", int, 30, "Repositories per page of the explore and owner pages.", minimum=1),
+    Setting("blame_timeout", float, 60.0, "Seconds a `git blame` may run before it is stopped.", minimum=1),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    data: Path = Path("floorless-data")
+    repos: Path = Path("floorless-data/repositories")
+    runtime_dir: Path = Path("floorless-data/run")
+    host: str = "127.0.0.1"
+    port: int = 3000
+    threads: int = 8
+    default_owner: str = "local"
+    site_name: str = "floorless"
+    base_url: str = ""
+    rescan_interval: float = 30.0
+    ref_check_interval: float = 2.0
+    repo_handles: int = 64
+    max_file_view: int = 1_048_576
+    max_highlight: int = 524_288
+    max_diff_lines: int = 1500
+    max_diff_total_lines: int = 10_000
+    max_diff_files: int = 300
+    commits_per_page: int = 50
+    repos_per_page: int = 30
+    blame_timeout: float = 60.0
+
+    @property
+    def database(self) -> Path:
+        return self.data / "floorless.sqlite3"
+
+    @classmethod
+    def load(
+        cls,
+        config_file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Merge defaults, the TOML file, the environment and overrides, then validate."""
+        environ = os.environ if environ is None else environ
+        raw: dict[str, Any] = {}
+        if config_file is None and environ.get("FLOORLESS_CONFIG"):
+            config_file = Path(environ["FLOORLESS_CONFIG"])
+        if config_file is not None:
+            raw.update(_read_toml(config_file))
+        for setting in SETTINGS:
+            value = environ.get("FLOORLESS_" + setting.name.upper())
+            if value is not None:
+                raw[setting.name] = value
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        values = {name: _coerce(_BY_NAME[name], value) for name, value in raw.items()}
+        data = Path(values.get("data") or _BY_NAME["data"].default).absolute()
+        values["data"] = data
+        values["repos"] = Path(values.get("repos") or data / "repositories").absolute()
+        values["runtime_dir"] = Path(values.get("runtime_dir") or data / "run").absolute()
+        return cls(**values)
+
+    def as_environ(self) -> dict[str, str]:
+        """These settings as FLOORLESS_* variables, to hand to a server worker process."""
+        return {
+            "FLOORLESS_" + f.name.upper(): str(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+        }
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            table = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(table) - set(_BY_NAME))
+    if unknown:
+        raise ConfigError(f"config file {path}: unknown setting(s): {', '.join(unknown)}")
+    return table
+
+
+def _coerce(setting: Setting, value: Any) -> Any:
+    kind = setting.type
+    try:
+        if kind is Path:
+            result: Any = Path(os.path.expanduser(str(value)))
+        elif kind is bool and isinstance(value, str):
+            result = value.strip().lower() in ("1", "true", "yes", "on")
+        elif kind is int and isinstance(value, float):
+            raise ValueError(value)
+        else:
+            result = kind(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"setting {setting.name!r}: expected {kind.__name__}, got {value!r}"
+        ) from exc
+    if setting.minimum is not None and result < setting.minimum:
+        raise ConfigError(f"setting {setting.name!r}: must be at least {setting.minimum}")
+    return result

@@ -1,0 +1,44 @@
+"""The one exception tree of floorless, and the HTTP status each branch maps to.
+
+    FloorlessError
+    ├── ConfigError              bad settings; the command line reports it and exits
+    ├── NotFound (404)           unknown owner, repository, ref, path or object
+    │   └── UnknownRevision      a ref or commit id that does not resolve
+    ├── BadRequest (400)         input that can never be valid: NUL, overlong, bad cursor
+    ├── RepositoryBroken (503)   a repository git cannot read; other repositories keep working
+    └── GitCommandError (502)    a git child exited non-zero (archive, blame)
+
+The web layer maps these to statuses in exactly one place (``web/errors.py``).
+"""
+
+from __future__ import annotations
+
+
+class FloorlessError(Exception):
+    """Base of every error floorless raises on purpose."""
+
+    status = 500
+
+
+class ConfigError(FloorlessError):
+    """A setting is missing, malformed or out of range."""
+
+
+class NotFound(FloorlessError):
+    status = 404
+
+
+class UnknownRevision(NotFound):
+    pass
+
+
+class BadRequest(FloorlessError):
+    status = 400
+
+
+class RepositoryBroken(FloorlessError):
+    status = 503
+
+
+class GitCommandError(FloorlessError):
+    status = 502

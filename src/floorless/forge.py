@@ -1,0 +1,140 @@
+"""The forge: settings, database, git environment, caches and background work, wired once.
+
+``Forge(settings)`` builds everything and touches nothing; ``start()`` prepares the runtime
+directory, migrates the database, scans for repositories and starts the background threads
+(the indexer, and the maintenance loop that re-checks refs and rescans the directory).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pygit2
+
+from floorless.config import Settings
+from floorless.db import Database
+from floorless.errors import FloorlessError
+from floorless.git.env import GitEnvironment
+from floorless.git.refs import RefCache, RefSnapshot, read_snapshot
+from floorless.git.repo import HandlePool
+from floorless.indexer import Indexer
+from floorless.repos import Registry, Repo
+
+log = logging.getLogger(__name__)
+
+
+class Forge:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.db = Database(settings.database)
+        self.git = GitEnvironment(settings.runtime_dir)
+        self.handles = HandlePool(settings.repo_handles)
+        self.refs = RefCache(self._read_refs)
+        self.registry = Registry(self.db, settings.repos, settings.default_owner)
+        self.indexer = Indexer(self.db, self.open)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._repo_of_path: dict[Path, Repo] = {}
+        self.last_scan = 0.0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Everything short of background threads: enough for the command line."""
+        self.settings.data.mkdir(parents=True, exist_ok=True)
+        self.git.prepare()
+        self.db.migrate()
+
+    def start(self, background: bool = True) -> None:
+        self.prepare()
+        self.rescan()
+        if background:
+            self.indexer.start()
+            self._thread = threading.Thread(
+                target=self._maintain, name="floorless-maintenance", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.indexer.stop()
+
+    # -- repositories -------------------------------------------------------------------------
+
+    def rescan(self) -> tuple[int, int]:
+        added, removed = self.registry.scan()
+        self.last_scan = time.monotonic()
+        for repo in self.registry.all():
+            self._repo_of_path[repo.path] = repo
+            if repo.updated_at is None or added:
+                self._index_soon(repo)
+        return added, removed
+
+    def open(self, repo: Repo) -> pygit2.Repository:
+        return self.handles.get(repo.path)
+
+    def snapshot(self, repo: Repo) -> RefSnapshot:
+        fresh = repo.path not in self.refs.cached()
+        snapshot = self.refs.get(repo.path)
+        if fresh:
+            self._repo_of_path[repo.path] = repo
+            self.indexer.schedule(repo, snapshot)
+        return snapshot
+
+    def refs_changed(self, repo: Repo) -> None:
+        """Call after floorless itself moved a ref: the next request sees it at once."""
+        self.refs.invalidate(repo.path)
+        self._index_soon(repo)
+
+    def _read_refs(self, git_dir: Path) -> RefSnapshot:
+        return read_snapshot(self.handles.get(git_dir))
+
+    def _index_soon(self, repo: Repo) -> None:
+        try:
+            snapshot = self.refs.get(repo.path)
+        except FloorlessError as exc:
+            log.warning("%s: %s", repo.full_name, exc)
+            return
+        self._record_update(repo, snapshot)
+        self.indexer.schedule(repo, snapshot)
+
+    def _record_update(self, repo: Repo, snapshot: RefSnapshot) -> None:
+        handle = self.handles.get(repo.path)
+        times = []
+        for commit in snapshot.branches.values():
+            obj = handle.get(pygit2.Oid(raw=commit))
+            if isinstance(obj, pygit2.Commit):
+                times.append(obj.commit_time)
+        self.registry.set_updated(repo.id, float(max(times)) if times else None)
+
+    # -- background ---------------------------------------------------------------------------
+
+    def _maintain(self) -> None:
+        interval = self.settings.ref_check_interval
+        while not self._stop.wait(interval):
+            try:
+                self.check_refs()
+                if time.monotonic() - self.last_scan >= self.settings.rescan_interval:
+                    self.rescan()
+            except (FloorlessError, pygit2.GitError, OSError) as exc:
+                log.warning("background maintenance: %s", exc)
+
+    def check_refs(self) -> int:
+        """Re-read the refs of every repository in the cache; index those that changed."""
+        changed = 0
+        for git_dir in self.refs.cached():
+            repo = self._repo_of_path.get(git_dir)
+            try:
+                moved = self.refs.refresh(git_dir)
+            except FloorlessError:
+                self.refs.invalidate(git_dir)
+                continue
+            if moved and repo is not None:
+                changed += 1
+                self._index_soon(repo)
+        return changed

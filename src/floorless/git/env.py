@@ -1,0 +1,100 @@
+"""Git's environment: private, on fast local storage, for libgit2 and for every git child.
+
+Every git config read that could cross a slow filesystem is switched off or pointed into the
+runtime directory: ``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL``, ``HOME`` and
+``XDG_CONFIG_HOME`` for children; empty config search paths for libgit2, so opening a
+repository reads no system, global or XDG config at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import ConfigLevel
+
+from floorless.errors import GitCommandError
+
+_GIT = shutil.which("git") or "git"
+_configured_libgit2 = False
+_lock = threading.Lock()
+
+
+class GitEnvironment:
+    """The runtime directory and the environment every git child receives."""
+
+    def __init__(self, runtime_dir: Path) -> None:
+        self.runtime_dir = runtime_dir
+        self.home = runtime_dir / "home"
+        self.config = self.home / "gitconfig"
+        self.tmp = runtime_dir / "tmp"
+
+    def prepare(self) -> None:
+        """Create the runtime directory with an empty git config; point libgit2 at nothing."""
+        for directory in (self.home, self.tmp):
+            directory.mkdir(parents=True, exist_ok=True)
+        if not self.config.exists():
+            self.config.write_text("")
+        isolate_libgit2()
+
+    def environ(self) -> dict[str, str]:
+        """The complete environment for a git child: nothing inherited but PATH."""
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "XDG_CONFIG_HOME": str(self.home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": str(self.config),
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ATTR_NOSYSTEM": "1",
+            "LC_ALL": "C",
+            "TMPDIR": str(self.tmp),
+        }
+
+    def command(self, git_dir: Path, *args: str) -> list[str]:
+        """A git command line with an explicit ``--git-dir``: no discovery walk."""
+        return [_GIT, f"--git-dir={git_dir}", *args]
+
+    def popen(self, git_dir: Path, args: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+            self.command(git_dir, *args),
+            env=self.environ(),
+            cwd=str(self.tmp),
+            stdin=subprocess.DEVNULL,
+            **kwargs,
+        )
+
+    def run(self, git_dir: Path, args: Sequence[str], timeout: float = 60.0) -> bytes:
+        """Run a git child to completion and return its output; raise on failure."""
+        proc = self.popen(git_dir, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
+            raise GitCommandError(f"git {args[0]} took longer than {timeout:.0f} s") from exc
+        if proc.returncode != 0:
+            message = err.decode("utf-8", "replace").strip().splitlines()
+            raise GitCommandError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
+        return out
+
+
+def isolate_libgit2() -> None:
+    """Make libgit2 read no system, XDG, global or ProgramData config (an empty path each)."""
+    global _configured_libgit2
+    with _lock:
+        if _configured_libgit2:
+            return
+        for level in (
+            ConfigLevel.SYSTEM,
+            ConfigLevel.XDG,
+            ConfigLevel.GLOBAL,
+            ConfigLevel.PROGRAMDATA,
+        ):
+            pygit2.settings.search_path[level] = ""
+        _configured_libgit2 = True

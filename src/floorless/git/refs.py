@@ -1,0 +1,198 @@
+"""Refs: snapshots read once and kept in memory, and the longest-prefix ``ref/path`` resolver.
+
+A page never reads ref files: it asks the ``RefCache``, which a push through floorless
+invalidates at once and a background check refreshes every ``ref_check_interval`` seconds for
+changes made behind floorless's back.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
+
+HEADS = b"refs/heads/"
+TAGS = b"refs/tags/"
+_HEX = re.compile(rb"[0-9a-f]{4,40}")
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: bytes
+    commit: bytes | None  # the commit it peels to; None for a tag of a tree or blob
+    target: bytes  # the object the ref points at (an annotated tag object, or the commit)
+    annotated: bool
+
+
+@dataclass(frozen=True)
+class RefSnapshot:
+    """All branches and tags of a repository at one moment, as raw bytes."""
+
+    head: bytes | None  # HEAD's symbolic target, e.g. b"refs/heads/main"
+    branches: Mapping[bytes, bytes]  # short name -> commit id (20 raw bytes)
+    tags: Mapping[bytes, Tag]
+    loaded_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def default_branch(self) -> bytes | None:
+        if self.head and self.head.startswith(HEADS):
+            return self.head[len(HEADS) :]
+        return None
+
+    @property
+    def head_commit(self) -> bytes | None:
+        branch = self.default_branch
+        if branch is not None and branch in self.branches:
+            return self.branches[branch]
+        if self.branches:  # HEAD names a missing branch: fall back as git clients do
+            return self.branches[sorted(self.branches)[0]]
+        return None
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.branches and not self.tags
+
+    def tips(self) -> set[bytes]:
+        found = set(self.branches.values())
+        found.update(t.commit for t in self.tags.values() if t.commit is not None)
+        return found
+
+    def same_refs(self, other: RefSnapshot) -> bool:
+        return (self.head, self.branches, self.tags) == (other.head, other.branches, other.tags)
+
+
+def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
+    """Read every branch and tag (one pass over the ref database)."""
+    try:
+        head_ref = repo.lookup_reference("HEAD")
+        head = head_ref.raw_target if isinstance(head_ref.raw_target, bytes) else None
+        branches: dict[bytes, bytes] = {}
+        tags: dict[bytes, Tag] = {}
+        for ref in repo.references.iterator():
+            name: bytes = ref.raw_name
+            if name.startswith(HEADS):
+                try:
+                    commit = ref.peel(pygit2.Commit)
+                except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                    continue
+                branches[name[len(HEADS) :]] = commit.id.raw
+            elif name.startswith(TAGS):
+                tags[name[len(TAGS) :]] = _read_tag(repo, name[len(TAGS) :], ref)
+    except pygit2.GitError as exc:
+        raise RepositoryBroken(f"the repository's refs cannot be read: {exc}") from exc
+    return RefSnapshot(head=head, branches=branches, tags=tags)
+
+
+def _read_tag(repo: pygit2.Repository, short: bytes, ref: pygit2.Reference) -> Tag:
+    target = ref.target
+    obj = repo.get(target) if isinstance(target, pygit2.Oid) else None
+    annotated = isinstance(obj, pygit2.Tag)
+    try:
+        commit: bytes | None = ref.peel(pygit2.Commit).id.raw
+    except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+        commit = None
+    return Tag(name=short, commit=commit, target=obj.id.raw if obj else b"", annotated=annotated)
+
+
+class RefCache:
+    """Ref snapshots per repository, in memory; refreshed in the background."""
+
+    def __init__(self, loader: Callable[[Path], RefSnapshot]) -> None:
+        self._loader = loader
+        self._snapshots: dict[Path, RefSnapshot] = {}
+        self._lock = threading.Lock()
+
+    def get(self, git_dir: Path) -> RefSnapshot:
+        snapshot = self._snapshots.get(git_dir)
+        if snapshot is None:
+            snapshot = self._loader(git_dir)
+            with self._lock:
+                self._snapshots[git_dir] = snapshot
+        return snapshot
+
+    def invalidate(self, git_dir: Path) -> None:
+        with self._lock:
+            self._snapshots.pop(git_dir, None)
+
+    def cached(self) -> list[Path]:
+        with self._lock:
+            return list(self._snapshots)
+
+    def refresh(self, git_dir: Path) -> bool:
+        """Re-read one repository's refs; return True when they changed."""
+        fresh = self._loader(git_dir)
+        with self._lock:
+            old = self._snapshots.get(git_dir)
+            self._snapshots[git_dir] = fresh
+        return old is None or not old.same_refs(fresh)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a ``{kind}/{ref}/{path}`` URL tail names."""
+
+    kind: str  # "branch", "tag" or "commit"
+    ref: bytes  # the ref's short name, or the full hex commit id
+    commit: bytes  # raw commit id
+    path: bytes  # the rest, b"" for the root
+
+
+MAX_PATH = 4096
+
+
+def check_path(path: bytes) -> bytes:
+    """Reject paths that can never name a tree entry: NUL, ``.``/``..``, overlong."""
+    if len(path) > MAX_PATH:
+        raise BadRequest("path too long")
+    if b"\0" in path:
+        raise BadRequest("NUL byte in path")
+    parts = [p for p in path.split(b"/") if p]
+    if any(p in (b".", b"..") for p in parts):
+        raise BadRequest("'.' and '..' are not allowed in paths")
+    return b"/".join(parts)
+
+
+def resolve(snapshot: RefSnapshot, kind: str, tail: bytes,
+            expand: Callable[[bytes], bytes | None] | None = None) -> Resolved:
+    """Split ``tail`` into a ref and a path by the longest ref that prefixes it.
+
+    ``kind`` is "branch", "tag" or "commit"; for "commit" the first segment is a commit id (full
+    or abbreviated; ``expand`` turns an abbreviation into a full id). Ref names may contain
+    slashes (``feature/x``), so ``feature/x/docs/a.md`` is tried as ``feature/x`` +
+    ``docs/a.md`` before ``feature`` + ``x/docs/a.md``.
+    """
+    tail = tail.strip(b"/")
+    if b"\0" in tail or len(tail) > MAX_PATH:
+        raise BadRequest("invalid ref or path")
+    parts = tail.split(b"/")
+    if kind == "commit":
+        first = parts[0].lower()
+        if not _HEX.fullmatch(first):
+            raise UnknownRevision("not a commit id")
+        full = first if len(first) == 40 else (expand(first) if expand else None)
+        if full is None:
+            raise UnknownRevision("no such commit")
+        return Resolved("commit", full, bytes.fromhex(full.decode()), check_path(b"/".join(parts[1:])))
+    table: Mapping[bytes, object]
+    if kind == "branch":
+        table = snapshot.branches
+    elif kind == "tag":
+        table = snapshot.tags
+    else:
+        raise UnknownRevision(f"unknown ref kind {kind!r}")
+    for cut in range(len(parts), 0, -1):
+        name = b"/".join(parts[:cut])
+        if name in table:
+            target = table[name]
+            commit = target.commit if isinstance(target, Tag) else target
+            if not isinstance(commit, bytes):
+                raise UnknownRevision("this tag does not point at a commit")
+            return Resolved(kind, name, commit, check_path(b"/".join(parts[cut:])))
+    raise UnknownRevision(f"no such {kind}")

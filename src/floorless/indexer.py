@@ -1,0 +1,315 @@
+"""The history index: each commit's parents, time and changed paths, built in the background.
+
+After a ref changes (a push, or a change seen by the background ref check) the repository is
+queued; the indexer adds the commits not yet indexed (only those: the work is proportional to
+what arrived), persists them, and precomputes the answers the repository's home page needs
+(the last commit of each root entry per branch tip, the commit count). Pages read the
+in-memory ``CommitGraph`` and cached answers; they never wait for the indexer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pygit2
+
+from floorless.db import Database
+from floorless.errors import FloorlessError
+from floorless.git.history import CommitGraph
+from floorless.git.refs import RefSnapshot
+from floorless.repos import Repo
+
+log = logging.getLogger(__name__)
+
+INLINE_BUDGET = 20_000  # commits a page may visit answering from the index before deferring
+_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class IndexJob:
+    repo: Repo
+    snapshot: RefSnapshot
+
+
+class AnswerCache:
+    """Answers keyed by object ids: in memory (LRU), then the database. Never invalidated."""
+
+    def __init__(self, db: Database, size: int = 4096) -> None:
+        self.db = db
+        self.size = size
+        self._memory: OrderedDict[tuple[int, str, bytes], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, repo_id: int, kind: str, key: bytes) -> str | None:
+        with self._lock:
+            value = self._memory.get((repo_id, kind, key))
+            if value is not None:
+                self._memory.move_to_end((repo_id, kind, key))
+                return value
+        row = self.db.one(
+            "SELECT value FROM answers WHERE repo_id = ? AND kind = ? AND key = ?",
+            (repo_id, kind, key),
+        )
+        if row is None:
+            return None
+        self._remember((repo_id, kind, key), row["value"])
+        return str(row["value"])
+
+    def put(self, repo_id: int, kind: str, key: bytes, value: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO answers (repo_id, kind, key, value) VALUES (?, ?, ?, ?)",
+            (repo_id, kind, key, value),
+        )
+        self._remember((repo_id, kind, key), value)
+
+    def _remember(self, key: tuple[int, str, bytes], value: str) -> None:
+        with self._lock:
+            self._memory[key] = value
+            while len(self._memory) > self.size:
+                self._memory.popitem(last=False)
+
+
+class Indexer:
+    def __init__(self, db: Database, open_repo: Callable[[Repo], pygit2.Repository]) -> None:
+        self.db = db
+        self.open_repo = open_repo
+        self.answers = AnswerCache(db)
+        self._graphs: dict[int, CommitGraph] = {}
+        self._queue: queue.Queue[IndexJob | None] = queue.Queue()
+        self._pending: set[int] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.lag_seconds = 0.0
+        self.on_indexed: list[Callable[[Repo, int], None]] = []
+
+    # -- the background thread ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="floorless-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def schedule(self, repo: Repo, snapshot: RefSnapshot) -> None:
+        with self._lock:
+            if repo.id in self._pending:
+                return
+            self._pending.add(repo.id)
+        self._queue.put(IndexJob(repo, snapshot))
+
+    def idle(self) -> bool:
+        with self._lock:
+            return not self._pending
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            with self._lock:
+                self._pending.discard(job.repo.id)
+            began = time.monotonic()
+            try:
+                self.update(job.repo, job.snapshot)
+            except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
+                log.warning("indexing %s failed: %s", job.repo.full_name, exc)
+            self.lag_seconds = time.monotonic() - began
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def graph(self, repo_id: int) -> CommitGraph | None:
+        return self._graphs.get(repo_id)
+
+    def ready(self, repo_id: int, commit: bytes) -> CommitGraph | None:
+        """The graph, if it already holds ``commit``."""
+        graph = self._graphs.get(repo_id)
+        if graph is not None and commit in graph:
+            return graph
+        return None
+
+    def last_commits(self, repo: Repo, commit: bytes, directory: bytes,
+                     names: Sequence[bytes]) -> dict[bytes, bytes | None] | None:
+        """Entry name -> id of the last commit that changed it; None while not known yet."""
+        key = commit + b"\0" + directory
+        cached = self.answers.get(repo.id, "last", key)
+        if cached is not None:
+            table = json.loads(cached)
+            return {n: _unhex(table.get(n.hex())) for n in names}
+        graph = self.ready(repo.id, commit)
+        if graph is None:
+            return None
+        found = self._compute_last(graph, repo.id, commit, directory, names, INLINE_BUDGET)
+        if found is None:
+            threading.Thread(
+                target=self._compute_last,
+                args=(graph, repo.id, commit, directory, names, None),
+                daemon=True,
+            ).start()
+        return found
+
+    def _compute_last(self, graph: CommitGraph, repo_id: int, commit: bytes, directory: bytes,
+                      names: Sequence[bytes], budget: int | None) -> dict[bytes, bytes | None] | None:
+        paths = [directory + b"/" + n if directory else n for n in names]
+        result = graph.last_changes(graph.seq[commit], paths, budget)
+        if result is None:
+            return None
+        table = {
+            n.hex(): (None if result[p] is None else graph.oids[result[p]].hex())  # type: ignore[index]
+            for n, p in zip(names, paths, strict=True)
+        }
+        self.answers.put(repo_id, "last", commit + b"\0" + directory, json.dumps(table))
+        return {n: _unhex(table[n.hex()]) for n in names}
+
+    def commit_count(self, repo_id: int, commit: bytes) -> int | None:
+        cached = self.answers.get(repo_id, "count", commit)
+        if cached is not None:
+            return int(cached)
+        graph = self.ready(repo_id, commit)
+        if graph is None:
+            return None
+        count = graph.count_ancestors(graph.seq[commit])
+        self.answers.put(repo_id, "count", commit, str(count))
+        return count
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def update(self, repo: Repo, snapshot: RefSnapshot) -> int:
+        """Index every commit reachable from the snapshot's tips that is not indexed yet."""
+        graph = self._graphs.get(repo.id)
+        if graph is None:
+            graph = self._load(repo.id)
+            self._graphs[repo.id] = graph
+        handle = self.open_repo(repo)
+        new = _missing_commits(handle, graph, snapshot.tips())
+        rows: list[tuple[object, ...]] = []
+        path_rows: list[tuple[object, ...]] = []
+        for commit in new:
+            known_paths = len(graph.path_names)
+            parents = tuple(graph.seq[p.raw] for p in commit.parent_ids)
+            changes = _changed_paths(handle, commit, graph)
+            with graph.lock:
+                seq = graph.add(commit.id.raw, commit.commit_time, parents, changes)
+            rows.append((repo.id, seq, commit.id.raw, commit.commit_time, json.dumps(parents),
+                         json.dumps([sorted(c) for c in changes])))
+            path_rows.extend((repo.id, i, graph.path_names[i])
+                             for i in range(known_paths, len(graph.path_names)))
+            if len(rows) >= _BATCH:
+                self._persist(rows, path_rows)
+                rows, path_rows = [], []
+        self._persist(rows, path_rows)
+        self._precompute(repo, graph, snapshot)
+        for listener in self.on_indexed:
+            listener(repo, len(new))
+        return len(new)
+
+    def _persist(self, rows: list[tuple[object, ...]], path_rows: list[tuple[object, ...]]) -> None:
+        if not rows and not path_rows:
+            return
+        with self.db.transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO index_paths (repo_id, id, path) VALUES (?, ?, ?)", path_rows
+            )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO index_commits (repo_id, seq, oid, time, parents, changes)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def _load(self, repo_id: int) -> CommitGraph:
+        graph = CommitGraph()
+        for row in self.db.query(
+            "SELECT path FROM index_paths WHERE repo_id = ? ORDER BY id", (repo_id,)
+        ):
+            graph.path_id(bytes(row["path"]), create=True)
+        for row in self.db.query(
+            "SELECT oid, time, parents, changes FROM index_commits WHERE repo_id = ? ORDER BY seq",
+            (repo_id,),
+        ):
+            graph.add(
+                bytes(row["oid"]),
+                row["time"],
+                tuple(json.loads(row["parents"])),
+                tuple(frozenset(c) for c in json.loads(row["changes"])),
+            )
+        return graph
+
+    def _precompute(self, repo: Repo, graph: CommitGraph, snapshot: RefSnapshot) -> None:
+        handle = self.open_repo(repo)
+        for commit in set(snapshot.branches.values()):
+            if commit not in graph:
+                continue
+            self.commit_count(repo.id, commit)
+            obj = handle.get(pygit2.Oid(raw=commit))
+            if isinstance(obj, pygit2.Commit):
+                names = [e.raw_name for e in obj.tree]
+                if self.answers.get(repo.id, "last", commit + b"\0") is None:
+                    self._compute_last(graph, repo.id, commit, b"", names, None)
+
+    def forget(self, repo_id: int) -> None:
+        self._graphs.pop(repo_id, None)
+
+
+def _unhex(value: str | None) -> bytes | None:
+    return None if value is None else bytes.fromhex(value)
+
+
+def _missing_commits(repo: pygit2.Repository, graph: CommitGraph,
+                     tips: set[bytes]) -> list[pygit2.Commit]:
+    """Commits reachable from ``tips`` that the graph lacks, parents before children."""
+    ordered: list[pygit2.Commit] = []
+    visiting: set[bytes] = set()
+    stack: list[tuple[pygit2.Commit, bool]] = []
+    for tip in sorted(tips):
+        if tip in graph or tip in visiting:
+            continue
+        obj = repo.get(pygit2.Oid(raw=tip))
+        if not isinstance(obj, pygit2.Commit):
+            continue
+        visiting.add(tip)
+        stack.append((obj, False))
+        while stack:
+            commit, expanded = stack.pop()
+            if expanded:
+                ordered.append(commit)
+                continue
+            stack.append((commit, True))
+            for parent_id in commit.parent_ids:
+                raw = parent_id.raw
+                if raw in graph or raw in visiting:
+                    continue
+                visiting.add(raw)
+                stack.append((repo.get(parent_id), False))
+    return ordered
+
+
+def _changed_paths(repo: pygit2.Repository, commit: pygit2.Commit,
+                   graph: CommitGraph) -> tuple[frozenset[int], ...]:
+    """Per parent (or against the empty tree for a root), the ids of every changed path and
+    of each directory above a changed path."""
+    tree = commit.tree
+    bases = [repo.get(p).tree for p in commit.parent_ids] or [None]
+    result = []
+    for base in bases:
+        diff = base.diff_to_tree(tree) if base is not None else tree.diff_to_tree(swap=True)
+        ids: set[int] = set()
+        for delta in diff.deltas:
+            for path in {delta.old_file.raw_path, delta.new_file.raw_path}:
+                while path:
+                    pid = graph.path_id(path, create=True)
+                    if pid in ids:
+                        break
+                    ids.add(pid)  # type: ignore[arg-type]
+                    path = path.rpartition(b"/")[0]
+        result.append(frozenset(ids))
+    return tuple(result)

@@ -1,0 +1,201 @@
+"""The repository list: found by scanning the repositories directory, kept in the database.
+
+Pages never scan directories: they look a repository up by owner and name in the database.
+A scan runs at start, every ``rescan_interval`` seconds in the background, and on
+``floorless admin rescan``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from floorless.db import Database
+from floorless.errors import NotFound
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# First path segments that belong to the forge itself, never to an owner.
+RESERVED = frozenset({"-", "raw", "explore", "static", "api", "assets", "user", "login", "admin"})
+_DEFAULT_DESCRIPTION = "Unnamed repository"
+
+
+@dataclass(frozen=True)
+class Repo:
+    id: int
+    owner: str
+    name: str
+    path: Path  # the git directory
+    bare: bool
+    description: str
+    updated_at: float | None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+def valid_name(name: str) -> bool:
+    return bool(NAME.fullmatch(name)) and name not in RESERVED and not name.endswith(".git")
+
+
+def git_dir_of(path: Path) -> tuple[Path, bool] | None:
+    """The git directory of a bare repository or a checkout at ``path``, and whether it is bare."""
+    try:
+        if (path / "HEAD").is_file() and (path / "objects").is_dir():
+            return path, True
+        dotgit = path / ".git"
+        if dotgit.is_dir() and (dotgit / "HEAD").is_file():
+            return dotgit, False
+        if dotgit.is_file():
+            line = dotgit.read_text(errors="replace").strip()
+            if line.startswith("gitdir:"):
+                target = (path / line[len("gitdir:") :].strip()).resolve()
+                if (target / "HEAD").is_file():
+                    return target, False
+    except OSError:
+        return None
+    return None
+
+
+def discover(root: Path, default_owner: str) -> list[tuple[str, str, Path, bool]]:
+    """Every repository below ``root``: ``(owner, name, git_dir, bare)``, first found wins."""
+    found: dict[tuple[str, str], tuple[Path, bool]] = {}
+
+    def add(owner: str, directory: Path) -> None:
+        name = directory.name.removesuffix(".git")
+        if not valid_name(name) or (owner, name) in found:
+            return
+        located = git_dir_of(directory)
+        if located is not None:
+            found[(owner, name)] = located
+
+    root_repo = git_dir_of(root)
+    if root_repo is not None:
+        name = root.resolve().name.removesuffix(".git")
+        if valid_name(name):
+            found[(default_owner, name)] = root_repo
+    for entry in _subdirs(root):
+        if git_dir_of(entry) is not None:
+            add(default_owner, entry)
+            continue
+        if not valid_name(entry.name):
+            continue
+        for sub in _subdirs(entry):
+            add(entry.name, sub)
+    return [(owner, name, path, bare) for (owner, name), (path, bare) in sorted(found.items())]
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        entries = sorted(path.iterdir())
+    except OSError:
+        return []
+    return [e for e in entries if not e.name.startswith(".") and _is_dir(e)]
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _description(git_dir: Path) -> str:
+    try:
+        text = (git_dir / "description").read_text(errors="replace").strip()
+    except OSError:
+        return ""
+    return "" if text.startswith(_DEFAULT_DESCRIPTION) else text[:500]
+
+
+class Registry:
+    """Repository rows in the database."""
+
+    def __init__(self, db: Database, root: Path, default_owner: str) -> None:
+        self.db = db
+        self.root = root
+        self.default_owner = default_owner
+
+    def scan(self) -> tuple[int, int]:
+        """Bring the database in line with the directory; return (added, removed)."""
+        now = time.time()
+        found = discover(self.root, self.default_owner)
+        known = {row["path"]: row["id"] for row in self.db.query("SELECT id, path FROM repos")}
+        added = 0
+        with self.db.transaction():
+            for owner, name, git_dir, bare in found:
+                key = str(git_dir)
+                if key in known:
+                    self.db.execute(
+                        "UPDATE repos SET seen_at = ?, description = ? WHERE id = ?",
+                        (now, _description(git_dir), known.pop(key)),
+                    )
+                    continue
+                # A name freed by a removed repository may be taken by a new path.
+                self.db.execute("DELETE FROM repos WHERE owner = ? AND name = ?", (owner, name))
+                self.db.execute(
+                    "INSERT INTO repos (owner, name, path, bare, description, seen_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (owner, name, key, int(bare), _description(git_dir), now),
+                )
+                added += 1
+            for repo_id in known.values():
+                self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
+        return added, len(known)
+
+    def get(self, owner: str, name: str) -> Repo:
+        name = name.removesuffix(".git")
+        row = self.db.one("SELECT * FROM repos WHERE owner = ? AND name = ?", (owner, name))
+        if row is None:
+            raise NotFound(f"no repository {owner}/{name}")
+        return _repo(row)
+
+    def by_id(self, repo_id: int) -> Repo | None:
+        row = self.db.one("SELECT * FROM repos WHERE id = ?", (repo_id,))
+        return None if row is None else _repo(row)
+
+    def owner_exists(self, owner: str) -> bool:
+        return self.db.one("SELECT 1 FROM repos WHERE owner = ? LIMIT 1", (owner,)) is not None
+
+    def listing(self, query: str = "", owner: str | None = None, sort: str = "recent",
+                offset: int = 0, limit: int = 30) -> tuple[list[Repo], int]:
+        """One page of repositories matching ``query`` in their name, and how many match."""
+        where = ["(name LIKE ? ESCAPE '\\' OR owner LIKE ? ESCAPE '\\')"]
+        like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        params: list[object] = [like, like]
+        if owner is not None:
+            where.append("owner = ?")
+            params.append(owner)
+        order = {
+            "name": "owner, name",
+            "recent": "updated_at IS NULL, updated_at DESC, owner, name",
+            "oldest": "updated_at IS NULL, updated_at ASC, owner, name",
+        }.get(sort, "owner, name")
+        clause = " AND ".join(where)
+        total = self.db.one(f"SELECT COUNT(*) AS n FROM repos WHERE {clause}", params)  # noqa: S608
+        rows = self.db.query(
+            f"SELECT * FROM repos WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608
+            [*params, limit, offset],
+        )
+        return [_repo(r) for r in rows], int(total["n"]) if total else 0
+
+    def all(self) -> list[Repo]:
+        return [_repo(r) for r in self.db.query("SELECT * FROM repos ORDER BY id")]
+
+    def set_updated(self, repo_id: int, updated_at: float | None) -> None:
+        self.db.execute("UPDATE repos SET updated_at = ? WHERE id = ?", (updated_at, repo_id))
+
+
+def _repo(row: sqlite3.Row) -> Repo:
+    return Repo(
+        id=row["id"],
+        owner=row["owner"],
+        name=row["name"],
+        path=Path(row["path"]),
+        bare=bool(row["bare"]),
+        description=row["description"],
+        updated_at=row["updated_at"],
+    )

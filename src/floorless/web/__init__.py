@@ -1,0 +1,1 @@
+"""The web layer: pages, raw files, archives and feeds, over the core services."""

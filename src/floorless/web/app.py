@@ -1,0 +1,87 @@
+"""``create_app(forge)``: a fresh WSGI app with one route table, readable as a grid."""
+
+from __future__ import annotations
+
+import falcon
+
+from floorless import timing
+from floorless.forge import Forge
+from floorless.metrics import Metrics
+from floorless.web import errors
+from floorless.web.render import Renderer
+from floorless.web.views import (
+    archive,
+    blame,
+    commit,
+    commits,
+    explore,
+    feed,
+    lastcommit,
+    raw,
+    refs,
+    repo,
+    source,
+    static,
+)
+
+
+class TimingMiddleware:
+    """Starts each request's timer; adds ``Server-Timing`` and records metrics at the end."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.timer = timing.start_request()
+
+    def process_response(self, req: falcon.Request, resp: falcon.Response,
+                         resource: object, req_succeeded: bool) -> None:
+        timer: timing.RequestTimer | None = req.context.get("timer")
+        if timer is None:
+            return
+        route = req.uri_template or "unmatched"
+        resp.set_header("Server-Timing", timer.header())
+        self.metrics.latency.labels(route).observe(timer.total())
+        self.metrics.responses.labels(route, resp.status_code).inc()
+        if timer.spawns:
+            self.metrics.spawns.labels(route).inc(timer.spawns)
+        if timer.queries:
+            self.metrics.queries.labels(route).inc(timer.queries)
+        timing.end_request()
+
+
+def create_app(forge: Forge) -> falcon.App:
+    """A WSGI app serving ``forge``; the caller starts and stops the forge."""
+    timing.spawn_counter()
+    metrics = Metrics()
+    renderer = Renderer(forge.settings.site_name)
+    app = falcon.App(middleware=[TimingMiddleware(metrics)], cors_enable=False)
+    app.req_options.strip_url_path_trailing_slash = True
+    app.resp_options.secure_cookies_by_default = False
+    errors.install(app, renderer)
+    deps = (forge, renderer)
+    repo_prefix = "/{owner}/{repo}"
+
+    routes: list[tuple[str, object]] = [
+        ("/", explore.Explore(*deps)),
+        ("/-/metrics", explore.MetricsPage(forge, metrics)),
+        ("/-/static/{name}", static.Static()),
+        ("/{owner}", explore.Owner(*deps)),
+        (repo_prefix, repo.Home(*deps)),
+        (repo_prefix + "/src/{kind}/{tail:path}", source.Source(*deps)),
+        (repo_prefix + "/raw/{kind}/{tail:path}", raw.Raw(*deps)),
+        (repo_prefix + "/commits/{kind}/{tail:path}", commits.Commits(*deps)),
+        (repo_prefix + "/commit/{sha}", commit.Commit(*deps)),
+        (repo_prefix + "/blame/{kind}/{tail:path}", blame.Blame(*deps)),
+        (repo_prefix + "/branches", refs.Branches(*deps)),
+        (repo_prefix + "/tags", refs.Tags(*deps)),
+        (repo_prefix + "/archive/{tail:path}", archive.Archive(*deps)),
+        (repo_prefix + "/atom/branch/{tail:path}", feed.Feed(*deps)),
+        (repo_prefix + "/rss/branch/{tail:path}", feed.Feed(*deps)),
+        (repo_prefix + "/-/last/{sha}", lastcommit.LastCommits(*deps)),
+        (repo_prefix + "/-/last/{sha}/{tail:path}", lastcommit.LastCommits(*deps)),
+    ]
+    for template, resource in routes:
+        app.add_route(template, resource)
+    metrics.cache.labels("highlight", "hit")  # create the series so they show from the start
+    return app

@@ -1,0 +1,125 @@
+"""Turning repository content into safe HTML: Markdown (GFM, sanitized) and highlighted code.
+
+Both are pure functions of an object's bytes and so are cached by object id.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from urllib.parse import quote, urlsplit
+
+import cmarkgfm
+import nh3
+from cmarkgfm.cmark import Options
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_for_filename
+from pygments.lexers.special import TextLexer
+from pygments.util import ClassNotFound
+
+MARKDOWN_NAMES = (".md", ".markdown", ".mdown", ".mkd")
+_TAGS = set(nh3.ALLOWED_TAGS) | {"input"}
+_ATTRIBUTES = {
+    **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
+    "input": {"checked", "disabled"},
+    "code": {"class"},
+    "pre": {"lang"},
+    "th": {"align"},
+    "td": {"align"},
+    "h1": {"id"}, "h2": {"id"}, "h3": {"id"}, "h4": {"id"},
+}
+
+
+class LRU:
+    """A small thread-safe LRU for results keyed by object id."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._data: OrderedDict[object, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_make(self, key: object, make: Callable[[], object]) -> object:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                self.hits += 1
+                return self._data[key]
+        self.misses += 1
+        value = make()
+        with self._lock:
+            self._data[key] = value
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+        return value
+
+
+def is_markdown(name: str) -> bool:
+    return name.lower().endswith(MARKDOWN_NAMES)
+
+
+def render_markdown(text: str, src_base: str, raw_base: str, directory: str = "") -> str:
+    """GitHub-flavoured Markdown to sanitized HTML; relative links point into the repository."""
+    html = cmarkgfm.github_flavored_markdown_to_html(
+        text, options=Options.CMARK_OPT_GITHUB_PRE_LANG | Options.CMARK_OPT_FOOTNOTES
+    )
+
+    def rewrite(tag: str, attribute: str, value: str) -> str | None:
+        if attribute in ("href", "src") and _is_relative(value):
+            target, _, fragment = value.partition("#")
+            if not target:
+                return value
+            path = posixpath.normpath(posixpath.join("/", directory, target)).lstrip("/")
+            base = raw_base if tag == "img" else src_base
+            return f"{base}/{quote(path)}" + (f"#{fragment}" if fragment else "")
+        return value
+
+    return nh3.clean(
+        html,
+        tags=_TAGS,
+        attributes=_ATTRIBUTES,
+        tag_attribute_values={"input": {"type": {"checkbox"}}},
+        set_tag_attribute_values={"input": {"disabled": "disabled"}},
+        attribute_filter=rewrite,
+        url_schemes={"http", "https", "mailto"},
+    )
+
+
+def _is_relative(url: str) -> bool:
+    parts = urlsplit(url)
+    return not parts.scheme and not parts.netloc and not url.startswith(("/", "#"))
+
+
+def lexer_for(name: str, text: str) -> Lexer:
+    """The lexer for a file, chosen by its name alone (content guessing is slow)."""
+    try:
+        return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+_FORMATTER = HtmlFormatter(nowrap=True)
+
+
+def highlight_lines(name: str, text: str, enabled: bool = True) -> list[str]:
+    """One balanced HTML fragment per line of ``text``."""
+    if text.endswith("\n"):
+        text = text[:-1]
+    lexer = lexer_for(name, text) if enabled else TextLexer(stripnl=False, ensurenl=False)
+    html = highlight(text, lexer, _FORMATTER)
+    lines = html.split("\n")
+    if lines and lines[-1] == "" and len(lines) > len(text.split("\n")):
+        lines.pop()
+    return lines
+
+
+def stylesheet() -> str:
+    """Pygments' CSS for the light and the dark theme."""
+    light = HtmlFormatter(style="default").get_style_defs(".code")
+    dark = HtmlFormatter(style="monokai").get_style_defs(".code")
+    return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"

@@ -1,0 +1,78 @@
+"""Jinja2 templates and the small formatting helpers pages share."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+
+from floorless import timing
+
+
+def text(value: bytes | str | None) -> str:
+    """A name for display: exact when UTF-8, with replacement characters otherwise."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def urlpath(value: bytes | str) -> str:
+    """A ref or path for a URL: every byte kept, percent-encoded where needed."""
+    return quote(value, safe="/")
+
+
+def reltime(when: datetime | float | None, now: datetime | None = None) -> str:
+    if when is None:
+        return "never"
+    if not isinstance(when, datetime):
+        when = datetime.fromtimestamp(when, UTC)
+    now = now or datetime.now(UTC)
+    seconds = int((now - when).total_seconds())
+    if seconds < 0:
+        return "in the future"
+    for unit, size in (("year", 31_536_000), ("month", 2_592_000), ("week", 604_800),
+                       ("day", 86_400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "just now"
+
+
+def isotime(when: datetime | float | None) -> str:
+    if when is None:
+        return ""
+    if not isinstance(when, datetime):
+        when = datetime.fromtimestamp(when, UTC)
+    return when.isoformat()
+
+
+def filesize(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+class Renderer:
+    def __init__(self, site_name: str) -> None:
+        self.env = jinja2.Environment(
+            loader=jinja2.PackageLoader("floorless.web", "templates"),
+            autoescape=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        self.env.filters.update(
+            text=text, urlpath=urlpath, reltime=reltime, isotime=isotime, filesize=filesize
+        )
+        self.env.globals["site_name"] = site_name
+
+    def page(self, template: str, **context: Any) -> str:
+        with timing.phase("render"):
+            return self.env.get_template(template).render(**context)

@@ -1,0 +1,69 @@
+"""``/archive/{ref}.tar.gz`` and ``.zip``: one ``git archive`` child, streamed as it runs."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import falcon
+
+from floorless.errors import NotFound, UnknownRevision
+from floorless.web.context import RepoView, raw_tail, repo_view
+from floorless.web.views.base import View
+
+FORMATS = {".tar.gz": ("tar.gz", "application/gzip"), ".zip": ("zip", "application/zip"),
+           ".tar": ("tar", "application/x-tar")}
+CHUNK = 64 * 1024
+
+
+def resolve_any(view: RepoView, ref: bytes) -> bytes:
+    """A branch, then a tag, then a commit id, as ``git`` itself would try them."""
+    for kind in ("branch", "tag", "commit"):
+        try:
+            resolved = view.resolve(kind, ref)
+        except UnknownRevision:
+            continue
+        if not resolved.path:
+            return resolved.commit
+    raise NotFound("no such branch, tag or commit")
+
+
+class Archive(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
+               tail: str) -> None:
+        req.context.plain = True
+        view = repo_view(self.forge, owner, repo)
+        name = raw_tail(req, 3)
+        for suffix, (fmt, mime) in FORMATS.items():
+            if name.endswith(suffix.encode()):
+                ref = name[: -len(suffix)]
+                break
+        else:
+            raise NotFound("archives are .tar.gz, .tar or .zip")
+        commit = resolve_any(view, ref).hex()
+        label = ref.decode("utf-8", "replace").replace("/", "-")
+        prefix = f"{view.repo.name}-{label}"
+        proc = self.forge.git.popen(
+            view.repo.path,
+            ["archive", f"--format={fmt}", f"--prefix={prefix}/", commit],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        resp.content_type = mime
+        resp.set_header("Content-Disposition",
+                        f"attachment; filename*=UTF-8''{quote(prefix + suffix, safe='')}")
+        if len(ref) == 40:
+            resp.cache_control = ["public", "max-age=31536000", "immutable"]
+        resp.stream = _stream(proc)
+
+
+def _stream(proc: subprocess.Popen[bytes]) -> Iterator[bytes]:
+    assert proc.stdout is not None
+    try:
+        while chunk := proc.stdout.read(CHUNK):
+            yield chunk
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.wait()

@@ -1,0 +1,70 @@
+"""``/blame/{kind}/{ref}/{path}``: lines grouped by the commit that last changed them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+import falcon
+import pygit2
+
+from floorless.errors import NotFound
+from floorless.git import objects
+from floorless.git.blame import BlameCommit, BlameLine, run_blame
+from floorless.web.context import raw_tail, repo_view
+from floorless.web.markup import highlight_lines
+from floorless.web.render import text, urlpath
+from floorless.web.views.base import View
+from floorless.web.views.source import crumbs
+
+
+class Blame(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
+               kind: str, tail: str) -> None:
+        view = repo_view(self.forge, owner, repo)
+        resolved = view.resolve(kind, raw_tail(req, 4))
+        commit = view.commit(resolved)
+        blob, mode = objects.lookup(view.handle, commit, resolved.path)
+        if not isinstance(blob, pygit2.Blob) or mode == objects.MODE_LINK:
+            raise NotFound("blame needs a file")
+        binary = blob.is_binary or blob.size > self.settings.max_file_view
+        groups: list[dict[str, Any]] = []
+        if not binary:
+            lines, commits = self._blame(view.repo.id, view.repo.path, str(commit.id),
+                                         resolved.path)
+            name = text(resolved.path.rsplit(b"/", 1)[-1])
+            source = b"\n".join(line.text for line in lines).decode("utf-8", "replace")
+            enabled = blob.size <= self.settings.max_highlight
+            html = highlight_lines(name, source, enabled) if lines else []
+            for line, fragment in zip(lines, html, strict=False):
+                if not groups or groups[-1]["commit"].id != line.commit:
+                    groups.append({"commit": commits[line.commit], "lines": []})
+                groups[-1]["lines"].append((line.line, fragment))
+        if kind == "commit":
+            resp.cache_control = ["public", "max-age=31536000", "immutable"]
+        self.html(
+            resp, "blame.html",
+            **view.template_context(
+                resolved=resolved, kind=kind, crumbs=crumbs(resolved.path), groups=groups,
+                binary=binary, ref_base=f"{kind}/{urlpath(resolved.ref)}",
+            ),
+        )
+
+    def _blame(self, repo_id: int, git_dir: Any, commit: str,
+               path: bytes) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
+        answers = self.forge.indexer.answers
+        key = bytes.fromhex(commit) + b"\0" + path
+        cached = answers.get(repo_id, "blame", key)
+        if cached is not None:
+            data = json.loads(cached)
+            lines = [BlameLine(c, o, n, bytes.fromhex(t)) for c, o, n, t in data["lines"]]
+            commits = {k: BlameCommit(**v) for k, v in data["commits"].items()}
+            return lines, commits
+        lines, commits = run_blame(self.forge.git, git_dir, commit, path,
+                                   self.settings.blame_timeout)
+        answers.put(repo_id, "blame", key, json.dumps({
+            "lines": [(x.commit, x.original_line, x.line, x.text.hex()) for x in lines],
+            "commits": {k: asdict(v) for k, v in commits.items()},
+        }))
+        return lines, commits

@@ -1,0 +1,50 @@
+"""``/commit/{sha}`` with ``.diff`` and ``.patch`` variants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+import pygit2
+
+from floorless.errors import NotFound
+from floorless.git import diff as gitdiff
+from floorless.git import objects
+from floorless.web.context import repo_view
+from floorless.web.markup import LRU
+from floorless.web.views.base import View
+
+_DIFF_CACHE = LRU(128)
+
+
+class Commit(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
+               sha: str) -> None:
+        variant = ""
+        for suffix in (".diff", ".patch"):
+            if sha.endswith(suffix):
+                sha, variant = sha[: -len(suffix)], suffix[1:]
+                req.context.plain = True
+        view = repo_view(self.forge, owner, repo)
+        resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
+        if resolved.path:
+            raise NotFound("no such commit")
+        commit = view.commit(resolved)
+        resp.cache_control = ["public", "max-age=31536000", "immutable"]
+        if variant:
+            resp.content_type = "text/plain; charset=utf-8"
+            resp.set_header("X-Content-Type-Options", "nosniff")
+            resp.data = (gitdiff.patch_text(view.handle, commit) if variant == "diff"
+                         else gitdiff.format_patch(view.handle, commit))
+            return
+        limits = gitdiff.Limits(self.settings.max_diff_files, self.settings.max_diff_lines,
+                                self.settings.max_diff_total_lines)
+        key = (str(commit.id), limits)
+        changes: Any = _DIFF_CACHE.get_or_make(
+            key, lambda: gitdiff.commit_diff(view.handle, commit, limits)
+        )
+        info = objects.commit_info(commit)
+        parents = [objects.commit_info(p) for p in commit.parents
+                   if isinstance(p, pygit2.Commit)]
+        self.html(resp, "commit.html",
+                  **view.template_context(commit=info, parents=parents, diff=changes))

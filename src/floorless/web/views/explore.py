@@ -1,0 +1,56 @@
+"""The explore page, an owner's page, and the metrics endpoint."""
+
+from __future__ import annotations
+
+import falcon
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from floorless.errors import BadRequest, NotFound
+from floorless.forge import Forge
+from floorless.metrics import Metrics
+from floorless.timing import spawn_counter
+from floorless.web.views.base import View
+
+SORTS = {"recent": "Recently updated", "name": "Name", "oldest": "Least recently updated"}
+
+
+class Explore(View):
+    owner_page = False
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str | None = None) -> None:
+        query = req.get_param("q", default="")[:100]
+        sort = req.get_param("sort", default="recent")
+        if sort not in SORTS:
+            sort = "recent"
+        try:
+            page = max(1, int(req.get_param("page", default="1")))
+        except ValueError as exc:
+            raise BadRequest("page must be a number") from exc
+        if owner is not None and not self.forge.registry.owner_exists(owner):
+            raise NotFound(f"no owner {owner!r}")
+        size = self.settings.repos_per_page
+        repos, total = self.forge.registry.listing(
+            query, owner=owner, sort=sort, offset=(page - 1) * size, limit=size
+        )
+        self.html(
+            resp, "explore.html", repos=repos, total=total, query=query, sort=sort, sorts=SORTS,
+            page=page, pages=max(1, -(-total // size)), owner=owner,
+        )
+
+
+class Owner(Explore):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str | None = None) -> None:
+        super().on_get(req, resp, owner=owner)
+
+
+class MetricsPage:
+    def __init__(self, forge: Forge, metrics: Metrics) -> None:
+        self.forge = forge
+        self.metrics = metrics
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.metrics.index_lag.set(self.forge.indexer.lag_seconds)
+        self.metrics.index_pending.set(0 if self.forge.indexer.idle() else 1)
+        _ = spawn_counter()
+        resp.content_type = CONTENT_TYPE_LATEST
+        resp.data = generate_latest(self.metrics.registry)

@@ -1,0 +1,46 @@
+"""``/-/last/{commit}/{path}``: a directory's last-commit column as JSON, for pages that were
+rendered before the index could answer."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import falcon
+
+from floorless.errors import NotFound
+from floorless.git import objects
+from floorless.web.context import raw_tail, repo_view
+from floorless.web.render import reltime
+from floorless.web.views.base import View
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+class LastCommits(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
+               sha: str, tail: str = "") -> None:
+        if not _SHA.fullmatch(sha):
+            raise NotFound("not a commit id")
+        view = repo_view(self.forge, owner, repo)
+        resolved = view.resolve("commit", sha.encode() + b"/" + raw_tail(req, 5))
+        commit = view.commit(resolved)
+        tree, _ = objects.lookup(view.handle, commit, resolved.path)
+        entries = objects.list_tree(tree, resolved.path)
+        last = self.forge.indexer.last_commits(view.repo, resolved.commit, resolved.path,
+                                               [e.name for e in entries])
+        body: dict[str, Any] = {"ready": last is not None, "entries": {}}
+        if last is not None:
+            for name, oid in last.items():
+                if oid is None:
+                    continue
+                info = objects.commit_info(objects.get_commit(view.handle, oid))
+                body["entries"][name.hex()] = {
+                    "id": info.id, "summary": info.summary, "when": info.time.isoformat(),
+                    "ago": reltime(info.time), "url": f"{view.base}/commit/{info.id}",
+                }
+            resp.cache_control = ["public", "max-age=31536000", "immutable"]
+        else:
+            resp.status = falcon.HTTP_202
+            resp.cache_control = ["no-store"]
+        resp.media = body

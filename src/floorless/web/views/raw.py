@@ -1,0 +1,95 @@
+"""Raw bytes: ``/raw/{kind}/{ref}/{path}`` and ``/raw/blob/{sha}``.
+
+Never served as HTML or SVG (so a repository cannot run script on the forge's origin), always
+with ``nosniff`` and a sandboxing CSP; ETag from the blob id; immutable when commit-addressed;
+HEAD and single ``Range`` requests.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import falcon
+import pygit2
+
+from floorless.errors import NotFound
+from floorless.git import objects
+from floorless.web.context import raw_tail, repo_view
+from floorless.web.views.base import View
+from floorless.web.views.source import image_type
+
+_SHA = re.compile(r"[0-9a-fA-F]{40}")
+SAFE_TYPES = {".pdf": "application/pdf", ".json": "text/plain; charset=utf-8"}
+
+
+def content_type(name: bytes, data: bytes) -> str:
+    image = image_type(name)
+    if image:
+        return image
+    lowered = name.lower()
+    for ext, mime in SAFE_TYPES.items():
+        if lowered.endswith(ext.encode()):
+            return mime
+    if b"\0" in data[:8000]:
+        return "application/octet-stream"
+    try:
+        data[:8000].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(data[:8000]) - 4:  # not just a character cut at the sample's end
+            return "text/plain; charset=iso-8859-1"
+    return "text/plain; charset=utf-8"
+
+
+class Raw(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
+               kind: str, tail: str) -> None:
+        req.context.plain = True
+        view = repo_view(self.forge, owner, repo)
+        if kind == "blob":
+            if not _SHA.fullmatch(tail):
+                raise NotFound("not a blob id")
+            blob = view.handle.get(tail)
+            name = b""
+            immutable = True
+        else:
+            resolved = view.resolve(kind, raw_tail(req, 4))
+            commit = view.commit(resolved)
+            blob, mode = objects.lookup(view.handle, commit, resolved.path)
+            name = resolved.path.rsplit(b"/", 1)[-1]
+            immutable = kind == "commit"
+        if not isinstance(blob, pygit2.Blob):
+            raise NotFound("not a file")
+        etag = str(blob.id)
+        resp.etag = etag
+        resp.set_header("X-Content-Type-Options", "nosniff")
+        resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
+        resp.set_header("Accept-Ranges", "bytes")
+        resp.cache_control = (["public", "max-age=31536000", "immutable"] if immutable
+                              else ["no-cache"])
+        if name:
+            resp.set_header("Content-Disposition",
+                            f"inline; filename*=UTF-8''{quote(name, safe='')}")
+        if etag in (req.if_none_match or []) or any(t == etag for t in (req.if_none_match or [])):
+            resp.status = falcon.HTTP_304
+            return
+        data = objects.blob_bytes(blob)
+        resp.content_type = content_type(name, data)
+        size = len(data)
+        if req.range is not None and req.method in ("GET", "HEAD"):
+            first, last = req.range
+            if first < 0:  # a suffix range: the last -first bytes
+                first, last = max(0, size + first), size - 1
+            elif last < 0 or last >= size:
+                last = size - 1
+            if first >= size or first > last:
+                resp.status = falcon.HTTP_416
+                resp.set_header("Content-Range", f"bytes */{size}")
+                resp.data = b""
+                return
+            resp.status = falcon.HTTP_206
+            resp.set_header("Content-Range", f"bytes {first}-{last}/{size}")
+            data = data[first : last + 1]
+        resp.data = data
+
+    on_head = on_get

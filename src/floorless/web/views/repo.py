@@ -1,0 +1,43 @@
+"""The repository home page (and ``?go-get=1``), or the empty repository's own page."""
+
+from __future__ import annotations
+
+import falcon
+
+from floorless.git import objects
+from floorless.git.refs import Resolved
+from floorless.web.context import repo_view
+from floorless.web.views.base import View
+from floorless.web.views.tree import tree_context
+
+
+class Home(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view = repo_view(self.forge, owner, repo)
+        public = self.public_url(req)
+        clone_url = f"{public}{view.base}.git"
+        if req.get_param("go-get") == "1":
+            host = public.split("://", 1)[-1]
+            self.html(resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url,
+                      repo=view.repo)
+            return
+        snapshot = view.snapshot
+        head = snapshot.head_commit
+        if head is None:
+            self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
+            return
+        branch = snapshot.default_branch
+        if branch is None or branch not in snapshot.branches:
+            branch = next(name for name, oid in snapshot.branches.items() if oid == head)
+        resolved = Resolved("branch", branch, head, b"")
+        commit = objects.get_commit(view.handle, head)
+        context = tree_context(view, "branch", resolved, commit, commit.tree)
+        self.html(
+            resp, "tree.html",
+            **view.template_context(
+                clone_url=clone_url, resolved=resolved, kind="branch", home=True,
+                latest=objects.commit_info(commit),
+                commit_count=self.forge.indexer.commit_count(view.repo.id, head),
+                crumbs=[], **context,
+            ),
+        )

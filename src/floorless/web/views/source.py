@@ -1,0 +1,137 @@
+"""``/src/{kind}/{ref}/{path}``: a directory, a file, a symlink or a submodule."""
+
+from __future__ import annotations
+
+import configparser
+from typing import Any
+
+import falcon
+import pygit2
+
+from floorless.errors import NotFound
+from floorless.git import objects
+from floorless.git.refs import Resolved
+from floorless.web.context import RepoView, raw_tail, repo_view
+from floorless.web.markup import LRU, highlight_lines, is_markdown, render_markdown
+from floorless.web.render import text, urlpath
+from floorless.web.views.base import View
+from floorless.web.views.tree import tree_context
+
+IMAGE_TYPES = {
+    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+    ".webp": "image/webp", ".ico": "image/x-icon", ".bmp": "image/bmp", ".avif": "image/avif",
+}
+_HIGHLIGHT_CACHE = LRU(256)
+
+
+def crumbs(path: bytes) -> list[tuple[str, str]]:
+    """(name, url path) for each component of ``path``."""
+    parts = [p for p in path.split(b"/") if p]
+    return [(text(p), urlpath(b"/".join(parts[: i + 1]))) for i, p in enumerate(parts)]
+
+
+def image_type(name: bytes) -> str | None:
+    lowered = name.lower()
+    for ext, mime in IMAGE_TYPES.items():
+        if lowered.endswith(ext.encode()):
+            return mime
+    return None
+
+
+class Source(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
+               kind: str, tail: str) -> None:
+        view = repo_view(self.forge, owner, repo)
+        resolved = view.resolve(kind, raw_tail(req, 4))
+        commit = view.commit(resolved)
+        obj, mode = objects.lookup(view.handle, commit, resolved.path)
+        context = view.template_context(
+            resolved=resolved, kind=kind, crumbs=crumbs(resolved.path),
+            ref_base=f"{kind}/{urlpath(resolved.ref)}", home=False,
+            latest=objects.commit_info(commit),
+        )
+        if isinstance(obj, pygit2.Tree):
+            context.update(tree_context(view, kind, resolved, commit, obj))
+            context["commit_count"] = None
+            self.html(resp, "tree.html", **context)
+            return
+        if mode == objects.MODE_SUBMODULE:
+            context.update(submodule=_submodule(view, commit, resolved.path, str(obj.id)))
+            self.html(resp, "special.html", **context)
+            return
+        assert isinstance(obj, pygit2.Blob)
+        if mode == objects.MODE_LINK:
+            target = objects.blob_bytes(obj)
+            context.update(link_target=text(target), link_url=_link_url(resolved.path, target))
+            self.html(resp, "special.html", submodule=None, **context)
+            return
+        context.update(self._file(view, resolved, obj))
+        if kind == "commit":
+            resp.cache_control = ["public", "max-age=31536000", "immutable"]
+        self.html(resp, "blob.html", **context)
+
+    def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
+        name = resolved.path.rsplit(b"/", 1)[-1]
+        size = blob.size
+        info: dict[str, Any] = {
+            "size": size, "blob_id": str(blob.id), "image": None, "binary": False,
+            "lines": None, "truncated": False, "markdown": None,
+        }
+        if image_type(name):
+            info["image"] = True
+            return info
+        if blob.is_binary:
+            info["binary"] = True
+            return info
+        limit = self.settings.max_file_view
+        data = objects.blob_bytes(blob, limit)
+        info["truncated"] = size > limit
+        content = data.decode("utf-8", "replace")
+        filename = text(name)
+        enabled = size <= self.settings.max_highlight
+        key = (str(blob.id), filename, enabled, limit)
+        info["lines"] = _HIGHLIGHT_CACHE.get_or_make(
+            key, lambda: highlight_lines(filename, content, enabled)
+        )
+        if is_markdown(filename) and not info["truncated"]:
+            ref_base = f"{resolved.kind}/{urlpath(resolved.ref)}"
+            directory = text(resolved.path.rpartition(b"/")[0])
+            info["markdown"] = render_markdown(
+                content, f"{view.base}/src/{ref_base}", f"{view.base}/raw/{ref_base}", directory
+            )
+        return info
+
+
+def _link_url(path: bytes, target: bytes) -> str | None:
+    """Where a symlink points inside the repository, or None when it leaves it."""
+    if target.startswith(b"/"):
+        return None
+    parts = path.split(b"/")[:-1]
+    for part in target.split(b"/"):
+        if part in (b"", b"."):
+            continue
+        if part == b"..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return urlpath(b"/".join(parts))
+
+
+def _submodule(view: RepoView, commit: pygit2.Commit, path: bytes, oid: str) -> dict[str, str]:
+    url = ""
+    try:
+        obj, _ = objects.lookup(view.handle, commit, b".gitmodules")
+    except NotFound:  # no .gitmodules: the submodule is shown without its URL
+        obj = None
+    if isinstance(obj, pygit2.Blob):
+        parser = configparser.ConfigParser(strict=False, interpolation=None)
+        try:
+            parser.read_string(objects.blob_bytes(obj).decode("utf-8", "replace"))
+        except configparser.Error:
+            parser = configparser.ConfigParser()
+        for section in parser.sections():
+            if parser.get(section, "path", fallback="").encode() == path:
+                url = parser.get(section, "url", fallback="")
+    return {"commit": oid, "url": url}

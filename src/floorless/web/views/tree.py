@@ -1,0 +1,80 @@
+"""A directory listing with the last commit of each entry, and its README, shared by the
+repository home and the tree pages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from floorless.git import objects
+from floorless.git.refs import Resolved
+from floorless.web.context import RepoView
+from floorless.web.markup import LRU, is_markdown, render_markdown
+from floorless.web.render import text, urlpath
+
+README_NAMES = ("readme.md", "readme.markdown", "readme", "readme.txt", "readme.rst")
+_README_CACHE = LRU(512)
+MAX_README = 512 * 1024
+
+
+@dataclass(frozen=True)
+class Row:
+    entry: objects.Entry
+    last: objects.CommitInfo | None
+
+
+def tree_context(view: RepoView, kind: str, resolved: Resolved, commit: pygit2.Commit,
+                 tree: pygit2.Tree) -> dict[str, Any]:
+    entries = objects.list_tree(tree, resolved.path)
+    last = view.forge.indexer.last_commits(
+        view.repo, resolved.commit, resolved.path, [e.name for e in entries]
+    )
+    infos: dict[bytes, objects.CommitInfo] = {}
+    rows = []
+    for entry in entries:
+        info = None
+        if last is not None and last.get(entry.name) is not None:
+            oid = last[entry.name]
+            assert oid is not None
+            if oid not in infos:
+                infos[oid] = objects.commit_info(objects.get_commit(view.handle, oid))
+            info = infos[oid]
+        rows.append(Row(entry, info))
+    ref_base = f"{kind}/{urlpath(resolved.ref)}"
+    return {
+        "rows": rows,
+        "last_ready": last is not None,
+        "readme": readme(view, tree, ref_base, resolved.path),
+        "ref_base": ref_base,
+    }
+
+
+def readme(view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes) -> dict[str, Any] | None:
+    candidates = {e.raw_name.lower(): e for e in tree if e.filemode in (0o100644, 0o100755)}
+    for name in README_NAMES:
+        entry = candidates.get(name.encode())
+        if entry is None:
+            continue
+        blob = view.handle.get(entry.id)
+        if not isinstance(blob, pygit2.Blob) or blob.is_binary:
+            continue
+        filename = text(entry.raw_name)
+        dir_text = text(directory)
+        key = (str(entry.id), view.base, ref_base, dir_text, filename)
+
+        def make(blob: pygit2.Blob = blob, filename: str = filename,
+                 dir_text: str = dir_text) -> str:
+            content = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
+            if is_markdown(filename):
+                return render_markdown(content, f"{view.base}/src/{ref_base}",
+                                       f"{view.base}/raw/{ref_base}", dir_text)
+            return ""
+
+        html = _README_CACHE.get_or_make(key, make)
+        plain = None
+        if not html:
+            plain = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
+        return {"name": filename, "html": html, "plain": plain}
+    return None
