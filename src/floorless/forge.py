@@ -105,7 +105,7 @@ class Forge:
 
     def _record_update(self, repo: Repo, snapshot: RefSnapshot) -> None:
         handle = self.handles.get(repo.path)
-        times = []
+        times: list[int] = []
         for commit in snapshot.branches.values():
             obj = handle.get(pygit2.Oid(raw=commit))
             if isinstance(obj, pygit2.Commit):

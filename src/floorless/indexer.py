@@ -138,8 +138,9 @@ class Indexer:
             return graph
         return None
 
-    def last_commits(self, repo: Repo, commit: bytes, directory: bytes,
-                     names: Sequence[bytes]) -> dict[bytes, bytes | None] | None:
+    def last_commits(
+        self, repo: Repo, commit: bytes, directory: bytes, names: Sequence[bytes]
+    ) -> dict[bytes, bytes | None] | None:
         """Entry name -> id of the last commit that changed it; None while not known yet."""
         key = commit + b"\0" + directory
         cached = self.answers.get(repo.id, "last", key)
@@ -158,8 +159,15 @@ class Indexer:
             ).start()
         return found
 
-    def _compute_last(self, graph: CommitGraph, repo_id: int, commit: bytes, directory: bytes,
-                      names: Sequence[bytes], budget: int | None) -> dict[bytes, bytes | None] | None:
+    def _compute_last(
+        self,
+        graph: CommitGraph,
+        repo_id: int,
+        commit: bytes,
+        directory: bytes,
+        names: Sequence[bytes],
+        budget: int | None,
+    ) -> dict[bytes, bytes | None] | None:
         paths = [directory + b"/" + n if directory else n for n in names]
         result = graph.last_changes(graph.seq[commit], paths, budget)
         if result is None:
@@ -200,10 +208,19 @@ class Indexer:
             changes = _changed_paths(handle, commit, graph)
             with graph.lock:
                 seq = graph.add(commit.id.raw, commit.commit_time, parents, changes)
-            rows.append((repo.id, seq, commit.id.raw, commit.commit_time, json.dumps(parents),
-                         json.dumps([sorted(c) for c in changes])))
-            path_rows.extend((repo.id, i, graph.path_names[i])
-                             for i in range(known_paths, len(graph.path_names)))
+            rows.append(
+                (
+                    repo.id,
+                    seq,
+                    commit.id.raw,
+                    commit.commit_time,
+                    json.dumps(parents),
+                    json.dumps([sorted(c) for c in changes]),
+                )
+            )
+            path_rows.extend(
+                (repo.id, i, graph.path_names[i]) for i in range(known_paths, len(graph.path_names))
+            )
             if len(rows) >= _BATCH:
                 self._persist(rows, path_rows)
                 rows, path_rows = [], []
@@ -264,8 +281,9 @@ def _unhex(value: str | None) -> bytes | None:
     return None if value is None else bytes.fromhex(value)
 
 
-def _missing_commits(repo: pygit2.Repository, graph: CommitGraph,
-                     tips: set[bytes]) -> list[pygit2.Commit]:
+def _missing_commits(
+    repo: pygit2.Repository, graph: CommitGraph, tips: set[bytes]
+) -> list[pygit2.Commit]:
     """Commits reachable from ``tips`` that the graph lacks, parents before children."""
     ordered: list[pygit2.Commit] = []
     visiting: set[bytes] = set()
@@ -293,12 +311,13 @@ def _missing_commits(repo: pygit2.Repository, graph: CommitGraph,
     return ordered
 
 
-def _changed_paths(repo: pygit2.Repository, commit: pygit2.Commit,
-                   graph: CommitGraph) -> tuple[frozenset[int], ...]:
+def _changed_paths(
+    repo: pygit2.Repository, commit: pygit2.Commit, graph: CommitGraph
+) -> tuple[frozenset[int], ...]:
     """Per parent (or against the empty tree for a root), the ids of every changed path and
     of each directory above a changed path."""
     tree = commit.tree
-    bases = [repo.get(p).tree for p in commit.parent_ids] or [None]
+    bases: list[pygit2.Tree | None] = [p.tree for p in commit.parents] or [None]
     result = []
     for base in bases:
         diff = base.diff_to_tree(tree) if base is not None else tree.diff_to_tree(swap=True)

@@ -16,26 +16,36 @@ class Metrics:
             registry=self.registry,
         )
         self.responses = Counter(
-            "floorless_responses", "Responses, by route and status.", ["route", "status"],
+            "floorless_responses",
+            "Responses, by route and status.",
+            ["route", "status"],
             registry=self.registry,
         )
         self.spawns = Counter(
-            "floorless_spawned_processes", "Processes started by floorless.", ["route"],
+            "floorless_spawned_processes",
+            "Processes started by floorless.",
+            ["route"],
             registry=self.registry,
         )
         self.cache = Counter(
-            "floorless_cache", "Cache lookups, by cache and result.", ["cache", "result"],
+            "floorless_cache",
+            "Cache lookups, by cache and result.",
+            ["cache", "result"],
             registry=self.registry,
         )
         self.index_lag = Gauge(
-            "floorless_index_lag_seconds", "Duration of the latest index update.",
+            "floorless_index_lag_seconds",
+            "Duration of the latest index update.",
             registry=self.registry,
         )
         self.index_pending = Gauge(
-            "floorless_index_pending", "Repositories waiting to be indexed.",
+            "floorless_index_pending",
+            "Repositories waiting to be indexed.",
             registry=self.registry,
         )
         self.queries = Counter(
-            "floorless_db_queries", "Database queries made while answering requests.", ["route"],
+            "floorless_db_queries",
+            "Database queries made while answering requests.",
+            ["route"],
             registry=self.registry,
         )

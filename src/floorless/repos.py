@@ -160,8 +160,14 @@ class Registry:
     def owner_exists(self, owner: str) -> bool:
         return self.db.one("SELECT 1 FROM repos WHERE owner = ? LIMIT 1", (owner,)) is not None
 
-    def listing(self, query: str = "", owner: str | None = None, sort: str = "recent",
-                offset: int = 0, limit: int = 30) -> tuple[list[Repo], int]:
+    def listing(
+        self,
+        query: str = "",
+        owner: str | None = None,
+        sort: str = "recent",
+        offset: int = 0,
+        limit: int = 30,
+    ) -> tuple[list[Repo], int]:
         """One page of repositories matching ``query`` in their name, and how many match."""
         where = ["(name LIKE ? ESCAPE '\\' OR owner LIKE ? ESCAPE '\\')"]
         like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

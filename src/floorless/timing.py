@@ -104,7 +104,7 @@ _counter_lock = threading.Lock()
 
 
 def spawn_counter() -> SpawnCounter:
-    """The process-wide counter; its audit hook is installed on first use (hooks cannot be removed)."""
+    """The process-wide counter; its audit hook is installed on first use (and never removed)."""
     global _counter
     with _counter_lock:
         if _counter is None:

@@ -15,14 +15,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def location_options(func: F) -> F:
-    for option in reversed((
-        click.option("--config", "config_file", type=click.Path(path_type=Path),
-                     help="TOML settings file (see docs/configuration.md)."),
-        click.option("--data", type=click.Path(path_type=Path),
-                     help="Data directory (database, runtime directory)."),
-        click.option("--repos", type=click.Path(path_type=Path),
-                     help="Directory of git repositories to serve."),
-    )):
+    for option in reversed(
+        (
+            click.option(
+                "--config",
+                "config_file",
+                type=click.Path(path_type=Path),
+                help="TOML settings file (see docs/configuration.md).",
+            ),
+            click.option(
+                "--data",
+                type=click.Path(path_type=Path),
+                help="Data directory (database, runtime directory).",
+            ),
+            click.option(
+                "--repos",
+                type=click.Path(path_type=Path),
+                help="Directory of git repositories to serve.",
+            ),
+        )
+    ):
         func = option(func)
     return func
 

@@ -16,24 +16,33 @@ from floorless.forge import Forge
 @click.option("--host", help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, help="Port to listen on (default 3000).")
 @click.option("--threads", type=int, help="Request-handling threads (default 8).")
-def serve(config_file: Path | None, data: Path | None, repos: Path | None, host: str | None,
-          port: int | None, threads: int | None) -> None:
+def serve(
+    config_file: Path | None,
+    data: Path | None,
+    repos: Path | None,
+    host: str | None,
+    port: int | None,
+    threads: int | None,
+) -> None:
     """Serve every git repository below the repositories directory."""
     from granian import Granian
     from granian.constants import Interfaces
 
-    settings = load_settings(config_file, data=data, repos=repos, host=host, port=port,
-                             threads=threads)
+    settings = load_settings(
+        config_file, data=data, repos=repos, host=host, port=port, threads=threads
+    )
     if not settings.repos.is_dir():
         if repos is not None:
             raise click.UsageError(f"--repos {settings.repos}: no such directory")
         settings.repos.mkdir(parents=True, exist_ok=True)
     forge = Forge(settings)
     forge.prepare()
-    added, _ = forge.registry.scan()
+    forge.registry.scan()
     os.environ.update(settings.as_environ())
-    click.echo(f"floorless: serving {len(forge.registry.all())} repositories from "
-               f"{settings.repos} at http://{settings.host}:{settings.port}/")
+    click.echo(
+        f"floorless: serving {len(forge.registry.all())} repositories from "
+        f"{settings.repos} at http://{settings.host}:{settings.port}/"
+    )
     Granian(
         "floorless.web.wsgi:application",
         address=settings.host,

@@ -26,10 +26,14 @@ class BlameCommit:
     summary: str
 
 
-def run_blame(env: GitEnvironment, git_dir: Path, commit: str, path: bytes,
-              timeout: float) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
-    out = env.run(git_dir, ["blame", "--porcelain", commit, "--", path.decode("utf-8", "surrogateescape")],
-                  timeout=timeout)
+def run_blame(
+    env: GitEnvironment, git_dir: Path, commit: str, path: bytes, timeout: float
+) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
+    out = env.run(
+        git_dir,
+        ["blame", "--porcelain", commit, "--", path.decode("utf-8", "surrogateescape")],
+        timeout=timeout,
+    )
     return parse_porcelain(out)
 
 

@@ -13,9 +13,12 @@ from pygit2.enums import DeltaStatus, DiffFind, DiffOption
 from floorless import timing
 
 STATUS = {
-    DeltaStatus.ADDED: "added", DeltaStatus.DELETED: "deleted",
-    DeltaStatus.MODIFIED: "modified", DeltaStatus.RENAMED: "renamed",
-    DeltaStatus.COPIED: "copied", DeltaStatus.TYPECHANGE: "type changed",
+    DeltaStatus.ADDED: "added",
+    DeltaStatus.DELETED: "deleted",
+    DeltaStatus.MODIFIED: "modified",
+    DeltaStatus.RENAMED: "renamed",
+    DeltaStatus.COPIED: "copied",
+    DeltaStatus.TYPECHANGE: "type changed",
 }
 
 
@@ -65,7 +68,7 @@ class CommitDiff:
 def _diff(repo: pygit2.Repository, commit: pygit2.Commit) -> pygit2.Diff:
     with timing.phase("git"):
         if commit.parents:
-            diff = repo.diff(commit.parents[0].tree, commit.tree, flags=DiffOption.NORMAL)
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
         else:
             diff = commit.tree.diff_to_tree(swap=True)
         diff.find_similar(flags=DiffFind.FIND_RENAMES)
@@ -80,14 +83,20 @@ def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) 
     truncated = False
     with timing.phase("git"):
         for i, patch in enumerate(diff):
+            if patch is None:  # libgit2 found nothing to show for this delta
+                continue
             delta = patch.delta
             _, adds, dels = patch.line_stats
             additions += adds
             deletions += dels
             fd = FileDiff(
-                old_path=delta.old_file.raw_path, new_path=delta.new_file.raw_path,
-                status=STATUS.get(delta.status, "modified"), additions=adds, deletions=dels,
-                binary=delta.is_binary, similarity=delta.similarity,
+                old_path=delta.old_file.raw_path,
+                new_path=delta.new_file.raw_path,
+                status=STATUS.get(delta.status, "modified"),
+                additions=adds,
+                deletions=dels,
+                binary=bool(delta.is_binary),
+                similarity=delta.similarity,
             )
             files.append(fd)
             if i >= limits.files or total_lines >= limits.lines_total:
@@ -104,12 +113,14 @@ def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) 
                         fd.truncated = True
                         break
                     content = line.raw_content.decode("utf-8", "replace").rstrip("\n")
-                    h.lines.append(Line(
-                        line.origin if line.origin in "+- " else "\\",
-                        line.old_lineno if line.old_lineno > 0 else None,
-                        line.new_lineno if line.new_lineno > 0 else None,
-                        content,
-                    ))
+                    h.lines.append(
+                        Line(
+                            line.origin if line.origin in "+- " else "\\",
+                            line.old_lineno if line.old_lineno > 0 else None,
+                            line.new_lineno if line.new_lineno > 0 else None,
+                            content,
+                        )
+                    )
                     count += 1
                     total_lines += 1
                 fd.hunks.append(h)
@@ -139,8 +150,9 @@ def format_patch(repo: pygit2.Repository, commit: pygit2.Commit) -> bytes:
     subject, _, body = message.partition("\n")
     date = email.utils.formatdate(author.time, localtime=False)
     with timing.phase("git"):
-        stats = diff.stats.format(pygit2.enums.DiffStatsFormat.FULL
-                                  | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72)
+        stats = diff.stats.format(
+            pygit2.enums.DiffStatsFormat.FULL | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72
+        )
         header = (
             f"From {commit.id} Mon Sep 17 00:00:00 2001\n"
             f"From: {author.name} <{author.email}>\n"

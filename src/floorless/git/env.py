@@ -60,7 +60,9 @@ class GitEnvironment:
         """A git command line with an explicit ``--git-dir``: no discovery walk."""
         return [_GIT, f"--git-dir={git_dir}", *args]
 
-    def popen(self, git_dir: Path, args: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
+    def popen(
+        self, git_dir: Path, args: Sequence[str], **kwargs: object
+    ) -> subprocess.Popen[bytes]:
         return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
             self.command(git_dir, *args),
             env=self.environ(),
@@ -80,7 +82,9 @@ class GitEnvironment:
             raise GitCommandError(f"git {args[0]} took longer than {timeout:.0f} s") from exc
         if proc.returncode != 0:
             message = err.decode("utf-8", "replace").strip().splitlines()
-            raise GitCommandError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
+            raise GitCommandError(
+                f"git {args[0]} failed: {message[-1] if message else proc.returncode}"
+            )
         return out
 
 

@@ -91,8 +91,9 @@ class CommitGraph:
             self.path_ids[path] = found
         return found
 
-    def add(self, oid: bytes, time: int, parents: tuple[int, ...],
-            changes: tuple[frozenset[int], ...]) -> int:
+    def add(
+        self, oid: bytes, time: int, parents: tuple[int, ...], changes: tuple[frozenset[int], ...]
+    ) -> int:
         seq = len(self.oids)
         self.oids.append(oid)
         self.times.append(time)
@@ -119,14 +120,17 @@ class CommitGraph:
 
         return simplify
 
-    def history(self, starts: Sequence[int], path: bytes | None, limit: int,
-                budget: int | None = None) -> Page[int] | None:
+    def history(
+        self, starts: Sequence[int], path: bytes | None, limit: int, budget: int | None = None
+    ) -> Page[int] | None:
         simplify = None if path is None else self.path_simplifier(self.path_ids.get(path))
-        return log_page(starts, self.parents.__getitem__, self.times.__getitem__, limit,
-                        simplify, budget)
+        return log_page(
+            starts, self.parents.__getitem__, self.times.__getitem__, limit, simplify, budget
+        )
 
-    def last_changes(self, start: int, paths: Sequence[bytes],
-                     budget: int | None = None) -> dict[bytes, int | None] | None:
+    def last_changes(
+        self, start: int, paths: Sequence[bytes], budget: int | None = None
+    ) -> dict[bytes, int | None] | None:
         """For each path, the first commit ``git log -1 -- path`` shows from ``start``.
 
         Every path follows one chain (a merge TREESAME to a parent continues on that parent

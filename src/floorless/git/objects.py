@@ -141,7 +141,9 @@ def child(tree: pygit2.Tree, name: bytes) -> pygit2.Object | None:
     return None
 
 
-def lookup(repo: pygit2.Repository, commit: pygit2.Commit, path: bytes) -> tuple[pygit2.Object, int]:
+def lookup(
+    repo: pygit2.Repository, commit: pygit2.Commit, path: bytes
+) -> tuple[pygit2.Object, int]:
     """The object at ``path`` in ``commit`` and its file mode; NotFound when there is none."""
     with timing.phase("git"):
         tree = commit.tree
@@ -170,8 +172,8 @@ def list_tree(tree: pygit2.Tree, base: bytes) -> list[Entry]:
     with timing.phase("git"):
         entries = [
             Entry(
-                name=e.raw_name,
-                path=(base + b"/" + e.raw_name) if base else e.raw_name,
+                name=e.raw_name or b"",
+                path=(base + b"/" + (e.raw_name or b"")) if base else (e.raw_name or b""),
                 mode=e.filemode,
                 id=str(e.id),
             )

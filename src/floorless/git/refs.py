@@ -159,8 +159,12 @@ def check_path(path: bytes) -> bytes:
     return b"/".join(parts)
 
 
-def resolve(snapshot: RefSnapshot, kind: str, tail: bytes,
-            expand: Callable[[bytes], bytes | None] | None = None) -> Resolved:
+def resolve(
+    snapshot: RefSnapshot,
+    kind: str,
+    tail: bytes,
+    expand: Callable[[bytes], bytes | None] | None = None,
+) -> Resolved:
     """Split ``tail`` into a ref and a path by the longest ref that prefixes it.
 
     ``kind`` is "branch", "tag" or "commit"; for "commit" the first segment is a commit id (full
@@ -179,7 +183,9 @@ def resolve(snapshot: RefSnapshot, kind: str, tail: bytes,
         full = first if len(first) == 40 else (expand(first) if expand else None)
         if full is None:
             raise UnknownRevision("no such commit")
-        return Resolved("commit", full, bytes.fromhex(full.decode()), check_path(b"/".join(parts[1:])))
+        return Resolved(
+            "commit", full, bytes.fromhex(full.decode()), check_path(b"/".join(parts[1:]))
+        )
     table: Mapping[bytes, object]
     if kind == "branch":
         table = snapshot.branches

@@ -34,8 +34,9 @@ class TimingMiddleware:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.timer = timing.start_request()
 
-    def process_response(self, req: falcon.Request, resp: falcon.Response,
-                         resource: object, req_succeeded: bool) -> None:
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
+    ) -> None:
         timer: timing.RequestTimer | None = req.context.get("timer")
         if timer is None:
             return
@@ -50,7 +51,7 @@ class TimingMiddleware:
         timing.end_request()
 
 
-def create_app(forge: Forge) -> falcon.App:
+def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
     metrics = Metrics()

@@ -34,8 +34,9 @@ class RepoView:
     def resolve(self, kind: str, tail: bytes) -> Resolved:
         if kind not in KINDS:
             raise NotFound(f"unknown ref kind {kind!r}: use branch, tag or commit")
-        return resolve(self.snapshot, kind, tail,
-                       lambda prefix: objects.expand_commit_id(self.handle, prefix))
+        return resolve(
+            self.snapshot, kind, tail, lambda prefix: objects.expand_commit_id(self.handle, prefix)
+        )
 
     def commit(self, resolved: Resolved) -> pygit2.Commit:
         return objects.get_commit(self.handle, resolved.commit)

@@ -13,11 +13,17 @@ from floorless.web.render import Renderer
 
 log = logging.getLogger(__name__)
 
-_TITLES = {400: "Bad request", 404: "Not found", 405: "Method not allowed",
-           500: "Server error", 502: "Git failed", 503: "Repository unavailable"}
+_TITLES = {
+    400: "Bad request",
+    404: "Not found",
+    405: "Method not allowed",
+    500: "Server error",
+    502: "Git failed",
+    503: "Repository unavailable",
+}
 
 
-def install(app: falcon.App, renderer: Renderer) -> None:
+def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer) -> None:
     def respond(req: falcon.Request, resp: falcon.Response, status: int, message: str) -> None:
         resp.status = status
         resp.set_header("Cache-Control", "no-store")
@@ -27,30 +33,37 @@ def install(app: falcon.App, renderer: Renderer) -> None:
             return
         resp.content_type = "text/html; charset=utf-8"
         resp.text = renderer.page(
-            "error.html", status=status, title=_TITLES.get(status, "Error"), message=message,
+            "error.html",
+            status=status,
+            title=_TITLES.get(status, "Error"),
+            message=message,
             broken=req.context.get("broken_repo"),
         )
 
-    def floorless_error(req: falcon.Request, resp: falcon.Response, ex: FloorlessError,
-                        params: dict[str, Any]) -> None:
+    def floorless_error(
+        req: falcon.Request, resp: falcon.Response, ex: FloorlessError, params: dict[str, Any]
+    ) -> None:
         if isinstance(ex, RepositoryBroken):
             req.context.broken_repo = True
         respond(req, resp, ex.status, str(ex))
 
-    def git_error(req: falcon.Request, resp: falcon.Response, ex: pygit2.GitError,
-                  params: dict[str, Any]) -> None:
+    def git_error(
+        req: falcon.Request, resp: falcon.Response, ex: pygit2.GitError, params: dict[str, Any]
+    ) -> None:
         log.warning("git error on %s: %s", req.path, ex)
         req.context.broken_repo = True
         respond(req, resp, 503, f"the repository cannot be read: {ex}")
 
-    def http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError,
-                   params: dict[str, Any]) -> None:
+    def http_error(
+        req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError, params: dict[str, Any]
+    ) -> None:
         respond(req, resp, ex.status_code, ex.description or ex.title or "error")
-        for name, value in (ex.headers or {}).items():
+        for name, value in dict(ex.headers or {}).items():
             resp.set_header(name, value)
 
-    def unexpected(req: falcon.Request, resp: falcon.Response, ex: Exception,
-                   params: dict[str, Any]) -> None:
+    def unexpected(
+        req: falcon.Request, resp: falcon.Response, ex: Exception, params: dict[str, Any]
+    ) -> None:
         log.exception("unhandled error on %s %s", req.method, req.path)
         respond(req, resp, 500, "an unexpected error occurred; it has been logged")
 

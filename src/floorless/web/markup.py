@@ -30,7 +30,10 @@ _ATTRIBUTES = {
     "pre": {"lang"},
     "th": {"align"},
     "td": {"align"},
-    "h1": {"id"}, "h2": {"id"}, "h3": {"id"}, "h4": {"id"},
+    "h1": {"id"},
+    "h2": {"id"},
+    "h3": {"id"},
+    "h4": {"id"},
 }
 
 
@@ -120,6 +123,6 @@ def highlight_lines(name: str, text: str, enabled: bool = True) -> list[str]:
 
 def stylesheet() -> str:
     """Pygments' CSS for the light and the dark theme."""
-    light = HtmlFormatter(style="default").get_style_defs(".code")
-    dark = HtmlFormatter(style="monokai").get_style_defs(".code")
+    light = HtmlFormatter(style="default").get_style_defs(".code")  # type: ignore[no-untyped-call]
+    dark = HtmlFormatter(style="monokai").get_style_defs(".code")  # type: ignore[no-untyped-call]
     return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"

@@ -34,8 +34,14 @@ def reltime(when: datetime | float | None, now: datetime | None = None) -> str:
     seconds = int((now - when).total_seconds())
     if seconds < 0:
         return "in the future"
-    for unit, size in (("year", 31_536_000), ("month", 2_592_000), ("week", 604_800),
-                       ("day", 86_400), ("hour", 3600), ("minute", 60)):
+    for unit, size in (
+        ("year", 31_536_000),
+        ("month", 2_592_000),
+        ("week", 604_800),
+        ("day", 86_400),
+        ("hour", 3600),
+        ("minute", 60),
+    ):
         if seconds >= size:
             n = seconds // size
             return f"{n} {unit}{'s' if n != 1 else ''} ago"

@@ -12,8 +12,11 @@ from floorless.errors import NotFound, UnknownRevision
 from floorless.web.context import RepoView, raw_tail, repo_view
 from floorless.web.views.base import View
 
-FORMATS = {".tar.gz": ("tar.gz", "application/gzip"), ".zip": ("zip", "application/zip"),
-           ".tar": ("tar", "application/x-tar")}
+FORMATS = {
+    ".tar.gz": ("tar.gz", "application/gzip"),
+    ".zip": ("zip", "application/zip"),
+    ".tar": ("tar", "application/x-tar"),
+}
 CHUNK = 64 * 1024
 
 
@@ -30,28 +33,31 @@ def resolve_any(view: RepoView, ref: bytes) -> bytes:
 
 
 class Archive(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               tail: str) -> None:
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
         req.context.plain = True
         view = repo_view(self.forge, owner, repo)
         name = raw_tail(req, 3)
-        for suffix, (fmt, mime) in FORMATS.items():
-            if name.endswith(suffix.encode()):
-                ref = name[: -len(suffix)]
-                break
-        else:
+        found = next((s for s in FORMATS if name.endswith(s.encode())), None)
+        if found is None:
             raise NotFound("archives are .tar.gz, .tar or .zip")
+        suffix = found
+        fmt, mime = FORMATS[suffix]
+        ref = name[: -len(suffix)]
         commit = resolve_any(view, ref).hex()
         label = ref.decode("utf-8", "replace").replace("/", "-")
         prefix = f"{view.repo.name}-{label}"
         proc = self.forge.git.popen(
             view.repo.path,
             ["archive", f"--format={fmt}", f"--prefix={prefix}/", commit],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         resp.content_type = mime
-        resp.set_header("Content-Disposition",
-                        f"attachment; filename*=UTF-8''{quote(prefix + suffix, safe='')}")
+        resp.set_header(
+            "Content-Disposition", f"attachment; filename*=UTF-8''{quote(prefix + suffix, safe='')}"
+        )
         if len(ref) == 40:
             resp.cache_control = ["public", "max-age=31536000", "immutable"]
         resp.stream = _stream(proc)

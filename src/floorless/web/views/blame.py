@@ -20,8 +20,15 @@ from floorless.web.views.source import crumbs
 
 
 class Blame(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               kind: str, tail: str) -> None:
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        kind: str,
+        tail: str,
+    ) -> None:
         view = repo_view(self.forge, owner, repo)
         resolved = view.resolve(kind, raw_tail(req, 4))
         commit = view.commit(resolved)
@@ -31,8 +38,9 @@ class Blame(View):
         binary = blob.is_binary or blob.size > self.settings.max_file_view
         groups: list[dict[str, Any]] = []
         if not binary:
-            lines, commits = self._blame(view.repo.id, view.repo.path, str(commit.id),
-                                         resolved.path)
+            lines, commits = self._blame(
+                view.repo.id, view.repo.path, str(commit.id), resolved.path
+            )
             name = text(resolved.path.rsplit(b"/", 1)[-1])
             source = b"\n".join(line.text for line in lines).decode("utf-8", "replace")
             enabled = blob.size <= self.settings.max_highlight
@@ -44,15 +52,21 @@ class Blame(View):
         if kind == "commit":
             resp.cache_control = ["public", "max-age=31536000", "immutable"]
         self.html(
-            resp, "blame.html",
+            resp,
+            "blame.html",
             **view.template_context(
-                resolved=resolved, kind=kind, crumbs=crumbs(resolved.path), groups=groups,
-                binary=binary, ref_base=f"{kind}/{urlpath(resolved.ref)}",
+                resolved=resolved,
+                kind=kind,
+                crumbs=crumbs(resolved.path),
+                groups=groups,
+                binary=binary,
+                ref_base=f"{kind}/{urlpath(resolved.ref)}",
             ),
         )
 
-    def _blame(self, repo_id: int, git_dir: Any, commit: str,
-               path: bytes) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
+    def _blame(
+        self, repo_id: int, git_dir: Any, commit: str, path: bytes
+    ) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
         answers = self.forge.indexer.answers
         key = bytes.fromhex(commit) + b"\0" + path
         cached = answers.get(repo_id, "blame", key)
@@ -61,10 +75,18 @@ class Blame(View):
             lines = [BlameLine(c, o, n, bytes.fromhex(t)) for c, o, n, t in data["lines"]]
             commits = {k: BlameCommit(**v) for k, v in data["commits"].items()}
             return lines, commits
-        lines, commits = run_blame(self.forge.git, git_dir, commit, path,
-                                   self.settings.blame_timeout)
-        answers.put(repo_id, "blame", key, json.dumps({
-            "lines": [(x.commit, x.original_line, x.line, x.text.hex()) for x in lines],
-            "commits": {k: asdict(v) for k, v in commits.items()},
-        }))
+        lines, commits = run_blame(
+            self.forge.git, git_dir, commit, path, self.settings.blame_timeout
+        )
+        answers.put(
+            repo_id,
+            "blame",
+            key,
+            json.dumps(
+                {
+                    "lines": [(x.commit, x.original_line, x.line, x.text.hex()) for x in lines],
+                    "commits": {k: asdict(v) for k, v in commits.items()},
+                }
+            ),
+        )
         return lines, commits

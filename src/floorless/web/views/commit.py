@@ -18,8 +18,9 @@ _DIFF_CACHE = LRU(128)
 
 
 class Commit(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               sha: str) -> None:
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
+    ) -> None:
         variant = ""
         for suffix in (".diff", ".patch"):
             if sha.endswith(suffix):
@@ -34,17 +35,23 @@ class Commit(View):
         if variant:
             resp.content_type = "text/plain; charset=utf-8"
             resp.set_header("X-Content-Type-Options", "nosniff")
-            resp.data = (gitdiff.patch_text(view.handle, commit) if variant == "diff"
-                         else gitdiff.format_patch(view.handle, commit))
+            resp.data = (
+                gitdiff.patch_text(view.handle, commit)
+                if variant == "diff"
+                else gitdiff.format_patch(view.handle, commit)
+            )
             return
-        limits = gitdiff.Limits(self.settings.max_diff_files, self.settings.max_diff_lines,
-                                self.settings.max_diff_total_lines)
+        limits = gitdiff.Limits(
+            self.settings.max_diff_files,
+            self.settings.max_diff_lines,
+            self.settings.max_diff_total_lines,
+        )
         key = (str(commit.id), limits)
         changes: Any = _DIFF_CACHE.get_or_make(
             key, lambda: gitdiff.commit_diff(view.handle, commit, limits)
         )
         info = objects.commit_info(commit)
-        parents = [objects.commit_info(p) for p in commit.parents
-                   if isinstance(p, pygit2.Commit)]
-        self.html(resp, "commit.html",
-                  **view.template_context(commit=info, parents=parents, diff=changes))
+        parents = [objects.commit_info(p) for p in commit.parents if isinstance(p, pygit2.Commit)]
+        self.html(
+            resp, "commit.html", **view.template_context(commit=info, parents=parents, diff=changes)
+        )

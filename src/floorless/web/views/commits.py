@@ -42,14 +42,16 @@ def libgit2_page(handle: pygit2.Repository, starts: Sequence[bytes], limit: int)
             commit = cache[oid] = objects.get_commit(handle, oid)
         return commit
 
-    page = log_page(starts, lambda c: [p.raw for p in get(c).parent_ids],
-                    lambda c: get(c).commit_time, limit)
+    page = log_page(
+        starts, lambda c: [p.raw for p in get(c).parent_ids], lambda c: get(c).commit_time, limit
+    )
     assert page is not None
     return page
 
 
-def history_page(view: RepoView, tip: bytes, path: bytes | None, cursor: list[bytes] | None,
-                 limit: int) -> Page[bytes] | None:
+def history_page(
+    view: RepoView, tip: bytes, path: bytes | None, cursor: list[bytes] | None, limit: int
+) -> Page[bytes] | None:
     """A page of commits as raw ids; None while the index does not hold ``tip`` yet."""
     if not path:
         return libgit2_page(view.handle, cursor or [tip], limit)
@@ -63,25 +65,41 @@ def history_page(view: RepoView, tip: bytes, path: bytes | None, cursor: list[by
 
 
 class Commits(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               kind: str, tail: str) -> None:
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        kind: str,
+        tail: str,
+    ) -> None:
         view = repo_view(self.forge, owner, repo)
         resolved = view.resolve(kind, raw_tail(req, 4))
         view.commit(resolved)
         cursor = parse_cursor(req.get_param("after"))
-        page = history_page(view, resolved.commit, resolved.path or None, cursor,
-                            self.settings.commits_per_page)
-        commits = [] if page is None else [
-            objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits
-        ]
+        page = history_page(
+            view, resolved.commit, resolved.path or None, cursor, self.settings.commits_per_page
+        )
+        commits = (
+            []
+            if page is None
+            else [objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits]
+        )
         following = ",".join(c.hex() for c in page.frontier) if page and page.frontier else ""
         if page is None:
             resp.set_header("Refresh", "2")
         self.html(
-            resp, "commits.html",
+            resp,
+            "commits.html",
             **view.template_context(
-                resolved=resolved, kind=kind, commits=commits, indexing=page is None,
-                next_cursor=following, crumbs=crumbs(resolved.path),
-                ref_base=f"{kind}/{urlpath(resolved.ref)}", first_page=cursor is None,
+                resolved=resolved,
+                kind=kind,
+                commits=commits,
+                indexing=page is None,
+                next_cursor=following,
+                crumbs=crumbs(resolved.path),
+                ref_base=f"{kind}/{urlpath(resolved.ref)}",
+                first_page=cursor is None,
             ),
         )

@@ -33,8 +33,16 @@ class Explore(View):
             query, owner=owner, sort=sort, offset=(page - 1) * size, limit=size
         )
         self.html(
-            resp, "explore.html", repos=repos, total=total, query=query, sort=sort, sorts=SORTS,
-            page=page, pages=max(1, -(-total // size)), owner=owner,
+            resp,
+            "explore.html",
+            repos=repos,
+            total=total,
+            query=query,
+            sort=sort,
+            sorts=SORTS,
+            page=page,
+            pages=max(1, -(-total // size)),
+            owner=owner,
         )
 
 

@@ -13,17 +13,20 @@ ENTRIES = 20
 
 
 class Feed(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               tail: str) -> None:
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
         view = repo_view(self.forge, owner, repo)
         resolved = view.resolve("branch", raw_tail(req, 4))
         page = libgit2_page(view.handle, [resolved.commit], ENTRIES)
         commits = [objects.commit_info(objects.get_commit(view.handle, c)) for c in page.commits]
         atom = "/atom/" in req.path
-        resp.content_type = ("application/atom+xml; charset=utf-8" if atom
-                             else "application/rss+xml; charset=utf-8")
+        resp.content_type = (
+            "application/atom+xml; charset=utf-8" if atom else "application/rss+xml; charset=utf-8"
+        )
         resp.text = self.renderer.page(
             "feed.atom" if atom else "feed.rss",
-            **view.template_context(resolved=resolved, commits=commits,
-                                    public=self.public_url(req), self_url=req.uri),
+            **view.template_context(
+                resolved=resolved, commits=commits, public=self.public_url(req), self_url=req.uri
+            ),
         )

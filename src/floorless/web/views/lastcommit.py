@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import falcon
+import pygit2
 
 from floorless.errors import NotFound
 from floorless.git import objects
@@ -18,17 +19,27 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 
 
 class LastCommits(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               sha: str, tail: str = "") -> None:
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        sha: str,
+        tail: str = "",
+    ) -> None:
         if not _SHA.fullmatch(sha):
             raise NotFound("not a commit id")
         view = repo_view(self.forge, owner, repo)
         resolved = view.resolve("commit", sha.encode() + b"/" + raw_tail(req, 5))
         commit = view.commit(resolved)
         tree, _ = objects.lookup(view.handle, commit, resolved.path)
+        if not isinstance(tree, pygit2.Tree):
+            raise NotFound("not a directory")
         entries = objects.list_tree(tree, resolved.path)
-        last = self.forge.indexer.last_commits(view.repo, resolved.commit, resolved.path,
-                                               [e.name for e in entries])
+        last = self.forge.indexer.last_commits(
+            view.repo, resolved.commit, resolved.path, [e.name for e in entries]
+        )
         body: dict[str, Any] = {"ready": last is not None, "entries": {}}
         if last is not None:
             for name, oid in last.items():
@@ -36,8 +47,11 @@ class LastCommits(View):
                     continue
                 info = objects.commit_info(objects.get_commit(view.handle, oid))
                 body["entries"][name.hex()] = {
-                    "id": info.id, "summary": info.summary, "when": info.time.isoformat(),
-                    "ago": reltime(info.time), "url": f"{view.base}/commit/{info.id}",
+                    "id": info.id,
+                    "summary": info.summary,
+                    "when": info.time.isoformat(),
+                    "ago": reltime(info.time),
+                    "url": f"{view.base}/commit/{info.id}",
                 }
             resp.cache_control = ["public", "max-age=31536000", "immutable"]
         else:

@@ -42,8 +42,15 @@ def content_type(name: bytes, data: bytes) -> str:
 
 
 class Raw(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               kind: str, tail: str) -> None:
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        kind: str,
+        tail: str,
+    ) -> None:
         req.context.plain = True
         view = repo_view(self.forge, owner, repo)
         if kind == "blob":
@@ -55,7 +62,7 @@ class Raw(View):
         else:
             resolved = view.resolve(kind, raw_tail(req, 4))
             commit = view.commit(resolved)
-            blob, mode = objects.lookup(view.handle, commit, resolved.path)
+            blob, _mode = objects.lookup(view.handle, commit, resolved.path)
             name = resolved.path.rsplit(b"/", 1)[-1]
             immutable = kind == "commit"
         if not isinstance(blob, pygit2.Blob):
@@ -65,11 +72,13 @@ class Raw(View):
         resp.set_header("X-Content-Type-Options", "nosniff")
         resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
         resp.set_header("Accept-Ranges", "bytes")
-        resp.cache_control = (["public", "max-age=31536000", "immutable"] if immutable
-                              else ["no-cache"])
+        resp.cache_control = (
+            ["public", "max-age=31536000", "immutable"] if immutable else ["no-cache"]
+        )
         if name:
-            resp.set_header("Content-Disposition",
-                            f"inline; filename*=UTF-8''{quote(name, safe='')}")
+            resp.set_header(
+                "Content-Disposition", f"inline; filename*=UTF-8''{quote(name, safe='')}"
+            )
         if etag in (req.if_none_match or []) or any(t == etag for t in (req.if_none_match or [])):
             resp.status = falcon.HTTP_304
             return

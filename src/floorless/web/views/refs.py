@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import falcon
 
 from floorless.git import objects
 from floorless.web.context import repo_view
 from floorless.web.views.base import View
+
+
+@dataclass(frozen=True)
+class RefRow:
+    name: bytes
+    commit: objects.CommitInfo | None
+    default: bool = False
+    annotated: bool = False
+
+    @property
+    def sort_time(self) -> float:
+        return self.commit.time.timestamp() if self.commit else 0.0
 
 
 class Branches(View):
@@ -16,8 +30,8 @@ class Branches(View):
         rows = []
         for name, oid in view.snapshot.branches.items():
             info = objects.commit_info(objects.get_commit(view.handle, oid))
-            rows.append({"name": name, "commit": info, "default": name == default})
-        rows.sort(key=lambda r: (not r["default"], -r["commit"].time.timestamp(), r["name"]))
+            rows.append(RefRow(name, info, default=name == default))
+        rows.sort(key=lambda r: (not r.default, -r.sort_time, r.name))
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="branches"))
 
 
@@ -26,10 +40,11 @@ class Tags(View):
         view = repo_view(self.forge, owner, repo)
         rows = []
         for name, tag in view.snapshot.tags.items():
-            info = (objects.commit_info(objects.get_commit(view.handle, tag.commit))
-                    if tag.commit else None)
-            rows.append({"name": name, "commit": info, "annotated": tag.annotated,
-                         "default": False})
-        rows.sort(key=lambda r: (-(r["commit"].time.timestamp() if r["commit"] else 0),
-                                 r["name"]))
+            info = (
+                objects.commit_info(objects.get_commit(view.handle, tag.commit))
+                if tag.commit
+                else None
+            )
+            rows.append(RefRow(name, info, annotated=tag.annotated))
+        rows.sort(key=lambda r: (-r.sort_time, r.name))
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="tags"))

@@ -18,8 +18,9 @@ class Home(View):
         clone_url = f"{public}{view.base}.git"
         if req.get_param("go-get") == "1":
             host = public.split("://", 1)[-1]
-            self.html(resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url,
-                      repo=view.repo)
+            self.html(
+                resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
+            )
             return
         snapshot = view.snapshot
         head = snapshot.head_commit
@@ -33,11 +34,16 @@ class Home(View):
         commit = objects.get_commit(view.handle, head)
         context = tree_context(view, "branch", resolved, commit, commit.tree)
         self.html(
-            resp, "tree.html",
+            resp,
+            "tree.html",
             **view.template_context(
-                clone_url=clone_url, resolved=resolved, kind="branch", home=True,
+                clone_url=clone_url,
+                resolved=resolved,
+                kind="branch",
+                home=True,
                 latest=objects.commit_info(commit),
                 commit_count=self.forge.indexer.commit_count(view.repo.id, head),
-                crumbs=[], **context,
+                crumbs=[],
+                **context,
             ),
         )

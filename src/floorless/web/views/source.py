@@ -18,8 +18,14 @@ from floorless.web.views.base import View
 from floorless.web.views.tree import tree_context
 
 IMAGE_TYPES = {
-    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
-    ".webp": "image/webp", ".ico": "image/x-icon", ".bmp": "image/bmp", ".avif": "image/avif",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".ico": "image/x-icon",
+    ".bmp": "image/bmp",
+    ".avif": "image/avif",
 }
 _HIGHLIGHT_CACHE = LRU(256)
 
@@ -39,15 +45,25 @@ def image_type(name: bytes) -> str | None:
 
 
 class Source(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str,
-               kind: str, tail: str) -> None:
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        kind: str,
+        tail: str,
+    ) -> None:
         view = repo_view(self.forge, owner, repo)
         resolved = view.resolve(kind, raw_tail(req, 4))
         commit = view.commit(resolved)
         obj, mode = objects.lookup(view.handle, commit, resolved.path)
         context = view.template_context(
-            resolved=resolved, kind=kind, crumbs=crumbs(resolved.path),
-            ref_base=f"{kind}/{urlpath(resolved.ref)}", home=False,
+            resolved=resolved,
+            kind=kind,
+            crumbs=crumbs(resolved.path),
+            ref_base=f"{kind}/{urlpath(resolved.ref)}",
+            home=False,
             latest=objects.commit_info(commit),
         )
         if isinstance(obj, pygit2.Tree):
@@ -74,8 +90,13 @@ class Source(View):
         name = resolved.path.rsplit(b"/", 1)[-1]
         size = blob.size
         info: dict[str, Any] = {
-            "size": size, "blob_id": str(blob.id), "image": None, "binary": False,
-            "lines": None, "truncated": False, "markdown": None,
+            "size": size,
+            "blob_id": str(blob.id),
+            "image": None,
+            "binary": False,
+            "lines": None,
+            "truncated": False,
+            "markdown": None,
         }
         if image_type(name):
             info["image"] = True

@@ -9,8 +9,11 @@ import falcon
 from floorless.errors import NotFound
 from floorless.web.markup import stylesheet
 
-TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-         ".svg": "image/svg+xml"}
+TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
 
 
 class Static:

@@ -25,8 +25,9 @@ class Row:
     last: objects.CommitInfo | None
 
 
-def tree_context(view: RepoView, kind: str, resolved: Resolved, commit: pygit2.Commit,
-                 tree: pygit2.Tree) -> dict[str, Any]:
+def tree_context(
+    view: RepoView, kind: str, resolved: Resolved, commit: pygit2.Commit, tree: pygit2.Tree
+) -> dict[str, Any]:
     entries = objects.list_tree(tree, resolved.path)
     last = view.forge.indexer.last_commits(
         view.repo, resolved.commit, resolved.path, [e.name for e in entries]
@@ -51,8 +52,10 @@ def tree_context(view: RepoView, kind: str, resolved: Resolved, commit: pygit2.C
     }
 
 
-def readme(view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes) -> dict[str, Any] | None:
-    candidates = {e.raw_name.lower(): e for e in tree if e.filemode in (0o100644, 0o100755)}
+def readme(
+    view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes
+) -> dict[str, Any] | None:
+    candidates = {(e.raw_name or b"").lower(): e for e in tree if e.filemode in (0o100644, 0o100755)}
     for name in README_NAMES:
         entry = candidates.get(name.encode())
         if entry is None:
@@ -64,12 +67,14 @@ def readme(view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes) -
         dir_text = text(directory)
         key = (str(entry.id), view.base, ref_base, dir_text, filename)
 
-        def make(blob: pygit2.Blob = blob, filename: str = filename,
-                 dir_text: str = dir_text) -> str:
+        def make(
+            blob: pygit2.Blob = blob, filename: str = filename, dir_text: str = dir_text
+        ) -> str:
             content = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
             if is_markdown(filename):
-                return render_markdown(content, f"{view.base}/src/{ref_base}",
-                                       f"{view.base}/raw/{ref_base}", dir_text)
+                return render_markdown(
+                    content, f"{view.base}/src/{ref_base}", f"{view.base}/raw/{ref_base}", dir_text
+                )
             return ""
 
         html = _README_CACHE.get_or_make(key, make)
