@@ -55,7 +55,9 @@ def tree_context(
 def readme(
     view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes
 ) -> dict[str, Any] | None:
-    candidates = {(e.raw_name or b"").lower(): e for e in tree if e.filemode in (0o100644, 0o100755)}
+    candidates = {
+        (e.raw_name or b"").lower(): e for e in tree if e.filemode in (0o100644, 0o100755)
+    }
     for name in README_NAMES:
         entry = candidates.get(name.encode())
         if entry is None:
