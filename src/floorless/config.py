@@ -134,26 +134,28 @@ _BY_NAME = {s.name: s for s in SETTINGS}
 
 @dataclass(frozen=True)
 class Settings:
-    data: Path = Path("floorless-data")
-    repos: Path = Path("floorless-data/repositories")
-    runtime_dir: Path = Path("floorless-data/run")
-    host: str = "127.0.0.1"
-    port: int = 3000
-    threads: int = 8
-    default_owner: str = "local"
-    site_name: str = "floorless"
-    base_url: str = ""
-    rescan_interval: float = 30.0
-    ref_check_interval: float = 2.0
-    repo_handles: int = 64
-    max_file_view: int = 1_048_576
-    max_highlight: int = 524_288
-    max_diff_lines: int = 1500
-    max_diff_total_lines: int = 10_000
-    max_diff_files: int = 300
-    commits_per_page: int = 50
-    repos_per_page: int = 30
-    blame_timeout: float = 60.0
+    """Validated settings; build them with ``Settings.load`` (the defaults live in SETTINGS)."""
+
+    data: Path
+    repos: Path
+    runtime_dir: Path
+    host: str
+    port: int
+    threads: int
+    default_owner: str
+    site_name: str
+    base_url: str
+    rescan_interval: float
+    ref_check_interval: float
+    repo_handles: int
+    max_file_view: int
+    max_highlight: int
+    max_diff_lines: int
+    max_diff_total_lines: int
+    max_diff_files: int
+    commits_per_page: int
+    repos_per_page: int
+    blame_timeout: float
 
     @property
     def database(self) -> Path:
@@ -178,8 +180,9 @@ class Settings:
             if value is not None:
                 raw[setting.name] = value
         raw.update({k: v for k, v in overrides.items() if v is not None})
-        values = {name: _coerce(_BY_NAME[name], value) for name, value in raw.items()}
-        data = Path(values.get("data") or _BY_NAME["data"].default).absolute()
+        values = {s.name: s.default for s in SETTINGS}
+        values.update({name: _coerce(_BY_NAME[name], value) for name, value in raw.items()})
+        data = Path(values["data"]).absolute()
         values["data"] = data
         values["repos"] = Path(values.get("repos") or data / "repositories").absolute()
         values["runtime_dir"] = Path(values.get("runtime_dir") or data / "run").absolute()

@@ -7,6 +7,7 @@ import click
 from floorless import __version__
 from floorless.cli.admin import admin
 from floorless.cli.serve import serve
+from floorless.cli.settings import settings
 
 
 @click.group()
@@ -17,3 +18,4 @@ def main() -> None:
 
 main.add_command(serve)
 main.add_command(admin)
+main.add_command(settings)
