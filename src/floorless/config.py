@@ -48,7 +48,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("host", str, "127.0.0.1", "Address to listen on."),
     Setting("port", int, 3000, "TCP port to listen on.", minimum=0),
-    Setting("threads", int, 8, "Request-handling threads.", minimum=1),
+    Setting("threads", int, 4, "Request-handling threads.", minimum=1),
     Setting(
         "default_owner",
         str,

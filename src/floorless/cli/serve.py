@@ -15,7 +15,7 @@ from floorless.forge import Forge
 @location_options
 @click.option("--host", help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, help="Port to listen on (default 3000).")
-@click.option("--threads", type=int, help="Request-handling threads (default 8).")
+@click.option("--threads", type=int, help="Request-handling threads (default 4).")
 def serve(
     config_file: Path | None,
     data: Path | None,
