@@ -52,7 +52,10 @@ def wait_indexed(forge: Forge) -> None:
         except Exception:  # a broken repository is never indexed
             continue
         tips = snapshot.tips()
-        wait_for(lambda r=repo, t=tips: all(forge.indexer.ready(r.id, c) for c in t))
+        wait_for(
+            lambda r=repo, t=tips: r.id in forge.indexer.failures
+            or all(forge.indexer.ready(r.id, c) for c in t)
+        )
     wait_for(forge.indexer.idle)
 
 

@@ -49,8 +49,10 @@ class Forge:
         self.db.migrate()
 
     def start(self, background: bool = True) -> None:
+        """Scan for repositories now; read their refs and index them in the background."""
         self.prepare()
-        self.rescan()
+        self.registry.scan()
+        self.last_scan = time.monotonic()
         if background:
             self.indexer.start()
             self._thread = threading.Thread(
@@ -67,19 +69,30 @@ class Forge:
     # -- repositories -------------------------------------------------------------------------
 
     def rescan(self) -> tuple[int, int]:
+        """Scan the directory; read the refs of (and index) repositories new to this process."""
         added, removed = self.registry.scan()
         self.last_scan = time.monotonic()
-        for repo in self.registry.all():
-            self._repo_of_path[repo.path] = repo
-            if repo.updated_at is None or added:
-                self._index_soon(repo)
+        self._adopt_new()
         return added, removed
+
+    def _adopt_new(self) -> None:
+        current = {repo.path: repo for repo in self.registry.all()}
+        for path in set(self._repo_of_path) - set(current):
+            del self._repo_of_path[path]
+            self.refs.invalidate(path)
+        for path, repo in current.items():
+            known = self._repo_of_path.get(path)
+            self._repo_of_path[path] = repo
+            if known is None or known.id != repo.id:
+                if known is not None:
+                    self.indexer.forget(known.id)
+                self._index_soon(repo)
 
     def open(self, repo: Repo) -> pygit2.Repository:
         return self.handles.get(repo.path)
 
     def snapshot(self, repo: Repo) -> RefSnapshot:
-        fresh = repo.path not in self.refs.cached()
+        fresh = repo.path not in self.refs
         snapshot = self.refs.get(repo.path)
         if fresh:
             self._repo_of_path[repo.path] = repo
@@ -97,10 +110,10 @@ class Forge:
     def _index_soon(self, repo: Repo) -> None:
         try:
             snapshot = self.refs.get(repo.path)
-        except FloorlessError as exc:
+            self._record_update(repo, snapshot)
+        except (FloorlessError, pygit2.GitError) as exc:
             log.warning("%s: %s", repo.full_name, exc)
             return
-        self._record_update(repo, snapshot)
         self.indexer.schedule(repo, snapshot)
 
     def _record_update(self, repo: Repo, snapshot: RefSnapshot) -> None:
@@ -116,6 +129,10 @@ class Forge:
 
     def _maintain(self) -> None:
         interval = self.settings.ref_check_interval
+        try:
+            self._adopt_new()
+        except (FloorlessError, pygit2.GitError, OSError) as exc:
+            log.warning("background maintenance: %s", exc)
         while not self._stop.wait(interval):
             try:
                 self.check_refs()

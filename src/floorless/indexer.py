@@ -45,6 +45,8 @@ class AnswerCache:
         self.db = db
         self.size = size
         self._memory: OrderedDict[tuple[int, str, bytes], str] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
         self._lock = threading.Lock()
 
     def get(self, repo_id: int, kind: str, key: bytes) -> str | None:
@@ -52,13 +54,16 @@ class AnswerCache:
             value = self._memory.get((repo_id, kind, key))
             if value is not None:
                 self._memory.move_to_end((repo_id, kind, key))
+                self.hits += 1
                 return value
         row = self.db.one(
             "SELECT value FROM answers WHERE repo_id = ? AND kind = ? AND key = ?",
             (repo_id, kind, key),
         )
         if row is None:
+            self.misses += 1
             return None
+        self.hits += 1
         self._remember((repo_id, kind, key), row["value"])
         return str(row["value"])
 
@@ -82,11 +87,14 @@ class Indexer:
         self.open_repo = open_repo
         self.answers = AnswerCache(db)
         self._graphs: dict[int, CommitGraph] = {}
-        self._queue: queue.Queue[IndexJob | None] = queue.Queue()
-        self._pending: set[int] = set()
+        self._queue: queue.Queue[int | None] = queue.Queue()
+        # repo id -> the newest job and when it was first queued; a job queued again before it
+        # ran keeps its place but takes the newer snapshot.
+        self._pending: dict[int, tuple[IndexJob, float]] = {}
+        self._running = 0
+        self.failures: dict[int, str] = {}  # repo id -> why its latest indexing failed
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self.lag_seconds = 0.0
         self.on_indexed: list[Callable[[Repo, int], None]] = []
 
     # -- the background thread ---------------------------------------------------------------
@@ -103,28 +111,43 @@ class Indexer:
 
     def schedule(self, repo: Repo, snapshot: RefSnapshot) -> None:
         with self._lock:
-            if repo.id in self._pending:
-                return
-            self._pending.add(repo.id)
-        self._queue.put(IndexJob(repo, snapshot))
+            queued = self._pending.get(repo.id)
+            self._pending[repo.id] = (
+                IndexJob(repo, snapshot),
+                queued[1] if queued else time.monotonic(),
+            )
+        if queued is None:
+            self._queue.put(repo.id)
 
     def idle(self) -> bool:
+        """True when nothing is queued or being indexed."""
         with self._lock:
-            return not self._pending
+            return not self._pending and not self._running
+
+    def lag(self) -> float:
+        """Seconds the oldest queued ref change has waited to be indexed (0 when idle)."""
+        with self._lock:
+            if not self._pending:
+                return 0.0
+            return time.monotonic() - min(t for _, t in self._pending.values())
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
-            if job is None:
+            repo_id = self._queue.get()
+            if repo_id is None:
                 return
             with self._lock:
-                self._pending.discard(job.repo.id)
-            began = time.monotonic()
+                job, _ = self._pending.pop(repo_id)
+                self._running += 1
             try:
                 self.update(job.repo, job.snapshot)
+                self.failures.pop(repo_id, None)
             except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
                 log.warning("indexing %s failed: %s", job.repo.full_name, exc)
-            self.lag_seconds = time.monotonic() - began
+                self.failures[repo_id] = str(exc)
+            finally:
+                with self._lock:
+                    self._running -= 1
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -286,27 +309,31 @@ def _missing_commits(
 ) -> list[pygit2.Commit]:
     """Commits reachable from ``tips`` that the graph lacks, parents before children."""
     ordered: list[pygit2.Commit] = []
-    visiting: set[bytes] = set()
+    # Only commits already emitted are skipped: one merely pushed (by another child) may be
+    # an ancestor of this commit's other parents (``merge --no-ff``), so it is pushed again
+    # here to be emitted before them; its older stack entry is skipped when it comes up.
+    emitted: set[bytes] = set()
     stack: list[tuple[pygit2.Commit, bool]] = []
     for tip in sorted(tips):
-        if tip in graph or tip in visiting:
+        if tip in graph or tip in emitted:
             continue
         obj = repo.get(pygit2.Oid(raw=tip))
         if not isinstance(obj, pygit2.Commit):
             continue
-        visiting.add(tip)
         stack.append((obj, False))
         while stack:
             commit, expanded = stack.pop()
             if expanded:
+                emitted.add(commit.id.raw)
                 ordered.append(commit)
+                continue
+            if commit.id.raw in emitted:
                 continue
             stack.append((commit, True))
             for parent_id in commit.parent_ids:
                 raw = parent_id.raw
-                if raw in graph or raw in visiting:
+                if raw in graph or raw in emitted:
                     continue
-                visiting.add(raw)
                 stack.append((repo.get(parent_id), False))
     return ordered
 

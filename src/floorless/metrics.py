@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+from typing import Protocol
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+
+class HitCounting(Protocol):
+    hits: int
+    misses: int
+
+
+class CacheCollector(Collector):
+    """Hits and misses of every cache, read when Prometheus scrapes."""
+
+    def __init__(self, caches: Callable[[], Mapping[str, HitCounting]]) -> None:
+        self.caches = caches
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "floorless_cache_lookups",
+            "Cache lookups, by cache and result.",
+            labels=["cache", "result"],
+        )
+        for name, cache in sorted(self.caches().items()):
+            family.add_metric([name, "hit"], cache.hits)
+            family.add_metric([name, "miss"], cache.misses)
+        yield family
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, caches: Callable[[], Mapping[str, HitCounting]]) -> None:
         self.registry = CollectorRegistry()
+        self.registry.register(CacheCollector(caches))
         self.latency = Histogram(
             "floorless_request_seconds",
             "Time to answer a request, by route.",
@@ -27,15 +56,9 @@ class Metrics:
             ["route"],
             registry=self.registry,
         )
-        self.cache = Counter(
-            "floorless_cache",
-            "Cache lookups, by cache and result.",
-            ["cache", "result"],
-            registry=self.registry,
-        )
         self.index_lag = Gauge(
             "floorless_index_lag_seconds",
-            "Duration of the latest index update.",
+            "Seconds the oldest ref change not yet indexed has waited.",
             registry=self.registry,
         )
         self.index_pending = Gauge(

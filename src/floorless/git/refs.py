@@ -117,6 +117,9 @@ class RefCache:
                 self._snapshots[git_dir] = snapshot
         return snapshot
 
+    def __contains__(self, git_dir: Path) -> bool:
+        return git_dir in self._snapshots
+
     def invalidate(self, git_dir: Path) -> None:
         with self._lock:
             self._snapshots.pop(git_dir, None)

@@ -54,8 +54,8 @@ class TimingMiddleware:
 def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
-    metrics = Metrics()
     renderer = Renderer(forge.settings.site_name)
+    metrics = Metrics(lambda: {**renderer.caches, "answers": forge.indexer.answers})
     app = falcon.App(middleware=[TimingMiddleware(metrics)], cors_enable=False)
     app.req_options.strip_url_path_trailing_slash = True
     app.resp_options.secure_cookies_by_default = False
@@ -84,5 +84,4 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     ]
     for template, resource in routes:
         app.add_route(template, resource)
-    metrics.cache.labels("highlight", "hit")  # create the series so they show from the start
     return app

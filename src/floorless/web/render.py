@@ -9,6 +9,7 @@ from urllib.parse import quote
 import jinja2
 
 from floorless import timing
+from floorless.web.markup import LRU
 
 
 def text(value: bytes | str | None) -> str:
@@ -78,6 +79,8 @@ class Renderer:
             text=text, urlpath=urlpath, reltime=reltime, isotime=isotime, filesize=filesize
         )
         self.env.globals["site_name"] = site_name
+        # Rendered fragments keyed by object ids: they never need invalidating.
+        self.caches = {"highlight": LRU(256), "readme": LRU(512), "diff": LRU(128)}
 
     def page(self, template: str, **context: Any) -> str:
         with timing.phase("render"):

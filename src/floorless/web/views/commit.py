@@ -11,10 +11,7 @@ from floorless.errors import NotFound
 from floorless.git import diff as gitdiff
 from floorless.git import objects
 from floorless.web.context import repo_view
-from floorless.web.markup import LRU
 from floorless.web.views.base import View
-
-_DIFF_CACHE = LRU(128)
 
 
 class Commit(View):
@@ -47,7 +44,7 @@ class Commit(View):
             self.settings.max_diff_total_lines,
         )
         key = (str(commit.id), limits)
-        changes: Any = _DIFF_CACHE.get_or_make(
+        changes: Any = self.renderer.caches["diff"].get_or_make(
             key, lambda: gitdiff.commit_diff(view.handle, commit, limits)
         )
         info = objects.commit_info(commit)

@@ -57,7 +57,7 @@ class MetricsPage:
         self.metrics = metrics
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self.metrics.index_lag.set(self.forge.indexer.lag_seconds)
+        self.metrics.index_lag.set(self.forge.indexer.lag())
         self.metrics.index_pending.set(0 if self.forge.indexer.idle() else 1)
         _ = spawn_counter()
         resp.content_type = CONTENT_TYPE_LATEST

@@ -32,7 +32,9 @@ class Home(View):
             branch = next(name for name, oid in snapshot.branches.items() if oid == head)
         resolved = Resolved("branch", branch, head, b"")
         commit = objects.get_commit(view.handle, head)
-        context = tree_context(view, "branch", resolved, commit, commit.tree)
+        context = tree_context(
+            view, "branch", resolved, commit.tree, self.renderer.caches["readme"]
+        )
         self.html(
             resp,
             "tree.html",

@@ -12,7 +12,7 @@ from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView, raw_tail, repo_view
-from floorless.web.markup import LRU, highlight_lines, is_markdown, render_markdown
+from floorless.web.markup import highlight_lines, is_markdown, render_markdown
 from floorless.web.render import text, urlpath
 from floorless.web.views.base import View
 from floorless.web.views.tree import tree_context
@@ -27,7 +27,6 @@ IMAGE_TYPES = {
     ".bmp": "image/bmp",
     ".avif": "image/avif",
 }
-_HIGHLIGHT_CACHE = LRU(256)
 
 
 def crumbs(path: bytes) -> list[tuple[str, str]]:
@@ -67,7 +66,7 @@ class Source(View):
             latest=objects.commit_info(commit),
         )
         if isinstance(obj, pygit2.Tree):
-            context.update(tree_context(view, kind, resolved, commit, obj))
+            context.update(tree_context(view, kind, resolved, obj, self.renderer.caches["readme"]))
             context["commit_count"] = None
             self.html(resp, "tree.html", **context)
             return
@@ -111,7 +110,7 @@ class Source(View):
         filename = text(name)
         enabled = size <= self.settings.max_highlight
         key = (str(blob.id), filename, enabled, limit)
-        info["lines"] = _HIGHLIGHT_CACHE.get_or_make(
+        info["lines"] = self.renderer.caches["highlight"].get_or_make(
             key, lambda: highlight_lines(filename, content, enabled)
         )
         if is_markdown(filename) and not info["truncated"]:

@@ -15,7 +15,6 @@ from floorless.web.markup import LRU, is_markdown, render_markdown
 from floorless.web.render import text, urlpath
 
 README_NAMES = ("readme.md", "readme.markdown", "readme", "readme.txt", "readme.rst")
-_README_CACHE = LRU(512)
 MAX_README = 512 * 1024
 
 
@@ -26,7 +25,7 @@ class Row:
 
 
 def tree_context(
-    view: RepoView, kind: str, resolved: Resolved, commit: pygit2.Commit, tree: pygit2.Tree
+    view: RepoView, kind: str, resolved: Resolved, tree: pygit2.Tree, cache: LRU
 ) -> dict[str, Any]:
     entries = objects.list_tree(tree, resolved.path)
     last = view.forge.indexer.last_commits(
@@ -47,13 +46,13 @@ def tree_context(
     return {
         "rows": rows,
         "last_ready": last is not None,
-        "readme": readme(view, tree, ref_base, resolved.path),
+        "readme": readme(view, tree, ref_base, resolved.path, cache),
         "ref_base": ref_base,
     }
 
 
 def readme(
-    view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes
+    view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes, cache: LRU
 ) -> dict[str, Any] | None:
     candidates = {
         (e.raw_name or b"").lower(): e for e in tree if e.filemode in (0o100644, 0o100755)
@@ -79,7 +78,7 @@ def readme(
                 )
             return ""
 
-        html = _README_CACHE.get_or_make(key, make)
+        html = cache.get_or_make(key, make)
         plain = None
         if not html:
             plain = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")

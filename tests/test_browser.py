@@ -1,0 +1,376 @@
+"""End-to-end: the real ``floorless serve`` process driven by a real headless Chromium.
+
+Needs the Debian packages ``chromium`` (and ``git``), installed by
+``scripts/install-test-deps.sh``, and the ``playwright`` Python package (the ``test`` extra),
+which drives the system Chromium: no browser is ever downloaded.  Without Chromium the test
+fails; set ``FLOORLESS_SKIP_BROWSER=1`` to skip it instead.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gitfixtures import git_text
+
+pytestmark = pytest.mark.browser
+
+INSTALL_HINT = "run scripts/install-test-deps.sh (as root) to install it"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+STARTUP_TIMEOUT = 60.0
+STEP_TIMEOUT_MS = 20_000
+DEMO = "alice/demo"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def _unavailable(reason: str) -> None:
+    """Fail (or, with FLOORLESS_SKIP_BROWSER=1, skip) because the browser can't run here."""
+    if os.environ.get("FLOORLESS_SKIP_BROWSER") == "1":
+        pytest.skip(f"{reason} (FLOORLESS_SKIP_BROWSER=1)")
+    pytest.fail(f"{reason}; set FLOORLESS_SKIP_BROWSER=1 to skip the browser tests", pytrace=False)
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    _unavailable(f"Chromium is not installed: {INSTALL_HINT}")
+    raise AssertionError("unreachable")
+
+
+def _floorless_command() -> str:
+    beside = Path(sys.executable).parent / "floorless"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("floorless")
+    if not found:
+        pytest.fail("the `floorless` console script is not installed (pip install -e '.[test]')")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        conn.request("GET", "/")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def server(fixture_root: Path, tmp_path: Path) -> Iterator[str]:
+    """``floorless serve`` over the fixture repositories; yields its base URL."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOORLESS_")}
+    log_path = tmp_path / "server.log"
+    command = [
+        _floorless_command(),
+        "serve",
+        "--repos",
+        str(fixture_root),
+        "--data",
+        str(tmp_path / "data"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    with open(log_path, "wb") as log:
+        # Its own session: should it ignore SIGTERM, its group (granian's worker too) is killed.
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not _answers(port):
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"floorless serve exited with {proc.returncode}:\n"
+                    f"{log_path.read_text(errors='replace')}"
+                )
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"floorless serve did not answer on port {port} within "
+                    f"{STARTUP_TIMEOUT:.0f}s:\n{log_path.read_text(errors='replace')}"
+                )
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+
+@pytest.fixture
+def browser(tmp_path: Path):
+    """A headless system Chromium (never a downloaded one), closed afterwards."""
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is missing: pip install -e '.[test]'")
+    with sync_playwright() as playwright:
+        # launch() gives every run a fresh temporary --user-data-dir of its own.
+        browser = playwright.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            env={**os.environ, "HOME": str(tmp_path / "home")},
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class Watcher:
+    """Collects console errors, uncaught exceptions and failed responses of a page."""
+
+    def __init__(self, page) -> None:
+        self.problems: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.problems.append(f"uncaught exception: {exc}"))
+        page.on("requestfailed", self._failed)
+        page.on("response", self._response)
+
+    def _console(self, message) -> None:
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text} at {message.location}")
+
+    def _failed(self, request) -> None:
+        # A request cut short by leaving the page (e.g. app.js polling) is no failure.
+        if "ERR_ABORTED" not in (request.failure or ""):
+            self.problems.append(f"request failed: {request.url} ({request.failure})")
+
+    def _response(self, response) -> None:
+        if response.status >= 400:
+            self.problems.append(f"HTTP {response.status} for {response.url}")
+
+
+def _save_screenshot(page, tmp_path: Path, name: str) -> None:
+    shot = tmp_path / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    shutil.copyfile(shot, f"/tmp/floorless-{name}.png")
+
+
+def _no_horizontal_overflow(page) -> None:
+    widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    if widths[0] > widths[1] + 1:
+        culprits = page.evaluate(
+            """() => [...document.querySelectorAll('body *')]
+                .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+                .slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + e.className)"""
+        )
+        raise AssertionError(f"{page.url} overflows horizontally {widths}: {culprits}")
+
+
+def _as_if_not_indexed(route) -> None:
+    """Serve a tree page as the server does before the index can name each entry's commit."""
+    response = route.fetch()
+    html = response.text()
+    assert 'data-ready="yes"' in html
+    html = html.replace('data-ready="yes"', 'data-ready="no"')
+    html = re.sub(r'<td class="lastmsg">.*?</td>', '<td class="lastmsg"></td>', html)
+    html = re.sub(r'<td class="lastdate">.*?</td>', '<td class="lastdate"></td>', html)
+    route.fulfill(response=response, body=html)
+
+
+def _blame_groups(repo: Path, path: str) -> list[str]:
+    """The commit of each run of consecutive lines git blame attributes to one commit."""
+    porcelain = git_text(repo, "blame", "--line-porcelain", "main", "--", path)
+    runs: list[str] = []
+    for line in porcelain.splitlines():
+        head = line.split(" ")
+        is_header = len(head) >= 3 and len(head[0]) == 40 and not head[0].strip("0123456789abcdef")
+        if is_header and (not runs or runs[-1] != head[0]):
+            runs.append(head[0])
+    return runs
+
+
+def test_browse_demo_repository(browser, server: str, fixture_root: Path, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    repo = fixture_root / f"{DEMO}.git"
+    app_py = git_text(repo, "show", "main:src/app.py").split("\n")
+    src_last = git_text(repo, "log", "-1", "--format=%s", "main", "--", "src")
+    readme_last = git_text(repo, "log", "-1", "--format=%s", "main", "--", "README.md")
+    history = git_text(repo, "log", "--format=%H %s", "main", "--", "src/app.py").splitlines()
+    blame_runs = _blame_groups(repo, "src/app.py")
+
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    expect.set_options(timeout=STEP_TIMEOUT_MS)
+    watcher = Watcher(page)
+    try:
+        # Explore: every repository is listed; follow alice/demo.
+        page.goto(server + "/")
+        expect(page).to_have_title("Explore · floorless")
+        expect(page.get_by_role("heading", name="Repositories")).to_be_visible()
+        demo_link = page.locator("a.repo-name", has_text=DEMO)
+        expect(demo_link).to_have_count(1)
+        demo_link.click()
+
+        # Repository home: README rendered, file list, last-commit column filled in.
+        expect(page).to_have_url(f"{server}/{DEMO}")
+        expect(page).to_have_title(f"{DEMO} · floorless")
+        expect(page.locator(".repo-title")).to_have_text("alice / demo")
+        readme = page.locator("section.readme .markdown")
+        expect(readme.locator("h1")).to_have_text("Demo")
+        expect(readme.locator("h1")).to_be_visible()
+        expect(readme.locator("table")).to_be_visible()  # GFM table rendered, not raw pipes
+        expect(readme.locator("script")).to_have_count(0)  # raw HTML in the README is sanitized
+        files = page.locator("table.files")
+        names = files.locator("td.name a")
+        for name in ("src", "docs", "README.md"):
+            expect(names.filter(has_text=name).first).to_be_visible()
+        # The column is either rendered ready or filled in by app.js once the index answers.
+        expect(files).to_have_attribute("data-ready", "yes")
+        expect(page.locator("p.indexing")).to_have_count(0)
+        src_row = files.locator("tr[data-name]", has=page.locator("td.name a", has_text="src"))
+        expect(src_row.locator("td.lastmsg a")).to_have_text(src_last)
+        expect(src_row.locator("td.lastdate time")).to_contain_text("ago")
+        readme_row = files.locator(
+            "tr[data-name]", has=page.locator("td.name a", has_text="README.md")
+        )
+        expect(readme_row.locator("td.lastmsg a")).to_have_text(readme_last)
+        for row in files.locator("tr[data-name]").all():
+            assert row.locator("td.lastmsg").inner_text().strip(), row.inner_text()
+        _save_screenshot(page, tmp_path, "home")
+
+        # app.js fills the column in by itself: serve the page as if the index weren't ready.
+        rendered = [c.inner_text() for c in files.locator("td.lastmsg, td.lastdate").all()]
+        page.route(f"{server}/{DEMO}", _as_if_not_indexed)
+        page.reload()
+        expect(files).to_have_attribute("data-ready", "yes")
+        expect(files.locator("td.lastmsg, td.lastdate")).to_have_text(rendered)
+        expect(src_row.locator("td.lastmsg a")).to_have_attribute("href", re.compile("/commit/"))
+        page.unroute(f"{server}/{DEMO}")
+
+        # Into src/ and then src/app.py.
+        names.filter(has_text="src").first.click()
+        expect(page).to_have_title(f"src at main · {DEMO} · floorless")
+        expect(page.locator("nav.crumbs strong")).to_have_text("src")
+        page.locator("table.files td.name a", has_text="app.py").click()
+        expect(page).to_have_title(f"app.py at main · {DEMO} · floorless")
+        file_url = page.url
+        code = page.locator("table.code")
+        expect(code).to_be_visible()
+        expect(code.locator("tr")).to_have_count(len(app_py))
+        expect(code.locator("tr#L1 td.ln a")).to_have_text("1")
+        expect(code.locator(f"tr#L{len(app_py)} td.ln a")).to_have_text(str(len(app_py)))
+        expect(code.locator("tr#L1 td.src")).to_have_text(app_py[0])
+        expect(page.locator(".filebar")).to_contain_text(f"{len(app_py)} lines")
+        # Highlighted: tokens are wrapped in spans and the theme gives them their own colour.
+        keyword = code.locator("tr#L3 td.src pre span", has_text="from").first
+        expect(keyword).to_be_visible()
+        plain = code.locator("tr#L3 td.src pre")
+        assert keyword.evaluate("e => getComputedStyle(e).color") != plain.evaluate(
+            "e => getComputedStyle(e).color"
+        ), "code.css gives keywords no colour of their own"
+
+        # #L3-L5 highlights exactly those rows (app.js), also on a hash change.
+        page.goto(file_url + "#L3-L5")
+        expect(page.locator("table.code tr.hl")).to_have_count(3)
+        for n in (3, 4, 5):
+            expect(page.locator(f"tr#L{n}")).to_have_class("hl")
+        for n in (2, 6):
+            expect(page.locator(f"tr#L{n}")).not_to_have_class("hl")
+        # Click a line number, shift-click another: that range is selected.
+        page.locator("tr#L7 td.ln a").click()
+        page.locator("tr#L9 td.ln a").click(modifiers=["Shift"])
+        expect(page).to_have_url(file_url + "#L7-L9")
+        expect(page.locator("table.code tr.hl")).to_have_count(3)
+        expect(page.locator("tr#L8")).to_have_class("hl")
+        page.goto(file_url + "#L3-L5")
+        expect(page.locator("tr#L4")).to_have_class("hl")
+        page.mouse.move(0, 0)
+        _save_screenshot(page, tmp_path, "file")
+
+        # Blame: one group per run of lines from one commit, as git blame says.
+        page.locator(".filebar .actions a", has_text="Blame").click()
+        expect(page).to_have_title(f"Blame app.py at main · {DEMO} · floorless")
+        groups = page.locator("table.blame td.blame-commit")
+        expect(groups).to_have_count(len(blame_runs))
+        expect(groups.first.locator("a.sha")).to_have_text(blame_runs[0][:10])
+        expect(page.locator("table.blame tr")).to_have_count(len(app_py))
+
+        # Back to the file, then its history.
+        page.go_back()
+        expect(page).to_have_title(f"app.py at main · {DEMO} · floorless")
+        page.locator(".filebar .actions a", has_text="History").click()
+        expect(page).to_have_title(f"Commits to app.py on main · {DEMO} · floorless")
+        # While the path history is still being indexed the page refreshes itself.
+        summaries = page.locator("ol.commit-list li a.summary")
+        expect(summaries).to_have_text([line.split(" ", 1)[1] for line in history])
+
+        # The newest commit: its page shows the diff of src/app.py.
+        first_id, first_summary = history[0].split(" ", 1)
+        summaries.first.click()
+        expect(page).to_have_url(f"{server}/{DEMO}/commit/{first_id}")
+        expect(page).to_have_title(f"{first_summary} · {first_id[:10]} · {DEMO} · floorless")
+        expect(page.locator("h1.commit-summary")).to_have_text(first_summary)
+        expect(page.locator(".commit-meta code")).to_have_text(first_id)
+        diff = page.locator("section.file-diff", has=page.locator("h3", has_text="src/app.py"))
+        expect(diff).to_be_visible()
+        expect(diff.locator("table.diff tr.hunk").first).to_be_visible()
+        expect(diff.locator("table.diff tr.add").first).to_be_visible()
+        expect(page.locator("p.diffstat")).to_contain_text("changed")
+        commit_url = page.url
+
+        # A phone-sized viewport: nothing overflows horizontally.
+        page.set_viewport_size(PHONE)
+        for url in (
+            f"{server}/{DEMO}",
+            file_url,
+            commit_url,
+            file_url.replace("/src/", "/blame/", 1),
+        ):
+            page.goto(url)
+            expect(page.locator("main")).to_be_visible()
+            _no_horizontal_overflow(page)
+        page.goto(f"{server}/{DEMO}")
+        expect(page.locator("table.files")).to_be_visible()
+        expect(page.locator("section.readme .markdown h1")).to_have_text("Demo")
+        _no_horizontal_overflow(page)
+        page.screenshot(path=str(tmp_path / "home-phone.png"), full_page=True)
+    finally:
+        context.close()
+    assert watcher.problems == [], "\n".join(watcher.problems)
