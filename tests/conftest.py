@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from falcon import testing
+from gitfixtures import build_all
 
 from floorless.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
-from gitfixtures import build_all
 
 _HOME_SAFE_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
 
