@@ -83,8 +83,9 @@ class Forge:
         for path, repo in current.items():
             known = self._repo_of_path.get(path)
             self._repo_of_path[path] = repo
-            if known is None or known.id != repo.id:
-                if known is not None:
+            # updated_at is None too when a request read the refs before adoption got here
+            if known is None or known.id != repo.id or repo.updated_at is None:
+                if known is not None and known.id != repo.id:
                     self.indexer.forget(known.id)
                 self._index_soon(repo)
 

@@ -27,8 +27,15 @@ Simplify = Callable[[N, Sequence[N]], tuple[bool, Sequence[N]]]
 
 @dataclass
 class Page(Generic[N]):
+    """One page of a walk, and what the next page needs to continue it exactly."""
+
     commits: list[N]
     frontier: list[N]  # where the next page starts; empty when the history is done
+    # Walked commits the next page could reach again: those not newer than the newest frontier
+    # commit (timestamp ties at the page boundary) ...
+    seen: list[N] = field(default_factory=list)
+    # ... and commits dated after a child (a clock running ahead), carried from page to page.
+    skewed: list[N] = field(default_factory=list)
 
 
 def log_page(
@@ -38,11 +45,17 @@ def log_page(
     limit: int,
     simplify: Simplify[N] | None = None,
     budget: int | None = None,
+    exclude: Iterable[N] = (),
+    skewed: Iterable[N] = (),
 ) -> Page[N] | None:
-    """The next ``limit`` commits of the walk from ``starts``; None when ``budget`` (commits
-    visited) runs out first."""
+    """The next ``limit`` commits of the walk from ``starts``; ``exclude`` and ``skewed`` are
+    the previous page's ``seen`` and ``skewed``. None when ``budget`` (commits visited) runs
+    out first."""
+    starts = list(starts)
+    skew = set(skewed)
+    walked = set(exclude) | (skew - set(starts))
+    seen: set[N] = set(walked)
     queue: list[tuple[int, int, N]] = []
-    seen: set[N] = set()
     counter = 0
     for node in starts:
         if node not in seen:
@@ -51,11 +64,16 @@ def log_page(
             counter += 1
     shown: list[N] = []
     visited = 0
+    last: int | None = None
     while queue and len(shown) < limit:
         visited += 1
         if budget is not None and visited > budget:
             return None
-        _, _, node = heapq.heappop(queue)
+        when, _, node = heapq.heappop(queue)
+        if last is not None and -when > last:
+            skew.add(node)  # it entered the queue after an older commit was walked
+        last = -when
+        walked.add(node)
         follow = parents(node)
         show = True
         if simplify is not None:
@@ -67,7 +85,19 @@ def log_page(
                 counter += 1
         if show:
             shown.append(node)
-    return Page(shown, [node for _, _, node in sorted(queue)])
+    frontier = [node for _, _, node in sorted(queue)]
+    if not frontier:
+        return Page(shown, [])
+    if last is not None:
+        skew.update(node for node in frontier if time(node) > last)
+    newest = max(time(node) for node in frontier)
+    pending = set(frontier)
+    return Page(
+        shown,
+        frontier,
+        [node for node in walked if time(node) <= newest and node not in skew],
+        [node for node in skew if node in walked or node in pending],
+    )
 
 
 @dataclass
@@ -121,11 +151,24 @@ class CommitGraph:
         return simplify
 
     def history(
-        self, starts: Sequence[int], path: bytes | None, limit: int, budget: int | None = None
+        self,
+        starts: Sequence[int],
+        path: bytes | None,
+        limit: int,
+        budget: int | None = None,
+        exclude: Iterable[int] = (),
+        skewed: Iterable[int] = (),
     ) -> Page[int] | None:
         simplify = None if path is None else self.path_simplifier(self.path_ids.get(path))
         return log_page(
-            starts, self.parents.__getitem__, self.times.__getitem__, limit, simplify, budget
+            starts,
+            self.parents.__getitem__,
+            self.times.__getitem__,
+            limit,
+            simplify,
+            budget,
+            exclude,
+            skewed,
         )
 
     def last_changes(

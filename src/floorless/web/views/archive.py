@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import falcon
 
-from floorless.errors import NotFound, UnknownRevision
+from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
 from floorless.web.context import RepoView, raw_tail, repo_view
 from floorless.web.views.base import View
 
@@ -54,19 +54,29 @@ class Archive(View):
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        # git fails before writing anything when it cannot read the commit: say so, rather
+        # than answer 200 with an empty archive
+        assert proc.stdout is not None
+        first = proc.stdout.read(CHUNK)
+        if not first:
+            proc.stdout.close()
+            if proc.wait() != 0:
+                raise RepositoryBroken("git archive cannot read this commit")
         resp.content_type = mime
         resp.set_header(
             "Content-Disposition", f"attachment; filename*=UTF-8''{quote(prefix + suffix, safe='')}"
         )
         if len(ref) == 40:
             resp.cache_control = ["public", "max-age=31536000", "immutable"]
-        resp.stream = _stream(proc)
+        resp.stream = _stream(proc, first)
 
 
-def _stream(proc: subprocess.Popen[bytes]) -> Iterator[bytes]:
+def _stream(proc: subprocess.Popen[bytes], first: bytes = b"") -> Iterator[bytes]:
     assert proc.stdout is not None
     try:
-        while chunk := proc.stdout.read(CHUNK):
+        if first:
+            yield first
+        while not proc.stdout.closed and (chunk := proc.stdout.read(CHUNK)):
             yield chunk
     finally:
         if proc.poll() is None:

@@ -2,13 +2,17 @@
 
 A branch's list walks libgit2 for one page of commits; a path's history walks the in-memory
 index (git's default history simplification), so neither counts or skips the whole history.
-The cursor (``?after=``) is the walk's frontier: the commit ids where the next page starts.
+The cursor is the walk's state between pages: ``?after=`` the commit ids where the next page
+starts (its frontier), ``&seen=`` the few already-walked commits the next page could reach
+again (timestamp ties at the boundary) and ``&skew=`` commits dated after a child; each a
+comma-separated list of hex ids.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import falcon
 import pygit2
@@ -21,18 +25,44 @@ from floorless.web.render import urlpath
 from floorless.web.views.base import View
 from floorless.web.views.source import crumbs
 
-_CURSOR = re.compile(r"[0-9a-f]{40}(,[0-9a-f]{40}){0,63}")
+_IDS = re.compile(r"[0-9a-f]{40}(,[0-9a-f]{40}){0,1023}")
 
 
-def parse_cursor(value: str | None) -> list[bytes] | None:
-    if not value:
-        return None
-    if not _CURSOR.fullmatch(value):
-        raise BadRequest("malformed cursor")
-    return [bytes.fromhex(part) for part in value.split(",")]
+@dataclass(frozen=True)
+class Cursor:
+    after: list[bytes]
+    seen: list[bytes]
+    skew: list[bytes]
+
+    @classmethod
+    def parse(cls, after: str | None, seen: str | None, skew: str | None) -> Cursor | None:
+        if not after:
+            return None
+        for value in (after, seen, skew):
+            if value and not _IDS.fullmatch(value):
+                raise BadRequest("malformed cursor")
+        return cls(_ids(after), _ids(seen or ""), _ids(skew or ""))
+
+    @classmethod
+    def of(cls, page: Page[bytes]) -> Cursor | None:
+        return cls(page.frontier, page.seen, page.skewed) if page.frontier else None
+
+    def query(self) -> str:
+        parts = [("after", self.after), ("seen", self.seen), ("skew", self.skew)]
+        return "&".join(f"{name}={','.join(c.hex() for c in ids)}" for name, ids in parts if ids)
 
 
-def libgit2_page(handle: pygit2.Repository, starts: Sequence[bytes], limit: int) -> Page[bytes]:
+def _ids(value: str) -> list[bytes]:
+    return [bytes.fromhex(part) for part in value.split(",") if part]
+
+
+def libgit2_page(
+    handle: pygit2.Repository,
+    starts: Sequence[bytes],
+    limit: int,
+    exclude: Sequence[bytes] = (),
+    skewed: Sequence[bytes] = (),
+) -> Page[bytes]:
     """One page of ``git log`` from ``starts`` (no path), reading only the commits shown."""
     cache: dict[bytes, pygit2.Commit] = {}
 
@@ -43,25 +73,43 @@ def libgit2_page(handle: pygit2.Repository, starts: Sequence[bytes], limit: int)
         return commit
 
     page = log_page(
-        starts, lambda c: [p.raw for p in get(c).parent_ids], lambda c: get(c).commit_time, limit
+        starts,
+        lambda c: [p.raw for p in get(c).parent_ids],
+        lambda c: get(c).commit_time,
+        limit,
+        exclude=exclude,
+        skewed=skewed,
     )
     assert page is not None
     return page
 
 
 def history_page(
-    view: RepoView, tip: bytes, path: bytes | None, cursor: list[bytes] | None, limit: int
+    view: RepoView, tip: bytes, path: bytes | None, cursor: Cursor | None, limit: int
 ) -> Page[bytes] | None:
     """A page of commits as raw ids; None while the index does not hold ``tip`` yet."""
+    starts = cursor.after if cursor else [tip]
+    seen = cursor.seen if cursor else []
+    skew = cursor.skew if cursor else []
     if not path:
-        return libgit2_page(view.handle, cursor or [tip], limit)
+        return libgit2_page(view.handle, starts, limit, seen, skew)
     graph = view.forge.indexer.ready(view.repo.id, tip)
     if graph is None:
         return None
-    starts = [graph.seq[c] for c in (cursor or [tip]) if c in graph]
-    page = graph.history(starts, path, limit)
+    page = graph.history(
+        [graph.seq[c] for c in starts if c in graph],
+        path,
+        limit,
+        exclude=[graph.seq[c] for c in seen if c in graph],
+        skewed=[graph.seq[c] for c in skew if c in graph],
+    )
     assert page is not None
-    return Page([graph.oids[s] for s in page.commits], [graph.oids[s] for s in page.frontier])
+    return Page(
+        [graph.oids[s] for s in page.commits],
+        [graph.oids[s] for s in page.frontier],
+        [graph.oids[s] for s in page.seen],
+        [graph.oids[s] for s in page.skewed],
+    )
 
 
 class Commits(View):
@@ -77,7 +125,7 @@ class Commits(View):
         view = repo_view(self.forge, owner, repo)
         resolved = view.resolve(kind, raw_tail(req, 4))
         view.commit(resolved)
-        cursor = parse_cursor(req.get_param("after"))
+        cursor = Cursor.parse(req.get_param("after"), req.get_param("seen"), req.get_param("skew"))
         page = history_page(
             view, resolved.commit, resolved.path or None, cursor, self.settings.commits_per_page
         )
@@ -86,7 +134,7 @@ class Commits(View):
             if page is None
             else [objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits]
         )
-        following = ",".join(c.hex() for c in page.frontier) if page and page.frontier else ""
+        following = Cursor.of(page) if page else None
         if page is None:
             resp.set_header("Refresh", "2")
         self.html(
@@ -97,7 +145,7 @@ class Commits(View):
                 kind=kind,
                 commits=commits,
                 indexing=page is None,
-                next_cursor=following,
+                next_query=following.query() if following else "",
                 crumbs=crumbs(resolved.path),
                 ref_base=f"{kind}/{urlpath(resolved.ref)}",
                 first_page=cursor is None,

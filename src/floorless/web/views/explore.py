@@ -12,6 +12,7 @@ from floorless.timing import spawn_counter
 from floorless.web.views.base import View
 
 SORTS = {"recent": "Recently updated", "name": "Name", "oldest": "Least recently updated"}
+MAX_PAGE = 1_000_000
 
 
 class Explore(View):
@@ -26,6 +27,8 @@ class Explore(View):
             page = max(1, int(req.get_param("page", default="1")))
         except ValueError as exc:
             raise BadRequest("page must be a number") from exc
+        if page > MAX_PAGE:  # an offset SQLite cannot take; no listing is that long
+            raise BadRequest("page out of range")
         if owner is not None and not self.forge.registry.owner_exists(owner):
             raise NotFound(f"no owner {owner!r}")
         size = self.settings.repos_per_page
