@@ -145,6 +145,9 @@ class Indexer:
             except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
                 log.warning("indexing %s failed: %s", job.repo.full_name, exc)
                 self.failures[repo_id] = str(exc)
+            except Exception as exc:  # a bug must not stop the indexing of every repository
+                log.exception("indexing %s failed unexpectedly", job.repo.full_name)
+                self.failures[repo_id] = repr(exc)
             finally:
                 with self._lock:
                     self._running -= 1
