@@ -1,0 +1,179 @@
+"""Refs and the repository list come from memory; changes made behind floorless's back (a
+commit written straight into a repository, a repository added or removed) show up after the
+background check, and pages never read refs or scan directories themselves."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import start_forge, wait_for
+from falcon import testing
+from gitfixtures import EPOCH_START, build_one, git, git_text, git_text_input
+
+import floorless.forge
+import floorless.repos
+from floorless.cli import main
+from floorless.errors import NotFound
+from floorless.web.app import create_app
+
+
+class _Calls:
+    """Counts calls of a patched function, by the thread that made them."""
+
+    def __init__(self) -> None:
+        self.by_thread: Counter[int] = Counter()
+        self.lock = threading.Lock()
+
+    def wrap(self, func):
+        def wrapper(*args, **kwargs):
+            with self.lock:
+                self.by_thread[threading.get_ident()] += 1
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    def here(self) -> int:
+        with self.lock:
+            return self.by_thread[threading.get_ident()]
+
+    def elsewhere(self) -> int:
+        with self.lock:
+            me = threading.get_ident()
+            return sum(n for t, n in self.by_thread.items() if t != me)
+
+
+@pytest.fixture
+def repos(repos_copy: Path) -> Path:
+    # the big history is not needed here; indexing it would only slow the forge's start
+    shutil.rmtree(repos_copy / "alice" / "history.git")
+    return repos_copy
+
+
+@pytest.fixture
+def live(repos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    ref_reads, scans = _Calls(), _Calls()
+    monkeypatch.setattr(
+        floorless.forge, "read_snapshot", ref_reads.wrap(floorless.forge.read_snapshot)
+    )
+    monkeypatch.setattr(floorless.repos, "discover", scans.wrap(floorless.repos.discover))
+    forge = start_forge(repos, tmp_path / "data", ref_check_interval=0.2, rescan_interval=0.5)
+    try:
+        yield forge, testing.TestClient(create_app(forge)), ref_reads, scans
+    finally:
+        forge.stop()
+
+
+def _commit_behind_the_back(repo: Path, content: bytes, message: str) -> str:
+    """A new commit on main written with plumbing only, as a push straight to disk would."""
+    old = git_text(repo, "rev-parse", "main")
+    blob = git_text_input(repo, content, "hash-object", "-w", "--stdin")
+    tree = git_text_input(repo, f"100644 blob {blob}\tREADME.md\n".encode(), "mktree")
+    when = EPOCH_START + 3600
+    new = git(repo, "commit-tree", tree, "-p", old, "-m", message, when=when).decode().strip()
+    git(repo, "update-ref", "refs/heads/main", new, old)
+    return new
+
+
+def test_a_commit_made_behind_the_back_shows_up(live, repos):
+    forge, client, ref_reads, scans = live
+    one = repos / "alice" / "one.git"
+    old = git_text(one, "rev-parse", "main")
+    first = client.simulate_get("/alice/one")
+    assert first.status_code == 200 and old in first.text
+    reads_before, scans_before = ref_reads.here(), scans.here()
+
+    repo = forge.registry.get("alice", "one")
+    cached = forge.refs.get(repo.path)
+    new = _commit_behind_the_back(
+        one, b"# One\n\nChanged behind floorless's back.\n", "Change the README directly"
+    )
+    right_after = client.simulate_get("/alice/one")
+    assert right_after.status_code == 200
+    if forge.refs.get(repo.path) is cached:
+        # the background check has not run yet, so the page came from the cached refs
+        assert old in right_after.text and new not in right_after.text
+
+    def shows_new() -> bool:
+        page = client.simulate_get("/alice/one")
+        return page.status_code == 200 and new in page.text
+
+    wait_for(shows_new, timeout=30)
+    page = client.simulate_get("/alice/one").text
+    assert "<p>Changed behind floorless" in page  # the new README, rendered
+    commits = client.simulate_get("/alice/one/commits/branch/main").text
+    assert new in commits and old in commits
+    raw = client.simulate_get("/alice/one/raw/branch/main/README.md")
+    assert raw.content == b"# One\n\nChanged behind floorless's back.\n"
+    wait_for(lambda: "2 commits" in client.simulate_get("/alice/one").text, timeout=30)
+
+    # the pages never read refs or scanned the directory: the background thread did
+    assert ref_reads.here() == reads_before
+    assert scans.here() == scans_before
+    assert ref_reads.elsewhere() > 0
+
+
+def test_repositories_added_and_removed_behind_the_back(live, repos, tmp_path):
+    forge, client, _ref_reads, scans = live
+    assert client.simulate_get("/dave/fresh").status_code == 404
+    staging = tmp_path / "staging" / "fresh.git"
+    build_one(staging)
+    (repos / "dave").mkdir()
+    staging.rename(repos / "dave" / "fresh.git")
+    scans_before = scans.here()
+
+    wait_for(lambda: 'href="/dave/fresh"' in client.simulate_get("/").text, timeout=30)
+    home = client.simulate_get("/dave/fresh")
+    assert home.status_code == 200 and "Hello." in home.text
+    assert 'href="/dave/fresh"' in client.simulate_get("/dave").text
+
+    shutil.rmtree(repos / "alice" / "one.git")
+    wait_for(lambda: client.simulate_get("/alice/one").status_code == 404, timeout=30)
+    assert 'href="/alice/one"' not in client.simulate_get("/").text
+    assert client.simulate_get("/alice/one/raw/branch/main/README.md").status_code == 404
+    with pytest.raises(NotFound):
+        forge.registry.get("alice", "one")
+    # other repositories were never disturbed
+    assert client.simulate_get("/alice/demo").status_code == 200
+    assert scans.here() == scans_before  # the scans ran in the background
+    assert scans.elsewhere() > 0
+
+
+def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):
+    data = tmp_path / "data"
+    forge = start_forge(repos, data)  # the default rescan interval: 30 s
+    try:
+        client = testing.TestClient(create_app(forge))
+        assert client.simulate_get("/dave/fresh").status_code == 404
+        staging = tmp_path / "staging" / "fresh.git"
+        build_one(staging)
+        (repos / "dave").mkdir()
+        staging.rename(repos / "dave" / "fresh.git")
+        with pytest.raises(NotFound):
+            forge.registry.get("dave", "fresh")
+
+        result = CliRunner().invoke(
+            main, ["admin", "rescan", "--data", str(data), "--repos", str(repos)]
+        )
+        assert result.exit_code == 0, result.output
+        assert "1 added" in result.output
+
+        repo = forge.registry.get("dave", "fresh")
+        assert repo.path == repos / "dave" / "fresh.git"
+        home = client.simulate_get("/dave/fresh")
+        assert home.status_code == 200 and "Hello." in home.text
+
+        shutil.rmtree(repos / "dave" / "fresh.git")
+        result = CliRunner().invoke(
+            main, ["admin", "rescan", "--data", str(data), "--repos", str(repos)]
+        )
+        assert result.exit_code == 0 and "1 removed" in result.output
+        with pytest.raises(NotFound):
+            forge.registry.get("dave", "fresh")
+        assert client.simulate_get("/dave/fresh").status_code == 404
+    finally:
+        forge.stop()

@@ -1,0 +1,190 @@
+"""No git process on a browse page: every process started while a page is answered is counted
+by an audit hook of the test's own (independent of floorless's counter), and must be zero for
+browse pages; blame spawns once on a cache miss, an archive once."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from falcon import testing
+from gitfixtures import git_text
+
+SPAWN_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.exec", "os.system", "os.fork"})
+
+
+class _Spawns:
+    """Audit hooks cannot be removed: one hook for the module, counting only while active,
+    and only on the thread that activated it (the test client runs the app in that thread)."""
+
+    def __init__(self) -> None:
+        self.thread: int | None = None
+        self.events: list[tuple[str, tuple]] = []
+
+    def __call__(self, event: str, args: tuple) -> None:
+        if event in SPAWN_EVENTS and self.thread == threading.get_ident():
+            self.events.append((event, args))
+
+
+_SPAWNS = _Spawns()
+sys.addaudithook(_SPAWNS)
+
+
+@contextmanager
+def counting() -> Iterator[list[tuple[str, tuple]]]:
+    _SPAWNS.events = []
+    _SPAWNS.thread = threading.get_ident()
+    try:
+        yield _SPAWNS.events
+    finally:
+        _SPAWNS.thread = None
+
+
+def spawn_timing(result: testing.Result) -> int:
+    for item in result.headers["server-timing"].split(","):
+        name, *params = (p.strip() for p in item.split(";"))
+        if name == "spawn":
+            for param in params:
+                if param.startswith("dur="):
+                    return int(float(param[4:]))
+    raise AssertionError("no spawn in Server-Timing")
+
+
+def get(client: testing.TestClient, url: str, **kwargs) -> tuple[testing.Result, int]:
+    with counting() as events:
+        result = client.simulate_get(url, **kwargs)
+    assert result.status_code in (200, 206, 304), (url, result.status_code, result.text[:300])
+    return result, len(events)
+
+
+@pytest.fixture(scope="module")
+def demo(fixture_root: Path) -> Path:
+    return fixture_root / "alice" / "demo.git"
+
+
+def test_the_hook_counts_a_spawn():
+    """The counter is live: a subprocess on this thread is seen (so zero means zero)."""
+    import subprocess
+
+    with counting() as events:
+        subprocess.run(["true"], check=True)
+    assert len(events) == 1 and events[0][0] == "subprocess.Popen"
+
+
+def _browse_pages(demo: Path) -> list[str]:
+    main = git_text(demo, "rev-parse", "main")
+    improve = git_text(demo, "log", "-1", "--format=%H", "--grep=Improve app.py", "main")
+    blob = git_text(demo, "rev-parse", "main:src/app.py")
+    return [
+        "/",
+        "/?q=demo&sort=name",
+        "/alice",
+        "/alice/demo",
+        "/alice/demo.git",
+        "/alice/empty",
+        "/carol/checkout",
+        "/local/solo",
+        "/alice/demo/src/branch/main",
+        "/alice/demo/src/branch/main/docs",
+        "/alice/demo/src/branch/feature/x/docs",
+        "/alice/demo/src/tag/release",
+        f"/alice/demo/src/commit/{main}/src",
+        "/alice/demo/src/branch/main/src/app.py",
+        "/alice/demo/src/branch/main/README.md",
+        "/alice/demo/src/branch/main/images/logo.png",
+        "/alice/demo/src/branch/main/data/blob.bin",
+        "/alice/demo/src/branch/main/big.txt",
+        "/alice/demo/src/branch/main/link-to-readme",
+        "/alice/demo/src/branch/main/vendor/lib",
+        "/alice/demo/raw/branch/main/README.md",
+        f"/alice/demo/raw/commit/{main}/big.txt",
+        f"/alice/demo/raw/blob/{blob}",
+        "/alice/demo/commits/branch/main",
+        "/alice/demo/commits/branch/main/src/app.py",
+        "/alice/demo/commits/tag/v1.0/docs",
+        "/alice/history/commits/branch/main",
+        "/alice/history/commits/branch/main/rare.txt",
+        f"/alice/demo/commit/{improve}",
+        f"/alice/demo/commit/{improve}.diff",
+        f"/alice/demo/commit/{improve}.patch",
+        "/alice/demo/branches",
+        "/alice/demo/tags",
+        "/alice/demo/atom/branch/main",
+        "/alice/demo/rss/branch/main",
+        "/alice/demo?go-get=1",
+        f"/alice/demo/-/last/{main}",
+        f"/alice/demo/-/last/{main}/docs",
+        "/-/metrics",
+        "/-/static/style.css",
+    ]
+
+
+def test_browse_pages_spawn_nothing(client, demo):
+    pages = _browse_pages(demo)
+    for url in pages:  # a cold request, then a warm one
+        for _ in range(2):
+            path, _, query = url.partition("?")
+            result, spawns = get(client, path, query_string=query or None)
+            assert spawns == 0, url
+            assert spawn_timing(result) == 0, url
+
+
+def test_raw_variants_spawn_nothing(client, demo):
+    url = "/alice/demo/raw/branch/main/src/app.py"
+    etag = client.simulate_get(url).headers["etag"]
+    for headers in ({"If-None-Match": etag}, {"Range": "bytes=0-9"}, {"Range": "bytes=-3"}):
+        result, spawns = get(client, url, headers=headers)
+        assert spawns == 0 == spawn_timing(result), headers
+    with counting() as events:
+        head = client.simulate_head(url)
+    assert head.status_code == 200 and not events
+
+
+def test_blame_spawns_once_then_never(client, forge, demo):
+    # a commit and path no other test blames, so the first request is a cache miss
+    commit = git_text(demo, "log", "-1", "--format=%H", "--grep=Add awkward file names", "main")
+    repo = forge.registry.get("alice", "demo")
+    key = bytes.fromhex(commit) + b"\0" + b"no_newline.txt"
+    assert forge.indexer.answers.get(repo.id, "blame", key) is None
+    url = f"/alice/demo/blame/commit/{commit}/no_newline.txt"
+    first, spawns = get(client, url)
+    assert spawns == 1
+    assert spawn_timing(first) == 1
+    assert "this line has no trailing newline" in first.text
+    second, spawns = get(client, url)
+    assert spawns == 0
+    assert spawn_timing(second) == 0
+    assert second.text.count('<tr id="L') == first.text.count('<tr id="L') == 1
+    # the same file through a branch that points at a later commit is another answer
+    third, spawns = get(client, "/alice/demo/blame/tag/v1.0/no_newline.txt")
+    assert spawns in (0, 1)  # 0 when some other test blamed it first
+    assert spawn_timing(third) == spawns
+
+
+def test_archive_spawns_exactly_once(client, demo):
+    for url in ("/alice/demo/archive/v1.0.tar.gz", "/alice/demo/archive/main.zip"):
+        result, spawns = get(client, url)
+        assert spawns == 1, url
+        assert spawn_timing(result) == 1, url
+        assert result.content  # the whole stream was read inside the counting window
+
+
+def test_error_pages_spawn_nothing(client):
+    for url in (
+        "/nobody",
+        "/alice/nope",
+        "/alice/demo/src/branch/nope",
+        "/alice/demo/raw/branch/main/nope",
+        "/alice/corrupt",
+        "/alice/demo/blame/branch/main/nope.txt",
+        "/alice/demo/archive/nope.zip",
+    ):
+        with counting() as events:
+            result = client.simulate_get(url)
+        assert result.status_code >= 400, url
+        assert not events, url
+        assert spawn_timing(result) == 0, url
