@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import shutil
 import threading
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import start_forge, wait_for
+from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START, build_one, git, git_text, git_text_input
 
@@ -175,5 +176,25 @@ def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):
         with pytest.raises(NotFound):
             forge.registry.get("dave", "fresh")
         assert client.simulate_get("/dave/fresh").status_code == 404
+    finally:
+        forge.stop()
+
+
+def test_feed_with_control_characters_is_valid_xml(repos_copy, tmp_path):
+    """A commit message holding control characters still gives a feed that parses."""
+    repo = repos_copy / "alice" / "one.git"
+    tree = git(repo, "rev-parse", "main^{tree}").decode().strip()
+    parent = git(repo, "rev-parse", "main").decode().strip()
+    commit = git(repo, "commit-tree", tree, "-p", parent, input=b"bell \x07 and escape \x1b\n")
+    git(repo, "update-ref", "refs/heads/main", commit.decode().strip())
+    forge = start_forge(repos_copy, tmp_path / "data")
+    try:
+        wait_indexed(forge)
+        client = testing.TestClient(create_app(forge))
+        for kind in ("atom", "rss"):
+            result = client.simulate_get(f"/alice/one/{kind}/branch/main")
+            assert result.status_code == 200
+            ET.fromstring(result.content)  # raises on characters XML forbids
+            assert "bell" in result.text
     finally:
         forge.stop()

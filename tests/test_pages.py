@@ -369,6 +369,7 @@ def test_raw_conditional_head_and_ranges(client, demo):
     assert not_modified.content == b""
     other = client.simulate_get(url, headers={"If-None-Match": '"' + "0" * 40 + '"'})
     assert other.status_code == 200 and other.content == data
+    assert client.simulate_get(url, headers={"If-None-Match": "*"}).status_code == 304
 
     head = client.simulate_head(url)
     assert head.status_code == 200
@@ -534,6 +535,8 @@ def test_archive_zip(client, demo):
     assert "immutable" in pinned.headers["cache-control"]
     with zipfile.ZipFile(io.BytesIO(pinned.content)) as archive:
         assert f"demo-{sha}/link-to-readme" in archive.namelist()
+    by_branch = ok(client, "/alice/demo/archive/main.zip")
+    assert "immutable" not in by_branch.headers.get("cache-control", "")
 
 
 # ------------------------------------------------------------------------- feeds & go-get

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -19,6 +20,14 @@ def text(value: bytes | str | None) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xmlsafe(value: str) -> str:
+    """Text without the control characters XML 1.0 forbids (commit messages may hold them)."""
+    return _XML_INVALID.sub("\ufffd", value)
 
 
 def urlpath(value: bytes | str) -> str:
@@ -76,7 +85,12 @@ class Renderer:
             undefined=jinja2.StrictUndefined,
         )
         self.env.filters.update(
-            text=text, urlpath=urlpath, reltime=reltime, isotime=isotime, filesize=filesize
+            text=text,
+            xmlsafe=xmlsafe,
+            urlpath=urlpath,
+            reltime=reltime,
+            isotime=isotime,
+            filesize=filesize,
         )
         self.env.globals["site_name"] = site_name
         # Rendered fragments keyed by object ids: they never need invalidating.

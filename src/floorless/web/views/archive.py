@@ -9,6 +9,7 @@ from urllib.parse import quote
 import falcon
 
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
+from floorless.git.refs import Resolved
 from floorless.web.context import RepoView, raw_tail, repo_view
 from floorless.web.views.base import View
 
@@ -20,7 +21,7 @@ FORMATS = {
 CHUNK = 64 * 1024
 
 
-def resolve_any(view: RepoView, ref: bytes) -> bytes:
+def resolve_any(view: RepoView, ref: bytes) -> Resolved:
     """A branch, then a tag, then a commit id, as ``git`` itself would try them."""
     for kind in ("branch", "tag", "commit"):
         try:
@@ -28,7 +29,7 @@ def resolve_any(view: RepoView, ref: bytes) -> bytes:
         except UnknownRevision:
             continue
         if not resolved.path:
-            return resolved.commit
+            return resolved
     raise NotFound("no such branch, tag or commit")
 
 
@@ -45,7 +46,8 @@ class Archive(View):
         suffix = found
         fmt, mime = FORMATS[suffix]
         ref = name[: -len(suffix)]
-        commit = resolve_any(view, ref).hex()
+        resolved = resolve_any(view, ref)
+        commit = resolved.commit.hex()
         label = ref.decode("utf-8", "replace").replace("/", "-")
         prefix = f"{view.repo.name}-{label}"
         proc = self.forge.git.popen(
@@ -66,7 +68,7 @@ class Archive(View):
         resp.set_header(
             "Content-Disposition", f"attachment; filename*=UTF-8''{quote(prefix + suffix, safe='')}"
         )
-        if len(ref) == 40:
+        if resolved.kind == "commit" and resolved.ref == ref:  # a full commit id
             resp.cache_control = ["public", "max-age=31536000", "immutable"]
         resp.stream = _stream(proc, first)
 

@@ -76,10 +76,12 @@ class Raw(View):
             ["public", "max-age=31536000", "immutable"] if immutable else ["no-cache"]
         )
         if name:
-            resp.set_header(
-                "Content-Disposition", f"inline; filename*=UTF-8''{quote(name, safe='')}"
-            )
-        if etag in (req.if_none_match or []) or any(t == etag for t in (req.if_none_match or [])):
+            disposition = "inline"
+            if _is_utf8(name):  # RFC 6266 names are UTF-8; otherwise the URL's name is used
+                disposition += f"; filename*=UTF-8''{quote(name, safe='')}"
+            resp.set_header("Content-Disposition", disposition)
+        matches = req.if_none_match or []
+        if any(tag in ("*", etag) for tag in matches):
             resp.status = falcon.HTTP_304
             return
         data = objects.blob_bytes(blob)
@@ -102,3 +104,11 @@ class Raw(View):
         resp.data = data
 
     on_head = on_get
+
+
+def _is_utf8(name: bytes) -> bool:
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
