@@ -52,7 +52,6 @@ HTML_404 = [
     "/alice/demo/blame/branch/main/link-to-readme",
     "/alice/demo/atom/branch/nope",
     "/alice/demo/no-such-page",
-    "/alice/demo/src",
 ]
 
 

@@ -668,3 +668,37 @@ def test_every_response_has_server_timing(client, url):
     assert set(TIMING_NAMES) <= set(timing), result.headers.get("server-timing")
     assert timing["total"] >= max(timing["git"], timing["db"], timing["render"])
     assert timing["spawn"] == int(timing["spawn"]) >= 0
+
+
+# ------------------------------------------------------------------------- older link shapes
+
+
+@pytest.mark.parametrize(
+    ("url", "location"),
+    [
+        ("/alice/demo/src/main/src/app.py", "/alice/demo/src/branch/main/src/app.py"),
+        ("/alice/demo/src/feature/x/docs", "/alice/demo/src/branch/feature/x/docs"),
+        ("/alice/demo/raw/v1.0/README.md", "/alice/demo/raw/tag/v1.0/README.md"),
+        ("/alice/demo/commits/main", "/alice/demo/commits/branch/main"),
+        ("/alice/demo/blame/main/src/app.py", "/alice/demo/blame/branch/main/src/app.py"),
+        ("/alice/demo/src", "/alice/demo/src/branch/main"),
+        ("/alice/demo/commits", "/alice/demo/commits/branch/main"),
+    ],
+)
+def test_links_without_a_ref_kind_redirect(client, url, location):
+    result = client.simulate_get(url)
+    assert result.status_code == 302
+    assert result.headers["location"].endswith(location)
+    assert client.simulate_get(location).status_code == 200
+
+
+def test_link_without_kind_to_a_commit_id(client, demo):
+    sha = rev(demo, "v2.0^{commit}")
+    result = client.simulate_get(f"/alice/demo/src/{sha[:12]}/docs")
+    assert result.status_code == 302
+    assert result.headers["location"].endswith(f"/alice/demo/src/commit/{sha}/docs")
+
+
+def test_unknown_ref_without_kind_is_404(client):
+    assert client.simulate_get("/alice/demo/src/no-such-ref/x").status_code == 404
+    assert client.simulate_get("/alice/empty/src").status_code == 404

@@ -56,7 +56,11 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     timing.spawn_counter()
     renderer = Renderer(forge.settings.site_name)
     metrics = Metrics(lambda: {**renderer.caches, "answers": forge.indexer.answers})
-    app = falcon.App(middleware=[TimingMiddleware(metrics)], cors_enable=False)
+    app = falcon.App(
+        middleware=[TimingMiddleware(metrics)],
+        media_type="text/html; charset=utf-8",
+        cors_enable=False,
+    )
     app.req_options.strip_url_path_trailing_slash = True
     app.resp_options.secure_cookies_by_default = False
     errors.install(app, renderer)
@@ -69,10 +73,16 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         ("/-/static/{name}", static.Static()),
         ("/{owner}", explore.Owner(*deps)),
         (repo_prefix, repo.Home(*deps)),
+        (repo_prefix + "/src", repo.DefaultBranch(*deps, page="src")),
+        (repo_prefix + "/src/{kind}", source.Source(*deps)),
         (repo_prefix + "/src/{kind}/{tail:path}", source.Source(*deps)),
+        (repo_prefix + "/raw/{kind}", raw.Raw(*deps)),
         (repo_prefix + "/raw/{kind}/{tail:path}", raw.Raw(*deps)),
+        (repo_prefix + "/commits", repo.DefaultBranch(*deps, page="commits")),
+        (repo_prefix + "/commits/{kind}", commits.Commits(*deps)),
         (repo_prefix + "/commits/{kind}/{tail:path}", commits.Commits(*deps)),
         (repo_prefix + "/commit/{sha}", commit.Commit(*deps)),
+        (repo_prefix + "/blame/{kind}", blame.Blame(*deps)),
         (repo_prefix + "/blame/{kind}/{tail:path}", blame.Blame(*deps)),
         (repo_prefix + "/branches", refs.Branches(*deps)),
         (repo_prefix + "/tags", refs.Tags(*deps)),

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest, NotFound
+from floorless.errors import BadRequest, NotFound, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import RefSnapshot, Resolved, resolve
@@ -37,6 +37,27 @@ class RepoView:
         return resolve(
             self.snapshot, kind, tail, lambda prefix: objects.expand_commit_id(self.handle, prefix)
         )
+
+    def resolve_url(self, req: falcon.Request, kind: str) -> Resolved:
+        """The ref and path of a ``/{page}/{kind}/{ref}/{path}`` URL.
+
+        Without a kind (``/src/main/README.md``, an older link shape) the ref is looked up as a
+        branch, a tag, then a commit, and the client is redirected to the canonical URL.
+        """
+        if kind in KINDS:
+            return self.resolve(kind, raw_tail(req, 4))
+        tail = raw_tail(req, 3)
+        page = req.path.split("/")[3]
+        for candidate in KINDS:
+            try:
+                found = self.resolve(candidate, tail)
+            except UnknownRevision:
+                continue
+            path = f"/{quote(found.path, safe='/')}" if found.path else ""
+            raise falcon.HTTPFound(
+                f"{self.base}/{page}/{candidate}/{quote(found.ref, safe='/')}{path}"
+            )
+        raise NotFound("no such branch, tag or commit")
 
     def commit(self, resolved: Resolved) -> pygit2.Commit:
         return objects.get_commit(self.handle, resolved.commit)

@@ -12,7 +12,7 @@ import pygit2
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.blame import BlameCommit, BlameLine, run_blame
-from floorless.web.context import raw_tail, repo_view
+from floorless.web.context import repo_view
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text, urlpath
 from floorless.web.views.base import View
@@ -27,10 +27,10 @@ class Blame(View):
         owner: str,
         repo: str,
         kind: str,
-        tail: str,
+        tail: str = "",
     ) -> None:
         view = repo_view(self.forge, owner, repo)
-        resolved = view.resolve(kind, raw_tail(req, 4))
+        resolved = view.resolve_url(req, kind)
         commit = view.commit(resolved)
         blob, mode = objects.lookup(view.handle, commit, resolved.path)
         if not isinstance(blob, pygit2.Blob) or mode == objects.MODE_LINK:

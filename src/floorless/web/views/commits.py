@@ -20,7 +20,7 @@ import pygit2
 from floorless.errors import BadRequest
 from floorless.git import objects
 from floorless.git.history import Page, log_page
-from floorless.web.context import RepoView, raw_tail, repo_view
+from floorless.web.context import RepoView, repo_view
 from floorless.web.render import urlpath
 from floorless.web.views.base import View
 from floorless.web.views.source import crumbs
@@ -120,10 +120,10 @@ class Commits(View):
         owner: str,
         repo: str,
         kind: str,
-        tail: str,
+        tail: str = "",
     ) -> None:
         view = repo_view(self.forge, owner, repo)
-        resolved = view.resolve(kind, raw_tail(req, 4))
+        resolved = view.resolve_url(req, kind)
         view.commit(resolved)
         cursor = Cursor.parse(req.get_param("after"), req.get_param("seen"), req.get_param("skew"))
         page = history_page(

@@ -57,4 +57,5 @@ class LastCommits(View):
         else:
             resp.status = falcon.HTTP_202
             resp.cache_control = ["no-store"]
+        resp.content_type = falcon.MEDIA_JSON
         resp.media = body

@@ -15,7 +15,7 @@ import pygit2
 
 from floorless.errors import NotFound
 from floorless.git import objects
-from floorless.web.context import raw_tail, repo_view
+from floorless.web.context import repo_view
 from floorless.web.views.base import View
 from floorless.web.views.source import image_type
 
@@ -49,7 +49,7 @@ class Raw(View):
         owner: str,
         repo: str,
         kind: str,
-        tail: str,
+        tail: str = "",
     ) -> None:
         req.context.plain = True
         view = repo_view(self.forge, owner, repo)
@@ -60,7 +60,7 @@ class Raw(View):
             name = b""
             immutable = True
         else:
-            resolved = view.resolve(kind, raw_tail(req, 4))
+            resolved = view.resolve_url(req, kind)
             commit = view.commit(resolved)
             blob, _mode = objects.lookup(view.handle, commit, resolved.path)
             name = resolved.path.rsplit(b"/", 1)[-1]

@@ -1,12 +1,16 @@
-"""The repository home page (and ``?go-get=1``), or the empty repository's own page."""
+"""The repository home page (and ``?go-get=1``), or the empty repository's own page; and the
+shortcuts to the default branch."""
 
 from __future__ import annotations
 
 import falcon
 
+from floorless.errors import NotFound
+from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import Resolved
 from floorless.web.context import repo_view
+from floorless.web.render import Renderer, urlpath
 from floorless.web.views.base import View
 from floorless.web.views.tree import tree_context
 
@@ -49,3 +53,18 @@ class Home(View):
                 **context,
             ),
         )
+
+
+class DefaultBranch(View):
+    """``/src`` and ``/commits`` without a ref: the default branch's page."""
+
+    def __init__(self, forge: Forge, renderer: Renderer, page: str) -> None:
+        super().__init__(forge, renderer)
+        self.page = page
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view = repo_view(self.forge, owner, repo)
+        branch = view.snapshot.default_branch
+        if branch is None or branch not in view.snapshot.branches:
+            raise NotFound("this repository has no default branch yet")
+        raise falcon.HTTPFound(f"{view.base}/{self.page}/branch/{urlpath(branch)}")

@@ -11,7 +11,7 @@ import pygit2
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, raw_tail, repo_view
+from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import highlight_lines, is_markdown, render_markdown
 from floorless.web.render import text, urlpath
 from floorless.web.views.base import View
@@ -51,10 +51,10 @@ class Source(View):
         owner: str,
         repo: str,
         kind: str,
-        tail: str,
+        tail: str = "",
     ) -> None:
         view = repo_view(self.forge, owner, repo)
-        resolved = view.resolve(kind, raw_tail(req, 4))
+        resolved = view.resolve_url(req, kind)
         commit = view.commit(resolved)
         obj, mode = objects.lookup(view.handle, commit, resolved.path)
         context = view.template_context(
