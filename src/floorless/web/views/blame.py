@@ -44,7 +44,10 @@ class Blame(View):
             name = text(resolved.path.rsplit(b"/", 1)[-1])
             source = b"\n".join(line.text for line in lines).decode("utf-8", "replace")
             enabled = blob.size <= self.settings.max_highlight
-            html = highlight_lines(name, source, enabled) if lines else []
+            key = (str(blob.id), name, enabled, "blame")
+            html: Any = self.renderer.caches["highlight"].get_or_make(
+                key, lambda: highlight_lines(name, source, enabled) if lines else []
+            )
             for line, fragment in zip(lines, html, strict=False):
                 if not groups or groups[-1]["commit"].id != line.commit:
                     groups.append({"commit": commits[line.commit], "lines": []})

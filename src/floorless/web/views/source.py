@@ -104,20 +104,28 @@ class Source(View):
             info["binary"] = True
             return info
         limit = self.settings.max_file_view
-        data = objects.blob_bytes(blob, limit)
         info["truncated"] = size > limit
-        content = data.decode("utf-8", "replace")
         filename = text(name)
         enabled = size <= self.settings.max_highlight
+
+        def content() -> str:  # read only on a cache miss
+            return objects.blob_bytes(blob, limit).decode("utf-8", "replace")
+
         key = (str(blob.id), filename, enabled, limit)
         info["lines"] = self.renderer.caches["highlight"].get_or_make(
-            key, lambda: highlight_lines(filename, content, enabled)
+            key, lambda: highlight_lines(filename, content(), enabled)
         )
         if is_markdown(filename) and not info["truncated"]:
             ref_base = f"{resolved.kind}/{urlpath(resolved.ref)}"
             directory = text(resolved.path.rpartition(b"/")[0])
-            info["markdown"] = render_markdown(
-                content, f"{view.base}/src/{ref_base}", f"{view.base}/raw/{ref_base}", directory
+            info["markdown"] = self.renderer.caches["readme"].get_or_make(
+                (str(blob.id), view.base, ref_base, directory, "file"),
+                lambda: render_markdown(
+                    content(),
+                    f"{view.base}/src/{ref_base}",
+                    f"{view.base}/raw/{ref_base}",
+                    directory,
+                ),
             )
         return info
 
