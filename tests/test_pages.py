@@ -447,9 +447,11 @@ def test_commit_page(client, demo):
     adds, dels = int(numstat[0]), int(numstat[1])
     assert f"+{adds}" in page and f"\u2212{dels}" in page  # a minus sign
     assert '<span class="status modified">modified</span>' in page
-    added = re.findall(r'<tr class="add">.*?<pre>\+(.*?)</pre>', page)
-    assert html.unescape("\n".join(added)).count("\n") + 1 == adds
-    assert "def shout(text: str) -&gt; str:" in page
+    added = re.findall(r'<tr class="add">.*?<pre><span class="mark">\+</span>(.*?)</pre>', page)
+    assert len(added) == adds
+    plain = [html.unescape(re.sub(r"<[^>]+>", "", line)) for line in added]
+    assert "def shout(text: str) -> str:" in plain
+    assert '<span class="k">def</span>' in page  # the diff is syntax-highlighted
     parent = rev(demo, f"{improve}^")
     assert f'href="/alice/demo/commit/{parent}"' in page
     assert (

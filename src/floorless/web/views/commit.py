@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import falcon
 import pygit2
@@ -11,6 +11,8 @@ from floorless.errors import NotFound
 from floorless.git import diff as gitdiff
 from floorless.git import objects
 from floorless.web.context import repo_view
+from floorless.web.markup import highlight_lines
+from floorless.web.render import text
 from floorless.web.views.base import View
 
 
@@ -44,11 +46,29 @@ class Commit(View):
             self.settings.max_diff_total_lines,
         )
         key = (str(commit.id), limits)
-        changes: Any = self.renderer.caches["diff"].get_or_make(
-            key, lambda: gitdiff.commit_diff(view.handle, commit, limits)
+        changes, highlighted = cast(
+            tuple[gitdiff.CommitDiff, list[list[list[str]]]],
+            self.renderer.caches["diff"].get_or_make(
+                key, lambda: _highlighted(gitdiff.commit_diff(view.handle, commit, limits))
+            ),
         )
         info = objects.commit_info(commit)
         parents = [objects.commit_info(p) for p in commit.parents if isinstance(p, pygit2.Commit)]
         self.html(
-            resp, "commit.html", **view.template_context(commit=info, parents=parents, diff=changes)
+            resp,
+            "commit.html",
+            **view.template_context(
+                commit=info, parents=parents, diff=changes, highlighted=highlighted
+            ),
         )
+
+
+def _highlighted(changes: gitdiff.CommitDiff) -> tuple[gitdiff.CommitDiff, list[list[list[str]]]]:
+    """The diff, and per file, per hunk, each line's highlighted HTML. A file's lines are
+    highlighted together so that multi-line tokens keep their colour."""
+    files = []
+    for f in changes.files:
+        lines = [line.text for hunk in f.hunks for line in hunk.lines]
+        html = iter(highlight_lines(text(f.new_path or f.old_path), "\n".join(lines) + "\n"))
+        files.append([[next(html, "") for _ in hunk.lines] for hunk in f.hunks])
+    return changes, files
