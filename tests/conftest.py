@@ -53,8 +53,9 @@ def wait_indexed(forge: Forge) -> None:
             continue
         tips = snapshot.tips()
         wait_for(
-            lambda r=repo, t=tips: r.id in forge.indexer.failures
-            or all(forge.indexer.ready(r.id, c) for c in t)
+            lambda r=repo, t=tips: (
+                r.id in forge.indexer.failures or all(forge.indexer.ready(r.id, c) for c in t)
+            )
         )
     wait_for(forge.indexer.idle)
 

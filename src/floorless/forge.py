@@ -35,6 +35,9 @@ class Forge:
         self.refs = RefCache(self._read_refs)
         self.registry = Registry(self.db, settings.repos, settings.default_owner)
         self.indexer = Indexer(self.db, self.open)
+        # Archives and blame run a git child while a worker thread waits (for a slow client, as
+        # long as it likes): at most half the threads at once, so every other page keeps one.
+        self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._repo_of_path: dict[Path, Repo] = {}

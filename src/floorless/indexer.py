@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 INLINE_BUDGET = 20_000  # commits a page may visit answering from the index before deferring
 _BATCH = 2000
+DEFERRED_WALKS = 2  # background last-commit walks running at once
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ class Indexer:
         self._running = 0
         self.failures: dict[int, str] = {}  # repo id -> why its latest indexing failed
         self._lock = threading.Lock()
+        self._deferred: set[tuple[int, bytes, bytes]] = set()  # background walks running
         self._thread: threading.Thread | None = None
         self.on_indexed: list[Callable[[Repo, int], None]] = []
 
@@ -178,12 +180,34 @@ class Indexer:
             return None
         found = self._compute_last(graph, repo.id, commit, directory, names, INLINE_BUDGET)
         if found is None:
-            threading.Thread(
-                target=self._compute_last,
-                args=(graph, repo.id, commit, directory, names, None),
-                daemon=True,
-            ).start()
+            self._defer_last(graph, repo.id, commit, directory, names)
         return found
+
+    def _defer_last(
+        self,
+        graph: CommitGraph,
+        repo_id: int,
+        commit: bytes,
+        directory: bytes,
+        names: Sequence[bytes],
+    ) -> None:
+        """Compute an answer in the background: once however often pages ask for it (each
+        poll of a page would start another full walk), and at most DEFERRED_WALKS at a time
+        (a page asking while they run asks again when it polls)."""
+        key = (repo_id, commit, directory)
+        with self._lock:
+            if key in self._deferred or len(self._deferred) >= DEFERRED_WALKS:
+                return
+            self._deferred.add(key)
+
+        def walk() -> None:
+            try:
+                self._compute_last(graph, repo_id, commit, directory, names, None)
+            finally:
+                with self._lock:
+                    self._deferred.discard(key)
+
+        threading.Thread(target=walk, name="floorless-last-commits", daemon=True).start()
 
     def _compute_last(
         self,

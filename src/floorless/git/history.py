@@ -159,6 +159,8 @@ class CommitGraph:
         exclude: Iterable[int] = (),
         skewed: Iterable[int] = (),
     ) -> Page[int] | None:
+        if path is not None and path not in self.path_ids:
+            return Page([], [])  # no commit ever changed it: walking to the root finds none
         simplify = None if path is None else self.path_simplifier(self.path_ids.get(path))
         return log_page(
             starts,

@@ -93,5 +93,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/-/last/{sha}/{tail:path}", lastcommit.LastCommits(*deps)),
     ]
     for template, resource in routes:
+        if not hasattr(resource, "on_head"):  # HEAD is GET without the body (RFC 9110 9.3.2)
+            resource.on_head = resource.on_get  # type: ignore[attr-defined]
         app.add_route(template, resource)
     return app

@@ -47,7 +47,7 @@ class RepoView:
         if kind in KINDS:
             return self.resolve(kind, raw_tail(req, 4))
         tail = raw_tail(req, 3)
-        page = req.path.split("/")[3]
+        page = req.path.lstrip("/").split("/")[2]  # the router ignores leading slashes
         for candidate in KINDS:
             try:
                 found = self.resolve(candidate, tail)
@@ -85,7 +85,8 @@ def raw_tail(req: falcon.Request, skip: int) -> bytes:
     raw = path.encode("latin-1", "replace")
     if b"\0" in raw:
         raise BadRequest("NUL byte in URL")
-    return b"/".join(raw.split(b"/")[1 + skip :])
+    # the router ignores leading slashes (``//alice/demo/...``), so the tail must too
+    return b"/".join(raw.lstrip(b"/").split(b"/")[skip:])
 
 
 def ref_url(kind: str, resolved: Resolved) -> str:

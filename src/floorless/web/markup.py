@@ -9,7 +9,7 @@ import posixpath
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import cmarkgfm
 import nh3
@@ -77,7 +77,10 @@ def render_markdown(text: str, src_base: str, raw_base: str, directory: str = ""
             target, _, fragment = value.partition("#")
             if not target:
                 return value
-            path = posixpath.normpath(posixpath.join("/", directory, target)).lstrip("/")
+            # cmark has percent-encoded the target already: decode it so that quote() below
+            # encodes it once (a space must become %20, not %2520)
+            path = posixpath.normpath(posixpath.join("/", directory, unquote(target)))
+            path = path.lstrip("/")
             base = raw_base if tag == "img" else src_base
             return f"{base}/{quote(path)}" + (f"#{fragment}" if fragment else "")
         return value
@@ -111,8 +114,12 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 
 def highlight_lines(name: str, text: str, enabled: bool = True) -> list[str]:
     """One balanced HTML fragment per line of ``text``."""
+    # Pygments reads a lone CR as a line break and git does not: keep one fragment per git
+    # line, or line numbers, blame and diff lines would show the wrong text
+    text = text.replace("\r\n", "\n")
     if text.endswith("\n"):
         text = text[:-1]
+    text = text.replace("\r", "\u240d")
     lexer = lexer_for(name, text) if enabled else TextLexer(stripnl=False, ensurenl=False)
     html = highlight(text, lexer, _FORMATTER)
     lines = html.split("\n")

@@ -83,6 +83,9 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
             undefined=jinja2.StrictUndefined,
+            # templates ship with the code: no stat of each template file on every page
+            # (and no new template paired with old code when files change under a server)
+            auto_reload=False,
         )
         self.env.filters.update(
             text=text,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from urllib.parse import quote
 
 import falcon
@@ -33,55 +34,122 @@ def resolve_any(view: RepoView, ref: bytes) -> Resolved:
     raise NotFound("no such branch, tag or commit")
 
 
+@dataclass(frozen=True)
+class Target:
+    view: RepoView
+    ref: bytes  # as the URL spells it
+    resolved: Resolved
+    suffix: str
+    prefix: str  # the archive's top directory
+
+    @property
+    def commit(self) -> str:
+        return self.resolved.commit.hex()
+
+
 class Archive(View):
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
+    def _target(self, req: falcon.Request, owner: str, repo: str) -> Target:
+        """The repository, the ref as the URL spells it, its commit and the format suffix."""
         req.context.plain = True
         view = repo_view(self.forge, owner, repo)
         name = raw_tail(req, 3)
         found = next((s for s in FORMATS if name.endswith(s.encode())), None)
         if found is None:
             raise NotFound("archives are .tar.gz, .tar or .zip")
-        suffix = found
-        fmt, mime = FORMATS[suffix]
-        ref = name[: -len(suffix)]
+        ref = name[: -len(found)]
         resolved = resolve_any(view, ref)
-        commit = resolved.commit.hex()
         label = ref.decode("utf-8", "replace").replace("/", "-")
-        prefix = f"{view.repo.name}-{label}"
-        proc = self.forge.git.popen(
-            view.repo.path,
-            ["archive", f"--format={fmt}", f"--prefix={prefix}/", commit],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        return Target(view, ref, resolved, found, f"{view.repo.name}-{label}")
+
+    def _headers(self, resp: falcon.Response, target: Target) -> None:
+        resp.content_type = FORMATS[target.suffix][1]
+        filename = quote(target.prefix + target.suffix, safe="")
+        resp.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{filename}")
+        if target.resolved.kind == "commit" and target.resolved.ref == target.ref:  # a full id
+            resp.cache_control = ["public", "max-age=31536000", "immutable"]
+
+    def on_head(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        """The headers a GET would send, without starting git."""
+        self._headers(resp, self._target(req, owner, repo))
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        target = self._target(req, owner, repo)
+        fmt = FORMATS[target.suffix][0]
+        slots = self.forge.git_slots  # a client that stops reading holds its thread
+        if not slots.acquire(blocking=False):
+            raise falcon.HTTPServiceUnavailable(
+                description="too many archives are being downloaded; try again in a moment",
+                retry_after=5,
+            )
+        try:
+            proc = self.forge.git.popen(
+                target.view.repo.path,
+                ["archive", f"--format={fmt}", f"--prefix={target.prefix}/", target.commit],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except BaseException:
+            slots.release()
+            raise
+        stream = ArchiveStream(proc, slots.release)
         # git fails before writing anything when it cannot read the commit: say so, rather
         # than answer 200 with an empty archive
-        assert proc.stdout is not None
-        first = proc.stdout.read(CHUNK)
-        if not first:
-            proc.stdout.close()
-            if proc.wait() != 0:
-                raise RepositoryBroken("git archive cannot read this commit")
-        resp.content_type = mime
-        resp.set_header(
-            "Content-Disposition", f"attachment; filename*=UTF-8''{quote(prefix + suffix, safe='')}"
-        )
-        if resolved.kind == "commit" and resolved.ref == ref:  # a full commit id
-            resp.cache_control = ["public", "max-age=31536000", "immutable"]
-        resp.stream = _stream(proc, first)
+        if not stream.start():
+            raise RepositoryBroken("git archive cannot read this commit")
+        self._headers(resp, target)
+        resp.stream = stream
 
 
-def _stream(proc: subprocess.Popen[bytes], first: bytes = b"") -> Iterator[bytes]:
-    assert proc.stdout is not None
-    try:
-        if first:
-            yield first
-        while not proc.stdout.closed and (chunk := proc.stdout.read(CHUNK)):
-            yield chunk
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.wait()
+class ArchiveStream:
+    """git's output, chunk by chunk. The server closes it when the response ends, also when
+    the client goes away first: closing stops git and frees the download slot, once."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], release: Callable[[], None]) -> None:
+        self.proc = proc
+        self.release: Callable[[], None] | None = release
+        self.first = b""
+
+    def start(self) -> bool:
+        """Read the first chunk; False (and closed) when git wrote nothing and failed."""
+        assert self.proc.stdout is not None
+        self.first = self.proc.stdout.read(CHUNK)
+        if self.first:
+            return True
+        self.proc.stdout.close()
+        ok = self.proc.wait() == 0
+        self.close()
+        return ok
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        if self.first:
+            chunk, self.first = self.first, b""
+            return chunk
+        stdout = self.proc.stdout
+        chunk = b"" if stdout is None or stdout.closed else stdout.read(CHUNK)
+        if not chunk:
+            self.close()
+            raise StopIteration
+        return chunk
+
+    def close(self) -> None:
+        release, self.release = self.release, None
+        if release is None:
+            return
+        try:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc.wait()
+        finally:
+            release()
+
+    def __del__(self) -> None:  # a server that never closes the body must not leak the slot
+        self.close()

@@ -42,7 +42,8 @@ class Blame(View):
                 view.repo.id, view.repo.path, str(commit.id), resolved.path
             )
             name = text(resolved.path.rsplit(b"/", 1)[-1])
-            source = b"\n".join(line.text for line in lines).decode("utf-8", "replace")
+            # every line ends with a newline, so an empty last line keeps its fragment
+            source = b"".join(line.text + b"\n" for line in lines).decode("utf-8", "replace")
             enabled = blob.size <= self.settings.max_highlight
             key = (str(blob.id), name, enabled, "blame")
             html: Any = self.renderer.caches["highlight"].get_or_make(
@@ -78,9 +79,17 @@ class Blame(View):
             lines = [BlameLine(c, o, n, bytes.fromhex(t)) for c, o, n, t in data["lines"]]
             commits = {k: BlameCommit(**v) for k, v in data["commits"].items()}
             return lines, commits
-        lines, commits = run_blame(
-            self.forge.git, git_dir, commit, path, self.settings.blame_timeout
-        )
+        if not self.forge.git_slots.acquire(blocking=False):  # each may run blame_timeout
+            raise falcon.HTTPServiceUnavailable(
+                description="too many files are being blamed; try again in a moment",
+                retry_after=5,
+            )
+        try:
+            lines, commits = run_blame(
+                self.forge.git, git_dir, commit, path, self.settings.blame_timeout
+            )
+        finally:
+            self.forge.git_slots.release()
         answers.put(
             repo_id,
             "blame",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest
+from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
 from floorless.git import objects
 from floorless.git.history import Page, log_page
 from floorless.web.context import RepoView, repo_view
@@ -95,9 +95,14 @@ def history_page(
         return libgit2_page(view.handle, starts, limit, seen, skew)
     graph = view.forge.indexer.ready(view.repo.id, tip)
     if graph is None:
+        failure = view.forge.indexer.failures.get(view.repo.id)
+        if failure is not None:  # waiting would never end: the page refreshes forever
+            raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
         return None
+    if any(c not in graph for c in starts):  # as the branch's list answers: not an empty page
+        raise UnknownRevision("no such commit")
     page = graph.history(
-        [graph.seq[c] for c in starts if c in graph],
+        [graph.seq[c] for c in starts],
         path,
         limit,
         exclude=[graph.seq[c] for c in seen if c in graph],

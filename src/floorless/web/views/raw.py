@@ -87,8 +87,9 @@ class Raw(View):
         data = objects.blob_bytes(blob)
         resp.content_type = content_type(name, data)
         size = len(data)
-        if req.range is not None and req.method in ("GET", "HEAD"):
-            first, last = req.range
+        byte_range = _byte_range(req, etag)
+        if byte_range is not None:
+            first, last = byte_range
             if first < 0:  # a suffix range: the last -first bytes
                 first, last = max(0, size + first), size - 1
             elif last < 0 or last >= size:
@@ -104,6 +105,23 @@ class Raw(View):
         resp.data = data
 
     on_head = on_get
+
+
+def _byte_range(req: falcon.Request, etag: str) -> tuple[int, int] | None:
+    """The one byte range to send, or None to send the whole file: a Range that is not one
+    byte range, or whose ``If-Range`` names another version, is ignored (RFC 9110 14.2, 13.1.5)."""
+    if req.method not in ("GET", "HEAD"):
+        return None
+    if_range = req.get_header("If-Range")
+    if if_range is not None and if_range.strip() != f'"{etag}"':
+        return None  # the client holds another version (or only a date): send this one whole
+    try:
+        unit, found = req.range_unit, req.range
+    except falcon.HTTPInvalidHeader:
+        return None  # several ranges, or malformed: the whole file is a valid answer
+    if unit is None or unit.strip().lower() != "bytes":
+        return None
+    return found
 
 
 def _is_utf8(name: bytes) -> bool:
