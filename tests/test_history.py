@@ -33,6 +33,7 @@ from gitfixtures import (
     history_path,
 )
 
+import floorless.indexer
 from floorless.config import Settings
 from floorless.forge import Forge
 from floorless.git.history import CommitGraph
@@ -637,3 +638,34 @@ def test_pages_across_timestamp_ties_and_clock_skew(
     for size in (1, 2, 3):
         assert libgit2_pages(forge, relative, tip, size) == expected, size
         assert fl_history_pages(graph, tip, None, size) == expected, size
+
+
+def test_long_path_walk_is_deferred_then_served_from_the_index(
+    client: testing.TestClient,
+    forge: Forge,
+    fixture_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A path changed rarely in a long history needs a long walk: the page answers at once
+    that it is being prepared (and refreshes), the walk runs in the background, and the same
+    page then comes from the stored answer without walking again."""
+    monkeypatch.setattr(floorless.indexer, "INLINE_BUDGET", 100)
+    url = "/alice/history/commits/branch/main/rare.txt"
+    expected = git_log(fixture_root / HISTORY, "main", b"rare.txt")
+    first = client.simulate_get(url)
+    assert first.status_code == 200
+    assert "being prepared" in first.text
+    assert first.headers["refresh"]
+    wait_for(lambda: "being prepared" not in client.simulate_get(url).text)
+
+    walks = []
+    original = CommitGraph.history
+
+    def counting(self, *args, **kwargs):
+        walks.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CommitGraph, "history", counting)
+    shown, _ = walk_pages(client, url)
+    assert shown == expected
+    assert walks == []

@@ -9,6 +9,7 @@ in-memory ``CommitGraph`` and cached answers; they never wait for the indexer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import queue
@@ -22,7 +23,7 @@ import pygit2
 
 from floorless.db import Database
 from floorless.errors import FloorlessError
-from floorless.git.history import CommitGraph
+from floorless.git.history import CommitGraph, Page
 from floorless.git.refs import RefSnapshot
 from floorless.repos import Repo
 
@@ -95,7 +96,7 @@ class Indexer:
         self._running = 0
         self.failures: dict[int, str] = {}  # repo id -> why its latest indexing failed
         self._lock = threading.Lock()
-        self._deferred: set[tuple[int, bytes, bytes]] = set()  # background walks running
+        self._deferred: set[tuple[object, ...]] = set()  # background walks running
         self._thread: threading.Thread | None = None
         self.on_indexed: list[Callable[[Repo, int], None]] = []
 
@@ -180,34 +181,82 @@ class Indexer:
             return None
         found = self._compute_last(graph, repo.id, commit, directory, names, INLINE_BUDGET)
         if found is None:
-            self._defer_last(graph, repo.id, commit, directory, names)
+            self._defer(
+                ("last", repo.id, commit, directory),
+                lambda: self._compute_last(graph, repo.id, commit, directory, names, None),
+            )
         return found
 
-    def _defer_last(
+    def path_history(
         self,
-        graph: CommitGraph,
         repo_id: int,
-        commit: bytes,
-        directory: bytes,
-        names: Sequence[bytes],
-    ) -> None:
-        """Compute an answer in the background: once however often pages ask for it (each
-        poll of a page would start another full walk), and at most DEFERRED_WALKS at a time
-        (a page asking while they run asks again when it polls)."""
-        key = (repo_id, commit, directory)
+        tip: bytes,
+        path: bytes,
+        cursor: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes]],
+        limit: int,
+    ) -> Page[bytes] | None:
+        """One page of ``git log -- path``: ``cursor`` is (starts, seen, skewed) as raw ids.
+
+        None while the answer is pending: the index does not hold ``tip`` yet, or the walk
+        needs more than INLINE_BUDGET commits (a path changed rarely in a long history); that
+        page is then computed in the background and kept, keyed by its commit ids.
+        """
+        graph = self.ready(repo_id, tip)
+        if graph is None:
+            return None
+        starts, seen, skewed = cursor
+        key = hashlib.sha256(
+            b"\0".join(
+                [path, str(limit).encode(), b"".join(starts), b"".join(seen), b"".join(skewed)]
+            )
+        ).digest()
+        cached = self.answers.get(repo_id, "history", key)
+        if cached is not None:
+            return _page_from_json(cached)
+
+        def walk(budget: int | None) -> Page[bytes] | None:
+            page = graph.history(
+                [graph.seq[c] for c in starts],
+                path,
+                limit,
+                budget,
+                exclude=[graph.seq[c] for c in seen if c in graph],
+                skewed=[graph.seq[c] for c in skewed if c in graph],
+            )
+            if page is None:
+                return None
+            found = Page(
+                *(
+                    [graph.oids[s] for s in part]
+                    for part in (page.commits, page.frontier, page.seen, page.skewed)
+                )
+            )
+            if budget is None:
+                self.answers.put(repo_id, "history", key, _page_to_json(found))
+            return found
+
+        page = walk(INLINE_BUDGET)
+        if page is None:
+            self._defer(("history", repo_id, key), lambda: walk(None))
+        return page
+
+    def _defer(self, key: tuple[object, ...], work: Callable[[], object]) -> None:
+        """Run ``work`` in the background: once however often pages ask for it (each poll of a
+        page would start another full walk), and at most DEFERRED_WALKS at a time (a page
+        asking while they run asks again when it polls)."""
         with self._lock:
             if key in self._deferred or len(self._deferred) >= DEFERRED_WALKS:
                 return
             self._deferred.add(key)
 
-        def walk() -> None:
+        def run() -> None:
             try:
-                self._compute_last(graph, repo_id, commit, directory, names, None)
+                work()
             finally:
                 with self._lock:
                     self._deferred.discard(key)
 
-        threading.Thread(target=walk, name="floorless-last-commits", daemon=True).start()
+        threading.Thread(target=run, name="floorless-deferred-walk", daemon=True).start()
 
     def _compute_last(
         self,
@@ -228,6 +277,11 @@ class Indexer:
         }
         self.answers.put(repo_id, "last", commit + b"\0" + directory, json.dumps(table))
         return {n: _unhex(table[n.hex()]) for n in names}
+
+    def known_commit_count(self, repo_id: int, commit: bytes) -> int | None:
+        """The commit count if already computed (pages never count: it is O(history))."""
+        cached = self.answers.get(repo_id, "count", commit)
+        return None if cached is None else int(cached)
 
     def commit_count(self, repo_id: int, commit: bytes) -> int | None:
         cached = self.answers.get(repo_id, "count", commit)
@@ -325,6 +379,15 @@ class Indexer:
 
     def forget(self, repo_id: int) -> None:
         self._graphs.pop(repo_id, None)
+
+
+def _page_to_json(page: Page[bytes]) -> str:
+    parts = (page.commits, page.frontier, page.seen, page.skewed)
+    return json.dumps([[c.hex() for c in part] for part in parts])
+
+
+def _page_from_json(value: str) -> Page[bytes]:
+    return Page(*([bytes.fromhex(c) for c in part] for part in json.loads(value)))
 
 
 def _unhex(value: str | None) -> bytes | None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import falcon
 
 from floorless.forge import Forge
 from floorless.web.render import Renderer
+
+# A DNS name or an IPv4/IPv6 address, with an optional port: nothing that could break out of
+# a URL or an attribute.
+_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 
 
 class View:
@@ -21,7 +26,10 @@ class View:
         resp.text = self.renderer.page(template, **context)
 
     def public_url(self, req: falcon.Request) -> str:
-        """The forge's public base URL (no trailing slash)."""
+        """The forge's public base URL (no trailing slash): ``base_url`` when set, else the
+        request's host when it is a well-formed host name, else the listening address."""
         if self.settings.base_url:
             return self.settings.base_url.rstrip("/")
-        return f"{req.scheme}://{req.netloc}"
+        if _HOST.fullmatch(req.netloc):
+            return f"{req.scheme}://{req.netloc}"
+        return f"{req.scheme}://{self.settings.host}:{self.settings.port}"

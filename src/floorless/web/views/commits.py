@@ -93,28 +93,15 @@ def history_page(
     skew = cursor.skew if cursor else []
     if not path:
         return libgit2_page(view.handle, starts, limit, seen, skew)
-    graph = view.forge.indexer.ready(view.repo.id, tip)
-    if graph is None:
-        failure = view.forge.indexer.failures.get(view.repo.id)
-        if failure is not None:  # waiting would never end: the page refreshes forever
-            raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
-        return None
-    if any(c not in graph for c in starts):  # as the branch's list answers: not an empty page
-        raise UnknownRevision("no such commit")
-    page = graph.history(
-        [graph.seq[c] for c in starts],
-        path,
-        limit,
-        exclude=[graph.seq[c] for c in seen if c in graph],
-        skewed=[graph.seq[c] for c in skew if c in graph],
-    )
-    assert page is not None
-    return Page(
-        [graph.oids[s] for s in page.commits],
-        [graph.oids[s] for s in page.frontier],
-        [graph.oids[s] for s in page.seen],
-        [graph.oids[s] for s in page.skewed],
-    )
+    indexer = view.forge.indexer
+    failure = indexer.failures.get(view.repo.id)
+    if failure is not None and indexer.ready(view.repo.id, tip) is None:
+        # waiting would never end: the page would refresh forever
+        raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
+    graph = indexer.ready(view.repo.id, tip)
+    if graph is not None and any(c not in graph for c in starts):
+        raise UnknownRevision("no such commit")  # as the branch's list answers: not empty
+    return indexer.path_history(view.repo.id, tip, path, (starts, seen, skew), limit)
 
 
 class Commits(View):
@@ -141,7 +128,7 @@ class Commits(View):
         )
         following = Cursor.of(page) if page else None
         if page is None:
-            resp.set_header("Refresh", "2")
+            resp.set_header("Refresh", "1")
         self.html(
             resp,
             "commits.html",

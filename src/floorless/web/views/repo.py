@@ -48,7 +48,7 @@ class Home(View):
                 kind="branch",
                 home=True,
                 latest=objects.commit_info(commit),
-                commit_count=self.forge.indexer.commit_count(view.repo.id, head),
+                commit_count=self.forge.indexer.known_commit_count(view.repo.id, head),
                 crumbs=[],
                 **context,
             ),
