@@ -454,9 +454,13 @@ def test_commit_page(client, demo):
     assert '<span class="k">def</span>' in page  # the diff is syntax-highlighted
     parent = rev(demo, f"{improve}^")
     assert f'href="/alice/demo/commit/{parent}"' in page
-    assert (
-        "immutable" in client.simulate_get(f"/alice/demo/commit/{improve}").headers["cache-control"]
+    again = client.simulate_get(f"/alice/demo/commit/{improve}")
+    assert "immutable" not in again.headers["cache-control"]  # the page shows refs, which move
+    cached = client.simulate_get(
+        f"/alice/demo/commit/{improve}", headers={"If-None-Match": again.headers["etag"]}
     )
+    assert cached.status_code == 304
+    assert cached.content == b""
 
 
 def test_commit_diff_and_patch(client, demo):

@@ -108,13 +108,20 @@ class RefCache:
         self._loader = loader
         self._snapshots: dict[Path, RefSnapshot] = {}
         self._lock = threading.Lock()
+        # Bumped by every invalidation and refresh, so that a slow first load that started
+        # before one of them never overwrites the newer state it brought.
+        self._generation: dict[Path, int] = {}
 
     def get(self, git_dir: Path) -> RefSnapshot:
         snapshot = self._snapshots.get(git_dir)
         if snapshot is None:
-            snapshot = self._loader(git_dir)
             with self._lock:
-                self._snapshots[git_dir] = snapshot
+                generation = self._generation.get(git_dir, 0)
+            loaded = self._loader(git_dir)
+            with self._lock:
+                snapshot = self._snapshots.get(git_dir)
+                if snapshot is None or self._generation.get(git_dir, 0) == generation:
+                    snapshot = self._snapshots[git_dir] = loaded
         return snapshot
 
     def __contains__(self, git_dir: Path) -> bool:
@@ -122,6 +129,7 @@ class RefCache:
 
     def invalidate(self, git_dir: Path) -> None:
         with self._lock:
+            self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
             self._snapshots.pop(git_dir, None)
 
     def cached(self) -> list[Path]:
@@ -132,6 +140,7 @@ class RefCache:
         """Re-read one repository's refs; return True when they changed."""
         fresh = self._loader(git_dir)
         with self._lock:
+            self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
             old = self._snapshots.get(git_dir)
             self._snapshots[git_dir] = fresh
         return old is None or not old.same_refs(fresh)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import falcon
 
 from floorless import timing
@@ -51,13 +53,37 @@ class TimingMiddleware:
         timing.end_request()
 
 
+class ConditionalMiddleware:
+    """An ETag for every HTML page, from its bytes, and 304 when the client already has it.
+
+    Pages are cheap to make, so this saves the transfer, not the work; byte-exact answers (raw
+    files, archives, diffs by commit id) set their own ETag or immutable caching instead.
+    """
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
+    ) -> None:
+        if req.method not in ("GET", "HEAD") or resp.status_code != 200 or resp.etag:
+            return
+        if not isinstance(resp.text, str) or not (resp.content_type or "").startswith("text/html"):
+            return
+        tag = hashlib.blake2b(resp.text.encode(), digest_size=16).hexdigest()
+        resp.etag = tag
+        if not resp.cache_control:
+            resp.cache_control = ["no-cache"]
+        if any(match in ("*", tag) for match in req.if_none_match or []):
+            resp.status = falcon.HTTP_304
+            resp.text = None
+            resp.delete_header("Content-Type")
+
+
 def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
     renderer = Renderer(forge.settings.site_name)
     metrics = Metrics(lambda: {**renderer.caches, "answers": forge.indexer.answers})
     app = falcon.App(
-        middleware=[TimingMiddleware(metrics)],
+        middleware=(TimingMiddleware(metrics), ConditionalMiddleware()),
         media_type="text/html; charset=utf-8",
         cors_enable=False,
     )

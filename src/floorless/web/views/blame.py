@@ -53,8 +53,6 @@ class Blame(View):
                 if not groups or groups[-1]["commit"].id != line.commit:
                     groups.append({"commit": commits[line.commit], "lines": []})
                 groups[-1]["lines"].append((line.line, fragment))
-        if kind == "commit":
-            resp.cache_control = ["public", "max-age=31536000", "immutable"]
         self.html(
             resp,
             "blame.html",

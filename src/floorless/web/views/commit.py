@@ -30,8 +30,8 @@ class Commit(View):
         if resolved.path:
             raise NotFound("no such commit")
         commit = view.commit(resolved)
-        resp.cache_control = ["public", "max-age=31536000", "immutable"]
         if variant:
+            resp.cache_control = ["public", "max-age=31536000", "immutable"]
             resp.content_type = "text/plain; charset=utf-8"
             resp.set_header("X-Content-Type-Options", "nosniff")
             resp.data = (

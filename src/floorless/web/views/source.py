@@ -81,8 +81,6 @@ class Source(View):
             self.html(resp, "special.html", submodule=None, **context)
             return
         context.update(self._file(view, resolved, obj))
-        if kind == "commit":
-            resp.cache_control = ["public", "max-age=31536000", "immutable"]
         self.html(resp, "blob.html", **context)
 
     def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
