@@ -16,6 +16,8 @@ from falcon import testing
 from gitfixtures import EPOCH_START, _init_bare, git, git_text, git_text_input
 
 from floorless import indexer as indexer_module
+from floorless.config import Settings
+from floorless.forge import Forge
 from floorless.timing import spawn_counter
 from floorless.web.app import create_app
 from floorless.web.markup import highlight_lines, render_markdown
@@ -355,3 +357,19 @@ def test_a_path_history_cursor_of_an_unknown_commit_is_not_an_empty_history(clie
         result = client.simulate_get(url, params={"after": "a" * 40})
         assert result.status_code == 404, url
         assert "no such commit" in result.text
+
+
+def test_last_commits_of_a_repository_that_cannot_be_indexed_is_an_error(repos_copy, tmp_path):
+    """The page script polls ``/-/last``: it must stop on an error, not poll a 202 forever."""
+    forge = Forge(Settings.load(environ={}, data=tmp_path / "data", repos=repos_copy))
+    forge.start(background=False)  # nothing indexes: the failure below stays the last word
+    client = testing.TestClient(create_app(forge))
+    repo = forge.registry.get("alice", "one")
+    sha = git_text(repos_copy / "alice" / "one.git", "rev-parse", "main")
+    pending = client.simulate_get(f"/alice/one/-/last/{sha}")
+    assert pending.status_code == 202
+    assert pending.json == {"ready": False, "entries": {}}
+    forge.indexer.failures[repo.id] = "object missing"
+    failed = client.simulate_get(f"/alice/one/-/last/{sha}")
+    assert failed.status_code == 503
+    assert "cannot be indexed" in failed.text

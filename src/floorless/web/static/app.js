@@ -40,9 +40,17 @@
   function poll() {
     tries += 1;
     fetch(table.dataset.last, { headers: { "Accept": "application/json" } })
-      .then(function (response) { return response.json().then(function (body) { return [response.status, body]; }); })
+      .then(function (response) {
+        if (!response.ok) { return [response.status, null]; }
+        return response.json().then(function (body) { return [response.status, body]; });
+      })
       .then(function (result) {
         var body = result[1];
+        if (body === null) {  // an error answer: polling again would not help
+          var failed = document.querySelector("p.indexing");
+          if (failed) { failed.textContent = "The last commit of each entry cannot be shown: this repository could not be indexed."; }
+          return;
+        }
         if (!body.ready) {
           if (tries < 60) { setTimeout(poll, Math.min(250 * tries, 2000)); }
           return;

@@ -9,7 +9,7 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import NotFound
+from floorless.errors import NotFound, RepositoryBroken
 from floorless.git import objects
 from floorless.web.context import raw_tail, repo_view
 from floorless.web.render import reltime
@@ -53,8 +53,14 @@ class LastCommits(View):
                     "ago": reltime(info.time),
                     "url": f"{view.base}/commit/{info.id}",
                 }
-            resp.cache_control = ["public", "max-age=31536000", "immutable"]
+            resp.cache_control = ["public", "max-age=300"]  # "3 days ago" ages
         else:
+            failure = self.forge.indexer.failures.get(view.repo.id)
+            if (
+                failure is not None
+                and self.forge.indexer.ready(view.repo.id, commit.id.raw) is None
+            ):
+                raise RepositoryBroken(f"this repository cannot be indexed: {failure}")
             resp.status = falcon.HTTP_202
             resp.cache_control = ["no-store"]
         resp.content_type = falcon.MEDIA_JSON
