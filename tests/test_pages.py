@@ -708,3 +708,28 @@ def test_link_without_kind_to_a_commit_id(client, demo):
 def test_unknown_ref_without_kind_is_404(client):
     assert client.simulate_get("/alice/demo/src/no-such-ref/x").status_code == 404
     assert client.simulate_get("/alice/empty/src").status_code == 404
+
+
+def test_large_diffs_are_truncated_per_file_and_in_total(fixture_root, tmp_path, demo):
+    forge = start_forge(
+        fixture_root, tmp_path / "data", max_diff_files=1, max_diff_lines=10,
+        max_diff_total_lines=25,
+    )
+    try:
+        small = testing.TestClient(create_app(forge))
+        widest = git_text(demo, "rev-list", "--max-parents=0", "main")
+        names = git_text(demo, "show", "--name-only", "--format=", widest).split("\n")
+        assert len(names) > 1
+        first = git_text(demo, "show", "--format=", "--numstat", widest).split("\n")[0]
+        assert int(first.split()[0]) > 10  # the shown file is longer than the limit
+        page = small.simulate_get(f"/alice/demo/commit/{widest}").text
+        assert "This diff is large; parts of it are not shown." in page
+        assert page.count("Not shown: this commit changes too much") == len(names) - 1
+        assert "This file's diff is truncated." in page
+        rows = re.findall(r'<tr class="(?:add|del|ctx)">', page)
+        assert len(rows) == 10
+        full = small.simulate_get(f"/alice/demo/commit/{widest}.diff").text
+        for name in names:  # the .diff variant is never truncated
+            assert f"+++ b/{name}" in full or f"--- a/{name}" in full
+    finally:
+        forge.stop()

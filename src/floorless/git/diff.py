@@ -47,8 +47,8 @@ class FileDiff:
     old_path: bytes
     new_path: bytes
     status: str
-    additions: int
-    deletions: int
+    additions: int | None  # None for files past the limit: their patch is never made
+    deletions: int | None
     binary: bool
     similarity: int
     hunks: list[Hunk] = field(default_factory=list)
@@ -79,22 +79,17 @@ def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) 
     diff = _diff(repo, commit)
     files: list[FileDiff] = []
     total_lines = 0
-    additions = deletions = 0
     truncated = False
     with timing.phase("git"):
-        for i, patch in enumerate(diff):
-            if patch is None:  # libgit2 found nothing to show for this delta
-                continue
-            delta = patch.delta
-            _, adds, dels = patch.line_stats
-            additions += adds
-            deletions += dels
+        stats = diff.stats
+        additions, deletions = stats.insertions, stats.deletions
+        for i, delta in enumerate(diff.deltas):
             fd = FileDiff(
                 old_path=delta.old_file.raw_path,
                 new_path=delta.new_file.raw_path,
                 status=STATUS.get(delta.status, "modified"),
-                additions=adds,
-                deletions=dels,
+                additions=None,
+                deletions=None,
                 binary=bool(delta.is_binary),
                 similarity=delta.similarity,
             )
@@ -103,6 +98,11 @@ def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) 
                 fd.shown = False
                 truncated = True
                 continue
+            patch = diff[i]
+            if patch is None:  # libgit2 found nothing to show for this delta
+                continue
+            _, fd.additions, fd.deletions = patch.line_stats
+            fd.binary = bool(patch.delta.is_binary)
             if fd.binary:
                 continue
             count = 0
