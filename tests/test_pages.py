@@ -733,3 +733,33 @@ def test_large_diffs_are_truncated_per_file_and_in_total(fixture_root, tmp_path,
             assert f"+++ b/{name}" in full or f"--- a/{name}" in full
     finally:
         forge.stop()
+
+
+def test_tags_only_and_detached_head_repositories_have_a_home(repos_copy, tmp_path):
+    one = repos_copy / "alice" / "one.git"
+    sha = git_text(one, "rev-parse", "main")
+    shutil.copytree(one, repos_copy / "alice" / "tagsonly.git")
+    tagsonly = repos_copy / "alice" / "tagsonly.git"
+    git(tagsonly, "tag", "v9", sha)
+    git(tagsonly, "update-ref", "-d", "refs/heads/main")
+    shutil.copytree(one, repos_copy / "alice" / "detached.git")
+    detached = repos_copy / "alice" / "detached.git"
+    git(detached, "update-ref", "-d", "refs/heads/main")
+    git(detached, "update-ref", "--no-deref", "HEAD", sha)
+    forge = start_forge(repos_copy, tmp_path / "data")
+    try:
+        local = testing.TestClient(create_app(forge))
+        home = local.simulate_get("/alice/tagsonly")
+        assert home.status_code == 200
+        assert "README.md" in home.text and "Tag: <strong>v9</strong>" in home.text
+        assert local.simulate_get("/alice/tagsonly/src").headers["location"].endswith(
+            "/alice/tagsonly/src/tag/v9"
+        )
+        home = local.simulate_get("/alice/detached")
+        assert home.status_code == 200
+        assert "README.md" in home.text and f"Commit: <strong>{sha[:10]}</strong>" in home.text
+        commits = local.simulate_get("/alice/detached/commits")
+        assert commits.headers["location"].endswith(f"/alice/detached/commits/commit/{sha}")
+        assert sha in local.simulate_get(f"/alice/detached/commits/commit/{sha}").text
+    finally:
+        forge.stop()

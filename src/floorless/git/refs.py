@@ -38,6 +38,7 @@ class RefSnapshot:
     head: bytes | None  # HEAD's symbolic target, e.g. b"refs/heads/main"
     branches: Mapping[bytes, bytes]  # short name -> commit id (20 raw bytes)
     tags: Mapping[bytes, Tag]
+    detached: bytes | None = None  # HEAD's commit when HEAD is detached
     loaded_at: float = field(default_factory=time.monotonic)
 
     @property
@@ -46,13 +47,23 @@ class RefSnapshot:
             return self.head[len(HEADS) :]
         return None
 
-    @property
-    def head_commit(self) -> bytes | None:
+    def home(self) -> tuple[str, bytes, bytes] | None:
+        """What the repository's home page shows, as (kind, ref, commit): the default branch;
+        else a detached HEAD's commit; else the first branch; else the last tag by name (a
+        repository of tags only). None for an empty repository."""
         branch = self.default_branch
         if branch is not None and branch in self.branches:
-            return self.branches[branch]
-        if self.branches:  # HEAD names a missing branch: fall back as git clients do
-            return self.branches[sorted(self.branches)[0]]
+            return "branch", branch, self.branches[branch]
+        if self.detached is not None:
+            return "commit", self.detached.hex().encode(), self.detached
+        if self.branches:  # HEAD names a missing branch
+            first = sorted(self.branches)[0]
+            return "branch", first, self.branches[first]
+        tagged = sorted(name for name, tag in self.tags.items() if tag.commit is not None)
+        if tagged:
+            commit = self.tags[tagged[-1]].commit
+            assert commit is not None
+            return "tag", tagged[-1], commit
         return None
 
     @property
@@ -62,10 +73,13 @@ class RefSnapshot:
     def tips(self) -> set[bytes]:
         found = set(self.branches.values())
         found.update(t.commit for t in self.tags.values() if t.commit is not None)
+        if self.detached is not None:
+            found.add(self.detached)
         return found
 
     def same_refs(self, other: RefSnapshot) -> bool:
-        return (self.head, self.branches, self.tags) == (other.head, other.branches, other.tags)
+        mine = (self.head, self.detached, self.branches, self.tags)
+        return mine == (other.head, other.detached, other.branches, other.tags)
 
 
 def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
@@ -73,6 +87,12 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
     try:
         head_ref = repo.lookup_reference("HEAD")
         head = head_ref.raw_target if isinstance(head_ref.raw_target, bytes) else None
+        detached = None
+        if head is None:
+            try:
+                detached = head_ref.peel(pygit2.Commit).id.raw
+            except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                detached = None
         branches: dict[bytes, bytes] = {}
         tags: dict[bytes, Tag] = {}
         for ref in repo.references.iterator():
@@ -87,7 +107,7 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
                 tags[name[len(TAGS) :]] = _read_tag(repo, name[len(TAGS) :], ref)
     except pygit2.GitError as exc:
         raise RepositoryBroken(f"the repository's refs cannot be read: {exc}") from exc
-    return RefSnapshot(head=head, branches=branches, tags=tags)
+    return RefSnapshot(head=head, branches=branches, tags=tags, detached=detached)
 
 
 def _read_tag(repo: pygit2.Repository, short: bytes, ref: pygit2.Reference) -> Tag:

@@ -67,6 +67,7 @@ class RepoView:
             "repo": self.repo,
             "base": self.base,
             "snapshot": self.snapshot,
+            "home_ref": self.snapshot.home(),
             "branches": sorted(self.snapshot.branches),
             "tags": sorted(self.snapshot.tags),
             **more,

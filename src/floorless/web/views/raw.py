@@ -13,6 +13,7 @@ from urllib.parse import quote
 import falcon
 import pygit2
 
+from floorless import timing
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.web.context import repo_view
@@ -20,7 +21,7 @@ from floorless.web.views.base import View
 from floorless.web.views.source import image_type
 
 _SHA = re.compile(r"[0-9a-fA-F]{40}")
-SAFE_TYPES = {".pdf": "application/pdf", ".json": "text/plain; charset=utf-8"}
+SAFE_TYPES = {".json": "text/plain; charset=utf-8"}
 
 
 def content_type(name: bytes, data: bytes) -> str:
@@ -84,9 +85,10 @@ class Raw(View):
         if any(tag in ("*", etag) for tag in matches):
             resp.status = falcon.HTTP_304
             return
-        data = objects.blob_bytes(blob)
-        resp.content_type = content_type(name, data)
-        size = len(data)
+        with timing.phase("git"):
+            content = memoryview(blob)  # copied once below: whole, or only the range asked for
+        resp.content_type = content_type(name, bytes(content[:8000]))
+        size = len(content)
         byte_range = _byte_range(req, etag)
         if byte_range is not None:
             first, last = byte_range
@@ -101,8 +103,9 @@ class Raw(View):
                 return
             resp.status = falcon.HTTP_206
             resp.set_header("Content-Range", f"bytes {first}-{last}/{size}")
-            data = data[first : last + 1]
-        resp.data = data
+            content = content[first : last + 1]
+        with timing.phase("git"):
+            resp.data = bytes(content)
 
     on_head = on_get
 

@@ -26,26 +26,21 @@ class Home(View):
                 resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
             )
             return
-        snapshot = view.snapshot
-        head = snapshot.head_commit
-        if head is None:
+        home = view.snapshot.home()
+        if home is None:
             self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
             return
-        branch = snapshot.default_branch
-        if branch is None or branch not in snapshot.branches:
-            branch = next(name for name, oid in snapshot.branches.items() if oid == head)
-        resolved = Resolved("branch", branch, head, b"")
+        kind, ref, head = home
+        resolved = Resolved(kind, ref, head, b"")
         commit = objects.get_commit(view.handle, head)
-        context = tree_context(
-            view, "branch", resolved, commit.tree, self.renderer.caches["readme"]
-        )
+        context = tree_context(view, kind, resolved, commit.tree, self.renderer.caches["readme"])
         self.html(
             resp,
             "tree.html",
             **view.template_context(
                 clone_url=clone_url,
                 resolved=resolved,
-                kind="branch",
+                kind=kind,
                 home=True,
                 latest=objects.commit_info(commit),
                 commit_count=self.forge.indexer.known_commit_count(view.repo.id, head),
@@ -56,7 +51,7 @@ class Home(View):
 
 
 class DefaultBranch(View):
-    """``/src`` and ``/commits`` without a ref: the default branch's page."""
+    """``/src`` and ``/commits`` without a ref: the page of what the home page shows."""
 
     def __init__(self, forge: Forge, renderer: Renderer, page: str) -> None:
         super().__init__(forge, renderer)
@@ -64,7 +59,8 @@ class DefaultBranch(View):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, owner, repo)
-        branch = view.snapshot.default_branch
-        if branch is None or branch not in view.snapshot.branches:
-            raise NotFound("this repository has no default branch yet")
-        raise falcon.HTTPFound(f"{view.base}/{self.page}/branch/{urlpath(branch)}")
+        home = view.snapshot.home()
+        if home is None:
+            raise NotFound("this repository is empty")
+        kind, ref, _ = home
+        raise falcon.HTTPFound(f"{view.base}/{self.page}/{kind}/{urlpath(ref)}")
