@@ -373,3 +373,16 @@ def test_last_commits_of_a_repository_that_cannot_be_indexed_is_an_error(repos_c
     failed = client.simulate_get(f"/alice/one/-/last/{sha}")
     assert failed.status_code == 503
     assert "cannot be indexed" in failed.text
+
+
+def test_broken_repository_pages_do_not_show_git_internals(client, fixture_root):
+    corrupt = fixture_root / "alice" / "corrupt.git"
+    header = git_text(corrupt, "cat-file", "-p", "main")
+    tree = header.split("\n")[0].split()[1]
+    for url in ("/alice/corrupt", "/alice/corrupt/src/branch/main",
+                "/alice/corrupt/raw/branch/main/README.md", "/alice/corrupt/archive/main.zip"):
+        result = client.simulate_get(url)
+        assert result.status_code == 503, url
+        assert "cannot be read" in result.text or "cannot read" in result.text, url
+        assert tree not in result.text, url
+        assert str(corrupt) not in result.text, url

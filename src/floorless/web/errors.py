@@ -8,7 +8,7 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import FloorlessError, RepositoryBroken
+from floorless.errors import FloorlessError, GitCommandError, RepositoryBroken
 from floorless.web.render import Renderer
 
 log = logging.getLogger(__name__)
@@ -43,16 +43,20 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
     def floorless_error(
         req: falcon.Request, resp: falcon.Response, ex: FloorlessError, params: dict[str, Any]
     ) -> None:
-        if isinstance(ex, RepositoryBroken):
-            req.context.broken_repo = True
-        respond(req, resp, ex.status, str(ex))
+        message = str(ex)
+        if isinstance(ex, RepositoryBroken | GitCommandError):
+            # The details (object ids, paths, git's own words) go to the log, not to visitors.
+            log.warning("%s %s: %s", req.method, req.path, message)
+            req.context.broken_repo = isinstance(ex, RepositoryBroken)
+            message = message.partition(":")[0]
+        respond(req, resp, ex.status, message)
 
     def git_error(
         req: falcon.Request, resp: falcon.Response, ex: pygit2.GitError, params: dict[str, Any]
     ) -> None:
         log.warning("git error on %s: %s", req.path, ex)
         req.context.broken_repo = True
-        respond(req, resp, 503, f"the repository cannot be read: {ex}")
+        respond(req, resp, 503, "the repository cannot be read")
 
     def http_error(
         req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError, params: dict[str, Any]
