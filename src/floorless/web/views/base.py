@@ -8,6 +8,8 @@ from typing import Any
 import falcon
 
 from floorless.forge import Forge
+from floorless.git.refs import Resolved
+from floorless.web.context import RepoView, repo_view
 from floorless.web.render import Renderer
 
 # A DNS name or an IPv4/IPv6 address, with an optional port: nothing that could break out of
@@ -33,3 +35,25 @@ class View:
         if _HOST.fullmatch(req.netloc):
             return f"{req.scheme}://{req.netloc}"
         return f"{req.scheme}://{self.settings.host}:{self.settings.port}"
+
+
+class RefPage(View):
+    """A page at ``/{owner}/{repo}/{page}/{kind}/{ref}/{path}``: finds the repository, the ref
+    and the path, then hands them to ``show``."""
+
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        kind: str,
+        tail: str = "",
+    ) -> None:
+        view = repo_view(self.forge, owner, repo)
+        self.show(req, resp, view, view.resolve_url(req, kind))
+
+    def show(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
+    ) -> None:
+        raise NotImplementedError

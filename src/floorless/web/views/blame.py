@@ -12,25 +12,18 @@ import pygit2
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.blame import BlameCommit, BlameLine, run_blame
-from floorless.web.context import repo_view
+from floorless.git.refs import Resolved
+from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text, urlpath
-from floorless.web.views.base import View
+from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
 
 
-class Blame(View):
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        owner: str,
-        repo: str,
-        kind: str,
-        tail: str = "",
+class Blame(RefPage):
+    def show(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
-        view = repo_view(self.forge, owner, repo)
-        resolved = view.resolve_url(req, kind)
         commit = view.commit(resolved)
         blob, mode = objects.lookup(view.handle, commit, resolved.path)
         if not isinstance(blob, pygit2.Blob) or mode == objects.MODE_LINK:
@@ -58,11 +51,11 @@ class Blame(View):
             "blame.html",
             **view.template_context(
                 resolved=resolved,
-                kind=kind,
+                kind=resolved.kind,
                 crumbs=crumbs(resolved.path),
                 groups=groups,
                 binary=binary,
-                ref_base=f"{kind}/{urlpath(resolved.ref)}",
+                ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
             ),
         )
 

@@ -20,9 +20,10 @@ import pygit2
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
 from floorless.git import objects
 from floorless.git.history import Page, log_page
-from floorless.web.context import RepoView, repo_view
+from floorless.git.refs import Resolved
+from floorless.web.context import RepoView
 from floorless.web.render import urlpath
-from floorless.web.views.base import View
+from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
 
 _IDS = re.compile(r"[0-9a-f]{40}(,[0-9a-f]{40}){0,1023}")
@@ -104,18 +105,10 @@ def history_page(
     return indexer.path_history(view.repo.id, tip, path, (starts, seen, skew), limit)
 
 
-class Commits(View):
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        owner: str,
-        repo: str,
-        kind: str,
-        tail: str = "",
+class Commits(RefPage):
+    def show(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
-        view = repo_view(self.forge, owner, repo)
-        resolved = view.resolve_url(req, kind)
         view.commit(resolved)
         cursor = Cursor.parse(req.get_param("after"), req.get_param("seen"), req.get_param("skew"))
         page = history_page(
@@ -134,12 +127,12 @@ class Commits(View):
             "commits.html",
             **view.template_context(
                 resolved=resolved,
-                kind=kind,
+                kind=resolved.kind,
                 commits=commits,
                 indexing=page is None,
                 next_query=following.query() if following else "",
                 crumbs=crumbs(resolved.path),
-                ref_base=f"{kind}/{urlpath(resolved.ref)}",
+                ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
                 first_page=cursor is None,
             ),
         )

@@ -11,10 +11,10 @@ import pygit2
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines, is_markdown, render_markdown
 from floorless.web.render import text, urlpath
-from floorless.web.views.base import View
+from floorless.web.views.base import RefPage
 from floorless.web.views.tree import tree_context
 
 IMAGE_TYPES = {
@@ -43,30 +43,24 @@ def image_type(name: bytes) -> str | None:
     return None
 
 
-class Source(View):
-    def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        owner: str,
-        repo: str,
-        kind: str,
-        tail: str = "",
+class Source(RefPage):
+    def show(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
-        view = repo_view(self.forge, owner, repo)
-        resolved = view.resolve_url(req, kind)
         commit = view.commit(resolved)
         obj, mode = objects.lookup(view.handle, commit, resolved.path)
         context = view.template_context(
             resolved=resolved,
-            kind=kind,
+            kind=resolved.kind,
             crumbs=crumbs(resolved.path),
-            ref_base=f"{kind}/{urlpath(resolved.ref)}",
+            ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
             home=False,
             latest=objects.commit_info(commit),
         )
         if isinstance(obj, pygit2.Tree):
-            context.update(tree_context(view, kind, resolved, obj, self.renderer.caches["readme"]))
+            context.update(
+                tree_context(view, resolved.kind, resolved, obj, self.renderer.caches["readme"])
+            )
             context["commit_count"] = None
             self.html(resp, "tree.html", **context)
             return
