@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 import falcon
 import pygit2
+from markupsafe import Markup
 
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.blame import BlameCommit, BlameLine, run_blame
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView
-from floorless.web.markup import highlight_lines
+from floorless.web.markup import highlight_lines, numbered_rows
 from floorless.web.render import text, urlpath
 from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
@@ -38,14 +39,16 @@ class Blame(RefPage):
             # every line ends with a newline, so an empty last line keeps its fragment
             source = b"".join(line.text + b"\n" for line in lines).decode("utf-8", "replace")
             enabled = blob.size <= self.settings.max_highlight
-            key = (str(blob.id), name, enabled, "blame")
-            html: Any = self.renderer.caches["highlight"].get_or_make(
-                key, lambda: highlight_lines(name, source, enabled) if lines else []
+            key = (str(blob.id), name, enabled, str(commit.id), "blame")
+            groups = cast(
+                list[dict[str, Any]],
+                self.renderer.caches["highlight"].get_or_make(
+                    key,
+                    lambda: _groups(
+                        lines, commits, highlight_lines(name, source, enabled) if lines else []
+                    ),
+                ),
             )
-            for line, fragment in zip(lines, html, strict=False):
-                if not groups or groups[-1]["commit"].id != line.commit:
-                    groups.append({"commit": commits[line.commit], "lines": []})
-                groups[-1]["lines"].append((line.line, fragment))
         self.html(
             resp,
             "blame.html",
@@ -93,3 +96,25 @@ class Blame(RefPage):
             ),
         )
         return lines, commits
+
+
+def _groups(
+    lines: list[BlameLine], commits: dict[str, BlameCommit], html: list[str]
+) -> list[dict[str, Any]]:
+    """Runs of lines that share a commit: the first line apart (its row carries the commit's
+    cell), the rest as ready-made rows."""
+    runs: list[tuple[str, list[tuple[int, str]]]] = []
+    for line, fragment in zip(lines, html, strict=False):
+        if not runs or runs[-1][0] != line.commit:
+            runs.append((line.commit, []))
+        runs[-1][1].append((line.line, fragment))
+    return [
+        {
+            "commit": commits[commit],
+            "first": members[0][0],
+            "first_html": Markup(members[0][1]),  # noqa: S704 - Pygments output, escaped
+            "rest": numbered_rows([f for _, f in members[1:]], members[0][0] + 1),
+            "count": len(members),
+        }
+        for commit, members in runs
+    ]

@@ -6,6 +6,7 @@ from typing import cast
 
 import falcon
 import pygit2
+from markupsafe import Markup, escape
 
 from floorless.errors import NotFound
 from floorless.git import diff as gitdiff
@@ -47,7 +48,7 @@ class Commit(View):
         )
         key = (str(commit.id), limits)
         changes, highlighted = cast(
-            tuple[gitdiff.CommitDiff, list[list[list[str]]]],
+            tuple[gitdiff.CommitDiff, list[list[Markup]]],
             self.renderer.caches["diff"].get_or_make(
                 key, lambda: _highlighted(gitdiff.commit_diff(view.handle, commit, limits))
             ),
@@ -63,12 +64,31 @@ class Commit(View):
         )
 
 
-def _highlighted(changes: gitdiff.CommitDiff) -> tuple[gitdiff.CommitDiff, list[list[list[str]]]]:
-    """The diff, and per file, per hunk, each line's highlighted HTML. A file's lines are
+ROW_CLASS = {"+": "add", "-": "del", " ": "ctx"}
+
+
+def _highlighted(changes: gitdiff.CommitDiff) -> tuple[gitdiff.CommitDiff, list[list[Markup]]]:
+    """The diff, and per file, per hunk, its table rows as one string. A file's lines are
     highlighted together so that multi-line tokens keep their colour."""
     files = []
     for f in changes.files:
         lines = [line.text for hunk in f.hunks for line in hunk.lines]
         html = iter(highlight_lines(text(f.new_path or f.old_path), "\n".join(lines) + "\n"))
-        files.append([[next(html, "") for _ in hunk.lines] for hunk in f.hunks])
+        files.append(
+            [
+                Markup("".join(_row(line, next(html, "")) for line in hunk.lines))  # noqa: S704
+                for hunk in f.hunks
+            ]
+        )
     return changes, files
+
+
+def _row(line: gitdiff.Line, html: str) -> str:
+    if line.kind == "\\":  # "No newline at end of file"
+        content = str(escape(line.text))
+    else:
+        content = f'<span class="mark">{line.kind}</span>{html}'
+    return (
+        f'<tr class="{ROW_CLASS.get(line.kind, "meta")}"><td class="ln">{line.old or ""}</td>'
+        f'<td class="ln">{line.new or ""}</td><td class="code"><pre>{content}</pre></td></tr>'
+    )

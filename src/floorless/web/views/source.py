@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import configparser
-from typing import Any
+from typing import Any, cast
 
 import falcon
 import pygit2
+from markupsafe import Markup
 
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView
-from floorless.web.markup import highlight_lines, is_markdown, render_markdown
+from floorless.web.markup import highlight_lines, is_markdown, numbered_rows, render_markdown
 from floorless.web.render import text, urlpath
 from floorless.web.views.base import RefPage
 from floorless.web.views.tree import tree_context
@@ -85,7 +86,8 @@ class Source(RefPage):
             "blob_id": str(blob.id),
             "image": None,
             "binary": False,
-            "lines": None,
+            "rows": None,
+            "line_count": 0,
             "truncated": False,
             "markdown": None,
         }
@@ -104,8 +106,11 @@ class Source(RefPage):
             return objects.blob_bytes(blob, limit).decode("utf-8", "replace")
 
         key = (str(blob.id), filename, enabled, limit)
-        info["lines"] = self.renderer.caches["highlight"].get_or_make(
-            key, lambda: highlight_lines(filename, content(), enabled)
+        info["rows"], info["line_count"] = cast(
+            tuple[Markup, int],
+            self.renderer.caches["highlight"].get_or_make(
+                key, lambda: _rows(highlight_lines(filename, content(), enabled))
+            ),
         )
         if is_markdown(filename) and not info["truncated"]:
             ref_base = f"{resolved.kind}/{urlpath(resolved.ref)}"
@@ -155,3 +160,7 @@ def _submodule(view: RepoView, commit: pygit2.Commit, path: bytes, oid: str) -> 
             if parser.get(section, "path", fallback="").encode() == path:
                 url = parser.get(section, "url", fallback="")
     return {"commit": oid, "url": url}
+
+
+def _rows(lines: list[str]) -> tuple[Markup, int]:
+    return numbered_rows(lines), len(lines)

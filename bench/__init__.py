@@ -1,0 +1,1 @@
+"""The benchmark: floorless beside the spawn-per-page forge, cgit, gitweb and klaus."""

@@ -1,0 +1,94 @@
+"""``python -m bench``: run the benchmark and write the table, the JSON and the docs page."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from bench import report
+from bench.run import CONTENDERS, PAGES, Options, run
+
+
+def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--repo",
+        default="small",
+        help="small, medium, large, or the path of a repository (default small)",
+    )
+    parser.add_argument("--scenarios", default="local,slow", help="local,slow")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument("--requests", type=int, default=200, help="sequential requests a page")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--throughput-seconds", type=float, default=3.0)
+    parser.add_argument(
+        "--throughput-pages",
+        default=",".join(PAGES),
+        help="pages whose throughput is measured ('' for none)",
+    )
+    parser.add_argument("--delay-ms", type=float, default=30.0)
+    parser.add_argument("--jitter", default="", help="a random delay range, e.g. 20-100 (ms)")
+    parser.add_argument(
+        "--cache-seconds",
+        type=float,
+        default=0.0,
+        help="kernel attribute/entry cache of the slow filesystem",
+    )
+    parser.add_argument(
+        "--page-deadline",
+        type=float,
+        default=120.0,
+        help="seconds one page's sequential requests may take at most",
+    )
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
+    parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="write the Markdown report here (docs/benchmarks.md)",
+    )
+    args = parser.parse_args(argv)
+    jitter = None
+    if args.jitter:
+        low, _, high = args.jitter.partition("-")
+        jitter = (float(low), float(high))
+    options = Options(
+        repo=args.repo,
+        scenarios=tuple(s for s in args.scenarios.split(",") if s),
+        contenders=tuple(c for c in args.contenders.split(",") if c),
+        requests=args.requests,
+        warmup=args.warmup,
+        concurrency=args.concurrency,
+        throughput_seconds=args.throughput_seconds,
+        throughput_pages=tuple(p for p in args.throughput_pages.split(",") if p),
+        delay_ms=args.delay_ms,
+        jitter_ms=jitter,
+        cache_seconds=args.cache_seconds,
+        page_deadline=args.page_deadline,
+        workdir=args.workdir,
+        cache_dir=args.cache_dir,
+    )
+    unknown = set(options.contenders) - set(CONTENDERS)
+    if unknown:
+        parser.error(f"unknown contenders: {', '.join(sorted(unknown))}")
+    return options, args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    options, args = parse(argv)
+    results = run(options, log=lambda line: print(line, flush=True))
+    print(report.table(results))
+    command = "python -m bench " + shlex.join(argv)
+    report.write(results, args.json, args.docs, command)
+    print(f"\nwrote {args.json}" + (f" and {args.docs}" if args.docs else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""Measuring one page of one contender: latency percentiles over sequential requests,
+throughput at a fixed concurrency, processes spawned and slow-filesystem operations.
+
+Latency is timed by the client over one keep-alive connection (what a person's browser
+sees). Throughput comes from `wrk` when it is installed (a Python client cannot drive tens of
+thousands of requests a second on two cores), else from a bounded pool of Python threads.
+Processes are counted from the kernel's fork counter (`processes` in /proc/stat), so a
+contender's children are counted whoever spawns them; the benchmark runs nothing else
+meanwhile, and the figure is an average over the requests.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import shutil
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+
+@dataclass
+class PageResult:
+    page: str
+    url: str
+    status: int
+    requests: int
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    spawns_per_request: float
+    slowfs_ops_per_request: float | None
+    throughput_rps: float | None = None
+    server_timing: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def forks() -> int:
+    """Processes (and threads) created on this machine since boot."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        for line in stat:
+            if line.startswith("processes "):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/stat has no processes line")
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection; reconnects when the server closes it."""
+
+    def __init__(self, base_url: str, timeout: float = 120.0) -> None:
+        parts = urlsplit(base_url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.timeout = timeout
+        self.conn: http.client.HTTPConnection | None = None
+
+    def get(self, url: str) -> tuple[int, bytes, dict[str, str]]:
+        path = urlsplit(url)
+        target = path.path + (f"?{path.query}" if path.query else "")
+        for attempt in (1, 2):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                self.conn.request("GET", target, headers={"Connection": "keep-alive"})
+                response = self.conn.getresponse()
+                body = response.read()
+                headers = {k.lower(): v for k, v in response.getheaders()}
+                if headers.get("connection", "").lower() == "close":
+                    self.close()
+                return response.status, body, headers
+            except (http.client.HTTPException, OSError):
+                self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def timed_get(client: Client, url: str) -> tuple[float, int, bytes, dict[str, str]]:
+    began = time.perf_counter()
+    status, body, headers = client.get(url)
+    return time.perf_counter() - began, status, body, headers
+
+
+def measure_page(
+    page: str,
+    url: str,
+    requests: int,
+    warmup: int,
+    slowfs_total: Callable[[], int] | None = None,
+    slowfs_reset: Callable[[], None] | None = None,
+    deadline_seconds: float = 120.0,
+) -> PageResult:
+    """Warm up, then time ``requests`` sequential GETs (bounded by ``deadline_seconds``)."""
+    client = Client(url)
+    try:
+        status = 0
+        headers: dict[str, str] = {}
+        for _ in range(warmup):
+            _, status, _, headers = timed_get(client, url)
+        if slowfs_reset is not None:
+            slowfs_reset()
+        before = forks()
+        samples: list[float] = []
+        stop_at = time.monotonic() + deadline_seconds
+        for _ in range(requests):
+            elapsed, status, _, headers = timed_get(client, url)
+            samples.append(elapsed)
+            if time.monotonic() > stop_at:
+                break
+        spawned = forks() - before
+        ops = slowfs_total() if slowfs_total is not None else None
+    finally:
+        client.close()
+    count = len(samples)
+    return PageResult(
+        page=page,
+        url=url,
+        status=status,
+        requests=count,
+        p50_ms=statistics.median(samples) * 1000,
+        p95_ms=percentile(samples, 0.95) * 1000,
+        p99_ms=percentile(samples, 0.99) * 1000,
+        spawns_per_request=spawned / count,
+        slowfs_ops_per_request=None if ops is None else ops / count,
+        server_timing=headers.get("server-timing"),
+    )
+
+
+def first_request_ms(url: str) -> tuple[float, int]:
+    """The latency of one request on a fresh connection."""
+    client = Client(url)
+    try:
+        elapsed, status, _, _ = timed_get(client, url)
+    finally:
+        client.close()
+    return elapsed * 1000, status
+
+
+_WRK_RPS = re.compile(r"Requests/sec:\s+([0-9.]+)")
+
+
+def throughput(url: str, concurrency: int, seconds: float) -> float:
+    """Requests per second at ``concurrency`` open connections for ``seconds``."""
+    wrk = shutil.which("wrk")
+    if wrk is not None:
+        threads = max(1, min(2, concurrency))
+        out = subprocess.run(
+            [
+                wrk,
+                f"-t{threads}",
+                f"-c{concurrency}",
+                f"-d{max(1, round(seconds))}s",
+                "--timeout",
+                "30s",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=seconds + 60,
+        ).stdout
+        found = _WRK_RPS.search(out)
+        if found:
+            return float(found.group(1))
+    return _thread_throughput(url, concurrency, seconds)
+
+
+def _thread_throughput(url: str, concurrency: int, seconds: float) -> float:
+    done = 0
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def worker() -> None:
+        nonlocal done
+        client = Client(url)
+        count = 0
+        try:
+            while time.monotonic() < stop_at:
+                client.get(url)
+                count += 1
+        finally:
+            client.close()
+            with lock:
+                done += count
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=seconds + 120)
+    return done / (time.monotonic() - began)

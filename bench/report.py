@@ -1,0 +1,265 @@
+"""Turning results into the terminal table, the JSON file and docs/benchmarks.md, and
+checking them against the targets floorless is held to."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.measure import PageResult
+from bench.run import BROWSE_PAGES, PAGES, ContenderRun, Results
+
+SPAWN_NOISE = 0.05  # forks per request below this are other activity on the machine
+
+
+@dataclass
+class Check:
+    target: str
+    passed: bool | None  # None: not measured in this run
+    detail: str
+
+
+def page(results: Results, contender: str, scenario: str, name: str) -> PageResult | None:
+    for run in results.runs:
+        if run.contender == contender and run.scenario == scenario and not run.skipped:
+            return run.pages.get(name)
+    return None
+
+
+def evaluate(results: Results) -> list[Check]:
+    checks = [
+        _slow_vs_local(results),
+        _vs_reference(results),
+        *(_vs_cgit(results, peer) for peer in ("cgit", "cgit-cache")),
+        _no_spawns(results),
+        _no_slow_ops(results),
+    ]
+    return checks
+
+
+def _slow_vs_local(results: Results) -> Check:
+    target = "warm, slow storage: each page's p50 within 1.25x of its p50 on local disk"
+    ratios = {}
+    for name in PAGES:
+        slow, local = (page(results, "floorless", s, name) for s in ("slow", "local"))
+        if slow and local:
+            ratios[name] = slow.p50_ms / local.p50_ms
+    if not ratios:
+        return Check(target, None, "needs both scenarios")
+    worst = max(ratios, key=lambda k: ratios[k])
+    detail = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+    return Check(target, ratios[worst] <= 1.25, f"worst {worst} {ratios[worst]:.2f}x; {detail}")
+
+
+def _vs_reference(results: Results) -> Check:
+    target = (
+        "warm, slow storage: p50 at least 100x lower than the spawn-per-page reference "
+        "on home, raw and commits"
+    )
+    ratios = {}
+    for name in ("home", "raw", "commits"):
+        ours, theirs = (
+            page(results, "floorless", "slow", name),
+            page(results, "reference", "slow", name),
+        )
+        if ours and theirs:
+            ratios[name] = theirs.p50_ms / ours.p50_ms
+    if len(ratios) < 3:
+        return Check(target, None, "needs the slow scenario with the reference")
+    detail = ", ".join(f"{k} {v:.0f}x" for k, v in ratios.items())
+    return Check(target, min(ratios.values()) >= 100, detail)
+
+
+def _vs_cgit(results: Results, peer: str) -> Check:
+    target = (
+        f"warm, local disk: p50 below {peer}'s on every page both serve; throughput at "
+        f"concurrency 16 at least 2x {peer}'s on raw and file"
+    )
+    slower, faster = [], []
+    for name in PAGES:
+        ours, theirs = page(results, "floorless", "local", name), page(results, peer, "local", name)
+        if ours and theirs:
+            (faster if ours.p50_ms < theirs.p50_ms else slower).append(
+                f"{name} {ours.p50_ms:.2f}/{theirs.p50_ms:.2f} ms"
+            )
+    ratios = {}
+    for name in ("raw", "file"):
+        ours, theirs = page(results, "floorless", "local", name), page(results, peer, "local", name)
+        if ours and theirs and ours.throughput_rps and theirs.throughput_rps:
+            ratios[name] = ours.throughput_rps / theirs.throughput_rps
+    if not faster and not slower:
+        return Check(target, None, f"{peer} not measured")
+    passed = not slower and len(ratios) == 2 and min(ratios.values()) >= 2
+    detail = f"slower on: {', '.join(slower) or 'none'}; throughput " + ", ".join(
+        f"{k} {v:.1f}x" for k, v in ratios.items()
+    )
+    return Check(target, passed, detail)
+
+
+def _no_spawns(results: Results) -> Check:
+    target = "no process spawned on any browse page"
+    seen = {}
+    for run in results.runs:
+        if run.contender == "floorless" and not run.skipped:
+            for name in BROWSE_PAGES:
+                if name in run.pages:
+                    seen[f"{run.scenario}/{name}"] = run.pages[name].spawns_per_request
+    if not seen:
+        return Check(target, None, "floorless not measured")
+    bad = {k: v for k, v in seen.items() if v > SPAWN_NOISE}
+    return Check(
+        target,
+        not bad,
+        ", ".join(f"{k} {v:.2f}" for k, v in bad.items())
+        or f"0 on {len(seen)} pages (forks per request counted machine-wide)",
+    )
+
+
+def _no_slow_ops(results: Results) -> Check:
+    target = "no slow-filesystem operation on a warm page"
+    seen = {}
+    for run in results.runs:
+        if run.contender == "floorless" and run.scenario == "slow" and not run.skipped:
+            for name, result in run.pages.items():
+                if result.slowfs_ops_per_request is not None:
+                    seen[name] = result.slowfs_ops_per_request
+    if not seen:
+        return Check(target, None, "needs the slow scenario")
+    bad = {k: v for k, v in seen.items() if v > 0}
+    return Check(
+        target,
+        not bad,
+        ", ".join(f"{k} {v:.1f}/request" for k, v in bad.items()) or f"0 on {len(seen)} pages",
+    )
+
+
+def table(results: Results) -> str:
+    lines = []
+    names = [c for c in results.options["contenders"]]
+    for scenario in results.options["scenarios"]:
+        lines.append(f"\n{scenario}: p50 ms (spawns/request) by page")
+        lines.append(f"{'page':9}" + "".join(f"{n:>20}" for n in names))
+        for name in PAGES:
+            cells = []
+            for contender in names:
+                result = page(results, contender, scenario, name)
+                cells.append(
+                    "-"
+                    if result is None
+                    else f"{result.p50_ms:.2f} ({result.spawns_per_request:.1f})"
+                )
+            lines.append(f"{name:9}" + "".join(f"{c:>20}" for c in cells))
+    lines.append("")
+    for check in evaluate(results):
+        mark = {True: "PASS", False: "MISS", None: "n/a "}[check.passed]
+        lines.append(f"[{mark}] {check.target}: {check.detail}")
+    return "\n".join(lines)
+
+
+def to_json(results: Results) -> str:
+    body = asdict(results)
+    body["checks"] = [asdict(c) for c in evaluate(results)]
+    return json.dumps(body, indent=2, default=str)
+
+
+def markdown(results: Results, command: str) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "<!-- Written by `python -m bench`; the figures below come from one run. -->",
+        "",
+        f"Measured {results.started} on {results.machine['cores']} cores "
+        f"({results.machine['cpu']}), Linux {results.machine['kernel']}, Python "
+        f"{results.machine['python']}, {results.machine['git']}. The run took "
+        f"{results.seconds:.0f} s.",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        f"Repository: `{results.repo['kind']}` ({results.repo['commits']} commits); file "
+        f"`{results.repo['file']}`, directory `{results.repo['directory']}`, path history of "
+        f"`{results.repo['history_path']}`.",
+        f"Slow storage: every filesystem operation delayed {results.options['delay_ms']} ms"
+        + (f" (random {results.options['jitter_ms']})" if results.options["jitter_ms"] else "")
+        + f", kernel attribute cache {results.options['cache_seconds']} s.",
+        f"{results.options['requests']} sequential requests a page after "
+        f"{results.options['warmup']} to warm up; throughput at concurrency "
+        f"{results.options['concurrency']} for {results.options['throughput_seconds']} s.",
+        "",
+        "## Targets",
+        "",
+    ]
+    for check in evaluate(results):
+        mark = {True: "met", False: "**missed**", None: "not measured"}[check.passed]
+        out.append(f"- {check.target}: {mark} ({check.detail})")
+    for scenario in results.options["scenarios"]:
+        out += ["", f"## {scenario.capitalize()} storage", ""]
+        out += _scenario_table(results, scenario)
+    out += [
+        "",
+        "## Cold requests",
+        "",
+        "| contender | storage | first request after start (ms) | first request after a "
+        "push (ms) | push visible after (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for run in results.runs:
+        if run.skipped:
+            continue
+        out.append(
+            f"| {run.contender} | {run.scenario} | {_ms(run.cold_start_ms)} | "
+            f"{_ms(run.cold_push_ms)} | "
+            f"{'-' if run.push_visible_after_s is None else f'{run.push_visible_after_s:.2f}'} |"
+        )
+    skipped = [r for r in results.runs if r.skipped]
+    if skipped:
+        out += ["", "## Skipped", ""]
+        out += [f"- {r.contender} ({r.scenario}): {r.skipped}" for r in skipped]
+    return "\n".join(out) + "\n"
+
+
+def _ms(value: float | None) -> str:
+    return _num(value, ".1f")
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _scenario_table(results: Results, scenario: str) -> list[str]:
+    runs = [r for r in results.runs if r.scenario == scenario and not r.skipped]
+    if not runs:
+        return ["Not measured."]
+    ours = {n: page(results, "floorless", scenario, n) for n in PAGES}
+    rows = [
+        "| page | contender | p50 ms | p95 ms | p99 ms | vs floorless p50 | req/s at c16 "
+        "| processes / request | slow-fs ops / request |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in PAGES:
+        for run in runs:
+            result = run.pages.get(name)
+            if result is None:
+                continue
+            base = ours.get(name)
+            ratio = f"{result.p50_ms / base.p50_ms:.1f}x" if base else "-"
+            rows.append(
+                f"| {name} | {run.contender} | {result.p50_ms:.2f} | {result.p95_ms:.2f} | "
+                f"{result.p99_ms:.2f} | {ratio} | "
+                f"{_num(result.throughput_rps, '.0f')} | {result.spawns_per_request:.1f} | "
+                f"{_num(result.slowfs_ops_per_request, '.1f')} |"
+            )
+    return rows
+
+
+def write(results: Results, json_path: Path, docs_path: Path | None, command: str) -> None:
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(to_json(results))
+    if docs_path is not None:
+        docs_path.parent.mkdir(parents=True, exist_ok=True)
+        docs_path.write_text(markdown(results, command))
+
+
+__all__ = ["Check", "ContenderRun", "evaluate", "markdown", "table", "to_json", "write"]
