@@ -76,7 +76,8 @@ def _vs_cgit(results: Results, peer: str) -> Check:
         f"warm, local disk: p50 below {peer}'s on every page both serve; throughput at "
         f"concurrency 16 at least 2x {peer}'s on raw and file"
     )
-    slower, faster = [], []
+    slower: list[str] = []
+    faster: list[str] = []
     for name in PAGES:
         ours, theirs = page(results, "floorless", "local", name), page(results, peer, "local", name)
         if ours and theirs:

@@ -386,3 +386,19 @@ def test_broken_repository_pages_do_not_show_git_internals(client, fixture_root)
         assert "cannot be read" in result.text or "cannot read" in result.text, url
         assert tree not in result.text, url
         assert str(corrupt) not in result.text, url
+
+
+def test_branches_whose_commits_are_all_missing_are_broken_not_empty(repos_copy, tmp_path):
+    one = repos_copy / "alice" / "one.git"
+    (one / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (one / "packed-refs").unlink(missing_ok=True)
+    (one / "refs" / "heads" / "main").write_text("1" * 40 + "\n")
+    forge = start_forge(repos_copy, tmp_path / "data")
+    try:
+        client = testing.TestClient(create_app(forge))
+        result = client.simulate_get("/alice/one")
+        assert result.status_code == 503
+        assert "This repository is empty" not in result.text
+        assert client.simulate_get("/alice/empty").status_code == 200
+    finally:
+        forge.stop()

@@ -95,18 +95,22 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
                 detached = None
         branches: dict[bytes, bytes] = {}
         tags: dict[bytes, Tag] = {}
+        unreadable = 0
         for ref in repo.references.iterator():
             name: bytes = ref.raw_name
             if name.startswith(HEADS):
                 try:
                     commit = ref.peel(pygit2.Commit)
                 except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                    unreadable += 1  # a branch whose commit is missing is left out
                     continue
                 branches[name[len(HEADS) :]] = commit.id.raw
             elif name.startswith(TAGS):
                 tags[name[len(TAGS) :]] = _read_tag(repo, name[len(TAGS) :], ref)
     except pygit2.GitError as exc:
         raise RepositoryBroken(f"the repository's refs cannot be read: {exc}") from exc
+    if unreadable and not branches:  # not empty: its data cannot be read
+        raise RepositoryBroken(f"no branch's commit can be read ({unreadable} branches)")
     return RefSnapshot(head=head, branches=branches, tags=tags, detached=detached)
 
 
