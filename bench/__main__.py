@@ -20,6 +20,11 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     )
     parser.add_argument("--scenarios", default="local,slow", help="local,slow")
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
+    parser.add_argument(
+        "--slow-contenders",
+        default="",
+        help="contenders of the slow scenario (default: --contenders)",
+    )
     parser.add_argument("--requests", type=int, default=200, help="sequential requests a page")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=16)
@@ -61,6 +66,7 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         repo=args.repo,
         scenarios=tuple(s for s in args.scenarios.split(",") if s),
         contenders=tuple(c for c in args.contenders.split(",") if c),
+        slow_contenders=tuple(c for c in args.slow_contenders.split(",") if c) or None,
         requests=args.requests,
         warmup=args.warmup,
         concurrency=args.concurrency,

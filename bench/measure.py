@@ -105,13 +105,17 @@ def measure_page(
     slowfs_reset: Callable[[], None] | None = None,
     deadline_seconds: float = 120.0,
 ) -> PageResult:
-    """Warm up, then time ``requests`` sequential GETs (bounded by ``deadline_seconds``)."""
+    """Warm up, then time ``requests`` sequential GETs; warm-up and measurement each stop
+    early (after at least one request) once ``deadline_seconds`` have passed."""
     client = Client(url)
     try:
         status = 0
         headers: dict[str, str] = {}
+        warm_until = time.monotonic() + deadline_seconds
         for _ in range(warmup):
             _, status, _, headers = timed_get(client, url)
+            if time.monotonic() > warm_until:
+                break
         if slowfs_reset is not None:
             slowfs_reset()
         before = forks()

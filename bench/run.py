@@ -36,6 +36,7 @@ class Options:
     repo: str = "small"  # a size from bench.repos.SIZES, or a path to a repository
     scenarios: tuple[str, ...] = ("local", "slow")
     contenders: tuple[str, ...] = CONTENDERS
+    slow_contenders: tuple[str, ...] | None = None  # None: the same as ``contenders``
     requests: int = 200
     warmup: int = 20
     concurrency: int = 16
@@ -454,6 +455,12 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
         mountpoint = base / "mnt"
         mountpoint.mkdir(parents=True, exist_ok=True)
         slowfs.cleanup_stale(mountpoint)
+        slow_names = options.slow_contenders or options.contenders
+        runs.extend(
+            ContenderRun(name, scenario, skipped="left out of the slow scenario in this run")
+            for name in options.contenders
+            if name not in slow_names
+        )
         with slowfs.mounted(
             store,
             mountpoint,
@@ -461,7 +468,7 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
             jitter_ms=options.jitter_ms,
             cache_seconds=options.cache_seconds,
         ) as mount:
-            for name in options.contenders:
+            for name in slow_names:
                 runs.append(
                     run_contender(
                         name,

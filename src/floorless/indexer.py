@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import pygit2
 
 from floorless.db import Database
-from floorless.errors import FloorlessError
+from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.history import CommitGraph, Page
+from floorless.git.objects import MODE_TREE
 from floorless.git.refs import RefSnapshot
 from floorless.repos import Repo
 
@@ -432,20 +433,63 @@ def _changed_paths(
     repo: pygit2.Repository, commit: pygit2.Commit, graph: CommitGraph
 ) -> tuple[frozenset[int], ...]:
     """Per parent (or against the empty tree for a root), the ids of every changed path and
-    of each directory above a changed path."""
+    of each directory above a changed path.
+
+    Trees are compared entry by entry, descending only into subtrees whose ids differ. This
+    reads nothing but tree objects: libgit2's diff would also re-check the repository's
+    config file for every commit, a round trip per commit on slow storage.
+    """
     tree = commit.tree
     bases: list[pygit2.Tree | None] = [p.tree for p in commit.parents] or [None]
     result = []
     for base in bases:
-        diff = base.diff_to_tree(tree) if base is not None else tree.diff_to_tree(swap=True)
+        paths: set[bytes] = set()
+        _compare_trees(repo, base, tree, b"", paths)
         ids: set[int] = set()
-        for delta in diff.deltas:
-            for path in {delta.old_file.raw_path, delta.new_file.raw_path}:
-                while path:
-                    pid = graph.path_id(path, create=True)
-                    if pid in ids:
-                        break
-                    ids.add(pid)  # type: ignore[arg-type]
-                    path = path.rpartition(b"/")[0]
+        for path in paths:
+            while path:
+                pid = graph.path_id(path, create=True)
+                assert pid is not None
+                if pid in ids:
+                    break
+                ids.add(pid)
+                path = path.rpartition(b"/")[0]
         result.append(frozenset(ids))
     return tuple(result)
+
+
+def _compare_trees(
+    repo: pygit2.Repository,
+    old: pygit2.Tree | None,
+    new: pygit2.Tree | None,
+    prefix: bytes,
+    out: set[bytes],
+) -> None:
+    """Add to ``out`` every file path that differs between two trees (a tree that is absent
+    on one side contributes all its files)."""
+    before = {e.raw_name: e for e in old} if old is not None else {}
+    after = {e.raw_name: e for e in new} if new is not None else {}
+    for name in before.keys() | after.keys():
+        a, b = before.get(name), after.get(name)
+        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+            continue
+        path = prefix + (name or b"")
+        a_tree = a is not None and a.filemode == MODE_TREE
+        b_tree = b is not None and b.filemode == MODE_TREE
+        if a_tree or b_tree:
+            _compare_trees(
+                repo,
+                _tree(repo, a.id) if a is not None and a_tree else None,
+                _tree(repo, b.id) if b is not None and b_tree else None,
+                path + b"/",
+                out,
+            )
+        if not (a_tree and b_tree):  # a file (or submodule, or link) on at least one side
+            out.add(path)
+
+
+def _tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
+    found = repo.get(oid)
+    if not isinstance(found, pygit2.Tree):
+        raise RepositoryBroken(f"tree {oid} cannot be read")
+    return found

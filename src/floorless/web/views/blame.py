@@ -32,22 +32,21 @@ class Blame(RefPage):
         binary = blob.is_binary or blob.size > self.settings.max_file_view
         groups: list[dict[str, Any]] = []
         if not binary:
-            lines, commits = self._blame(
-                view.repo.id, view.repo.path, str(commit.id), resolved.path
-            )
             name = text(resolved.path.rsplit(b"/", 1)[-1])
-            # every line ends with a newline, so an empty last line keeps its fragment
-            source = b"".join(line.text + b"\n" for line in lines).decode("utf-8", "replace")
             enabled = blob.size <= self.settings.max_highlight
+
+            def make() -> list[dict[str, Any]]:  # only when the rendered groups are not cached
+                lines, commits = self._blame(
+                    view.repo.id, view.repo.path, str(commit.id), resolved.path
+                )
+                # every line ends with a newline, so an empty last line keeps its fragment
+                source = b"".join(line.text + b"\n" for line in lines).decode("utf-8", "replace")
+                html = highlight_lines(name, source, enabled) if lines else []
+                return _groups(lines, commits, html)
+
             key = (str(blob.id), name, enabled, str(commit.id), "blame")
             groups = cast(
-                list[dict[str, Any]],
-                self.renderer.caches["highlight"].get_or_make(
-                    key,
-                    lambda: _groups(
-                        lines, commits, highlight_lines(name, source, enabled) if lines else []
-                    ),
-                ),
+                list[dict[str, Any]], self.renderer.caches["highlight"].get_or_make(key, make)
             )
         self.html(
             resp,
