@@ -158,8 +158,16 @@ def first_request_ms(url: str) -> tuple[float, int]:
 _WRK_RPS = re.compile(r"Requests/sec:\s+([0-9.]+)")
 
 
-def throughput(url: str, concurrency: int, seconds: float) -> float:
-    """Requests per second at ``concurrency`` open connections for ``seconds``."""
+def throughput(url: str, concurrency: int, seconds: float, warmup: float = 1.0) -> float:
+    """Requests per second at ``concurrency`` open connections for ``seconds``, after a
+    discarded run of ``warmup`` seconds at the same concurrency (a server's every worker
+    thread warms up, not just the one the sequential requests reached)."""
+    if warmup > 0:
+        _throughput(url, concurrency, warmup)
+    return _throughput(url, concurrency, seconds)
+
+
+def _throughput(url: str, concurrency: int, seconds: float) -> float:
     wrk = shutil.which("wrk")
     if wrk is not None:
         threads = max(1, min(2, concurrency))

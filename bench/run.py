@@ -344,7 +344,12 @@ def run_contender(
                 slowfs_reset=mount.reset if mount is not None else None,
                 deadline_seconds=options.page_deadline,
             )
-            if page in options.throughput_pages and outcome.status == 200:
+            too_slow = outcome.p50_ms > options.throughput_seconds * 1000 / 4
+            if too_slow and page in options.throughput_pages:
+                # Requests left queued by the load would still run when the next page is
+                # measured and count against it; a page this slow has no throughput to speak of.
+                outcome.notes.append("throughput not measured: a request takes too long")
+            elif page in options.throughput_pages and outcome.status == 200:
                 outcome.throughput_rps = measure.throughput(
                     url, options.concurrency, options.throughput_seconds
                 )
