@@ -55,7 +55,10 @@ def test_every_page_measured_for_both_contenders_on_both_storages(results) -> No
                                         "commit", "blame", "explore"}
             assert all(p.status == 200 and p.requests == 3 for p in found.pages.values())
             assert found.cold_start_ms is not None and found.cold_push_ms is not None
-            assert found.pages["raw"].throughput_rps is not None
+            raw = found.pages["raw"]
+            # measured, or left out because one request outlasts the load's window
+            assert raw.throughput_rps is not None or raw.notes
+    assert by(results, "floorless", "local").pages["raw"].throughput_rps
 
 
 def test_the_reference_spawns_and_reaches_the_slow_filesystem_floorless_does_not(results):
