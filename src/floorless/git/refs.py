@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pygit2
@@ -47,6 +48,15 @@ class RefSnapshot:
             return self.head[len(HEADS) :]
         return None
 
+    @cached_property
+    def sorted_branches(self) -> list[bytes]:
+        return sorted(self.branches)
+
+    @cached_property
+    def sorted_tags(self) -> list[bytes]:
+        return sorted(self.tags)
+
+    @cached_property
     def home(self) -> tuple[str, bytes, bytes] | None:
         """What the repository's home page shows, as (kind, ref, commit): the default branch;
         else a detached HEAD's commit; else the first branch; else the last tag by name (a
@@ -57,9 +67,9 @@ class RefSnapshot:
         if self.detached is not None:
             return "commit", self.detached.hex().encode(), self.detached
         if self.branches:  # HEAD names a missing branch
-            first = sorted(self.branches)[0]
+            first = self.sorted_branches[0]
             return "branch", first, self.branches[first]
-        tagged = sorted(name for name, tag in self.tags.items() if tag.commit is not None)
+        tagged = [name for name in self.sorted_tags if self.tags[name].commit is not None]
         if tagged:
             commit = self.tags[tagged[-1]].commit
             assert commit is not None

@@ -67,9 +67,9 @@ class RepoView:
             "repo": self.repo,
             "base": self.base,
             "snapshot": self.snapshot,
-            "home_ref": self.snapshot.home(),
-            "branches": sorted(self.snapshot.branches),
-            "tags": sorted(self.snapshot.tags),
+            "home_ref": self.snapshot.home,
+            "branches": self.snapshot.sorted_branches,
+            "tags": self.snapshot.sorted_tags,
             **more,
         }
 

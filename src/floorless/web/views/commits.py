@@ -95,11 +95,11 @@ def history_page(
     if not path:
         return libgit2_page(view.handle, starts, limit, seen, skew)
     indexer = view.forge.indexer
+    graph = indexer.ready(view.repo.id, tip)
     failure = indexer.failures.get(view.repo.id)
-    if failure is not None and indexer.ready(view.repo.id, tip) is None:
+    if graph is None and failure is not None:
         # waiting would never end: the page would refresh forever
         raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
-    graph = indexer.ready(view.repo.id, tip)
     if graph is not None and any(c not in graph for c in starts):
         raise UnknownRevision("no such commit")  # as the branch's list answers: not empty
     return indexer.path_history(view.repo.id, tip, path, (starts, seen, skew), limit)

@@ -26,7 +26,7 @@ class Home(View):
                 resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
             )
             return
-        home = view.snapshot.home()
+        home = view.snapshot.home
         if home is None:
             self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
             return
@@ -59,7 +59,7 @@ class DefaultBranch(View):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, owner, repo)
-        home = view.snapshot.home()
+        home = view.snapshot.home
         if home is None:
             raise NotFound("this repository is empty")
         kind, ref, _ = home
