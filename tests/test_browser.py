@@ -8,20 +8,15 @@ fails; set ``FLOORLESS_SKIP_BROWSER=1`` to skip it instead.
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from gitfixtures import git_text
+from serving import serving
 
 pytestmark = pytest.mark.browser
 
@@ -59,83 +54,11 @@ def _chromium() -> str:
     raise AssertionError("unreachable")
 
 
-def _floorless_command() -> str:
-    beside = Path(sys.executable).parent / "floorless"
-    if beside.is_file():
-        return str(beside)
-    found = shutil.which("floorless")
-    if not found:
-        pytest.fail("the `floorless` console script is not installed (pip install -e '.[test]')")
-    return found
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _answers(port: int) -> bool:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-    try:
-        conn.request("GET", "/")
-        return conn.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        conn.close()
-
-
 @pytest.fixture
 def server(fixture_root: Path, tmp_path: Path) -> Iterator[str]:
     """``floorless serve`` over the fixture repositories; yields its base URL."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOORLESS_")}
-    log_path = tmp_path / "server.log"
-    command = [
-        _floorless_command(),
-        "serve",
-        "--repos",
-        str(fixture_root),
-        "--data",
-        str(tmp_path / "data"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    with open(log_path, "wb") as log:
-        # Its own session: should it ignore SIGTERM, its group (granian's worker too) is killed.
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not _answers(port):
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"floorless serve exited with {proc.returncode}:\n"
-                    f"{log_path.read_text(errors='replace')}"
-                )
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"floorless serve did not answer on port {port} within "
-                    f"{STARTUP_TIMEOUT:.0f}s:\n{log_path.read_text(errors='replace')}"
-                )
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
+    with serving(fixture_root, tmp_path / "data") as running:
+        yield running.url
 
 
 @pytest.fixture

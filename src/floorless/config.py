@@ -25,6 +25,7 @@ class Setting:
     default: Any
     help: str
     minimum: float | None = None
+    choices: tuple[str, ...] | None = None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -121,6 +122,48 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "session_days",
+        float,
+        30.0,
+        "Days a web sign-in lasts.",
+        minimum=0.01,
+    ),
+    Setting(
+        "secure_cookies",
+        str,
+        "auto",
+        "Mark cookies `Secure`: `auto` (when the request came over HTTPS, or `base_url` is https), `always` or `never`.",
+        choices=("auto", "always", "never"),
+    ),
+    Setting(
+        "signin_attempts",
+        int,
+        5,
+        "Failed sign-ins (web or git password) allowed per account and per client address within `signin_window` seconds before further attempts are refused.",
+        minimum=1,
+    ),
+    Setting(
+        "signin_window",
+        float,
+        300.0,
+        "Seconds over which failed sign-ins are counted.",
+        minimum=1,
+    ),
+    Setting(
+        "max_push_bytes",
+        int,
+        2 * 1024**3,
+        "Largest request body a push may send (bytes, after decompression).",
+        minimum=1024,
+    ),
+    Setting(
+        "max_fetch_request_bytes",
+        int,
+        64 * 1024**2,
+        "Largest request body of a clone or fetch negotiation (bytes, after decompression).",
+        minimum=1024,
+    ),
+    Setting(
         "blame_timeout",
         float,
         60.0,
@@ -155,6 +198,12 @@ class Settings:
     max_diff_files: int
     commits_per_page: int
     repos_per_page: int
+    session_days: float
+    secure_cookies: str
+    signin_attempts: int
+    signin_window: float
+    max_push_bytes: int
+    max_fetch_request_bytes: int
     blame_timeout: float
 
     @property
@@ -225,6 +274,8 @@ def _coerce(setting: Setting, value: Any) -> Any:
         raise ConfigError(
             f"setting {setting.name!r}: expected {kind.__name__}, got {value!r}"
         ) from exc
+    if setting.choices is not None and result not in setting.choices:
+        raise ConfigError(f"setting {setting.name!r}: must be one of {', '.join(setting.choices)}")
     if setting.minimum is not None and result < setting.minimum:
         raise ConfigError(f"setting {setting.name!r}: must be at least {setting.minimum}")
     return result

@@ -5,6 +5,12 @@
     ├── NotFound (404)           unknown owner, repository, ref, path or object
     │   └── UnknownRevision      a ref or commit id that does not resolve
     ├── BadRequest (400)         input that can never be valid: NUL, overlong, bad cursor
+    │   ├── TooLarge (413)       a request body over its limit
+    │   └── Unsupported (415)    a content type or encoding floorless does not take
+    ├── Unauthorized (401)       credentials missing or wrong where they are needed
+    ├── Forbidden (403)          signed in, allowed to see, not allowed to do
+    ├── Conflict (409)           a name already taken
+    ├── Throttled (429)          too many failed sign-ins; ``retry_after`` seconds
     ├── RepositoryBroken (503)   a repository git cannot read; other repositories keep working
     └── GitCommandError (502)    a git child exited non-zero (archive, blame)
 
@@ -34,6 +40,34 @@ class UnknownRevision(NotFound):
 
 class BadRequest(FloorlessError):
     status = 400
+
+
+class TooLarge(BadRequest):
+    status = 413
+
+
+class Unsupported(BadRequest):
+    status = 415
+
+
+class Unauthorized(FloorlessError):
+    status = 401
+
+
+class Forbidden(FloorlessError):
+    status = 403
+
+
+class Conflict(FloorlessError):
+    status = 409
+
+
+class Throttled(FloorlessError):
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class RepositoryBroken(FloorlessError):

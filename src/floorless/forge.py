@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pygit2
 
+from floorless.access import Policy
+from floorless.accounts import Accounts, SecretKey
 from floorless.config import Settings
 from floorless.db import Database
 from floorless.errors import FloorlessError
 from floorless.git.env import GitEnvironment
+from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefCache, RefSnapshot, read_snapshot
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
@@ -35,6 +38,9 @@ class Forge:
         self.refs = RefCache(self._read_refs)
         self.registry = Registry(self.db, settings.repos, settings.default_owner)
         self.indexer = Indexer(self.db, self.open)
+        self.secret = SecretKey(settings.data / "secret.key")
+        self.accounts = Accounts(self.db, self.secret, settings.session_days)
+        self.policy = Policy(self.db)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -42,6 +48,8 @@ class Forge:
         self._thread: threading.Thread | None = None
         self._repo_of_path: dict[Path, Repo] = {}
         self.last_scan = 0.0
+        self._advertisement: bytes | None = None
+        self._advertisement_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -50,10 +58,12 @@ class Forge:
         self.settings.data.mkdir(parents=True, exist_ok=True)
         self.git.prepare()
         self.db.migrate()
+        self.secret.get()
 
     def start(self, background: bool = True) -> None:
         """Scan for repositories now; read their refs and index them in the background."""
         self.prepare()
+        self.advertisement()
         self.registry.scan()
         self.last_scan = time.monotonic()
         if background:
@@ -92,6 +102,13 @@ class Forge:
                     self.indexer.forget(known.id)
                 self._index_soon(repo)
 
+    def advertisement(self) -> bytes:
+        """git's protocol v2 capability advertisement, asked of git once (at start)."""
+        with self._advertisement_lock:
+            if self._advertisement is None:
+                self._advertisement = capture_v2_advertisement(self.git)
+            return self._advertisement
+
     def open(self, repo: Repo) -> pygit2.Repository:
         return self.handles.get(repo.path)
 
@@ -107,6 +124,38 @@ class Forge:
         """Call after floorless itself moved a ref: the next request sees it at once."""
         self.refs.invalidate(repo.path)
         self._index_soon(repo)
+
+    def after_push(self, repo: Repo) -> None:
+        """A push just ended: give an empty repository's first branch the default, then let the
+        next request see the new refs (and the indexer index them) without waiting."""
+        try:
+            handle = self.handles.get(repo.path)
+            if handle.head_is_unborn and handle.branches.local:
+                names = sorted(handle.branches.local)
+                current_name = str(handle.references["HEAD"].target).removeprefix("refs/heads/")
+                for choice in (current_name, "main", "master", names[0]):
+                    if choice in names:
+                        handle.set_head(f"refs/heads/{choice}")
+                        break
+        except (pygit2.GitError, FloorlessError, KeyError, OSError) as exc:
+            log.warning("%s: after push: %s", repo.full_name, exc)
+        self.refs_changed(repo)
+
+    def rename(self, repo: Repo, new_name: str) -> Repo:
+        renamed = self.registry.rename(repo, new_name)
+        self._forget_path(repo.path)
+        self._repo_of_path[renamed.path] = renamed
+        return renamed
+
+    def delete(self, repo: Repo) -> None:
+        self.registry.delete(repo)
+        self._forget_path(repo.path)
+        self.indexer.forget(repo.id)
+
+    def _forget_path(self, git_dir: Path) -> None:
+        self.refs.invalidate(git_dir)
+        self.handles.forget(git_dir)
+        self._repo_of_path.pop(git_dir, None)
 
     def _read_refs(self, git_dir: Path) -> RefSnapshot:
         return read_snapshot(self.handles.get(git_dir))

@@ -8,18 +8,28 @@ A scan runs at start, every ``rescan_interval`` seconds in the background, and o
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pygit2
+
 from floorless.db import Database
-from floorless.errors import NotFound
+from floorless.errors import BadRequest, Conflict, NotFound
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # First path segments that belong to the forge itself, never to an owner.
 RESERVED = frozenset({"-", "raw", "explore", "static", "api", "assets", "user", "login", "admin"})
 _DEFAULT_DESCRIPTION = "Unnamed repository"
+# Every read of a repository row carries its visibility, kept apart in ``repo_access``.
+_SELECT = (
+    "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
+    " LEFT JOIN repo_access"
+    " ON repo_access.owner = repos.owner AND repo_access.name = repos.name"
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,7 @@ class Repo:
     bare: bool
     description: str
     updated_at: float | None
+    private: bool = False
 
     @property
     def full_name(self) -> str:
@@ -118,9 +129,15 @@ class Registry:
         self.db = db
         self.root = root
         self.default_owner = default_owner
+        # A scan and a create, rename or delete in this process do not interleave.
+        self.lock = threading.RLock()
 
     def scan(self) -> tuple[int, int]:
         """Bring the database in line with the directory; return (added, removed)."""
+        with self.lock:
+            return self._scan()
+
+    def _scan(self) -> tuple[int, int]:
         now = time.time()
         found = discover(self.root, self.default_owner)
         known = {row["path"]: row["id"] for row in self.db.query("SELECT id, path FROM repos")}
@@ -148,17 +165,25 @@ class Registry:
 
     def get(self, owner: str, name: str) -> Repo:
         name = name.removesuffix(".git")
-        row = self.db.one("SELECT * FROM repos WHERE owner = ? AND name = ?", (owner, name))
+        row = self.db.one(f"{_SELECT} WHERE repos.owner = ? AND repos.name = ?", (owner, name))
         if row is None:
             raise NotFound(f"no repository {owner}/{name}")
         return _repo(row)
 
     def by_id(self, repo_id: int) -> Repo | None:
-        row = self.db.one("SELECT * FROM repos WHERE id = ?", (repo_id,))
+        row = self.db.one(f"{_SELECT} WHERE repos.id = ?", (repo_id,))
         return None if row is None else _repo(row)
 
-    def owner_exists(self, owner: str) -> bool:
-        return self.db.one("SELECT 1 FROM repos WHERE owner = ? LIMIT 1", (owner,)) is not None
+    def owner_exists(self, owner: str, visible: tuple[str, list[object]] = ("1", [])) -> bool:
+        """Whether ``owner`` is an account or owns a repository that passes ``visible``."""
+        clause, params = visible
+        if self.db.one("SELECT 1 FROM accounts WHERE name = ?", (owner,)) is not None:
+            return True
+        row = self.db.one(
+            f"SELECT 1 FROM ({_SELECT}) AS repos WHERE owner = ? AND {clause} LIMIT 1",  # noqa: S608
+            [owner, *params],
+        )
+        return row is not None
 
     def listing(
         self,
@@ -167,11 +192,13 @@ class Registry:
         sort: str = "recent",
         offset: int = 0,
         limit: int = 30,
+        visible: tuple[str, list[object]] = ("1", []),
     ) -> tuple[list[Repo], int]:
-        """One page of repositories matching ``query`` in their name, and how many match."""
-        where = ["(name LIKE ? ESCAPE '\\' OR owner LIKE ? ESCAPE '\\')"]
+        """One page of repositories matching ``query`` in their name and the ``visible``
+        condition (the access policy's), and how many match."""
+        where = ["(name LIKE ? ESCAPE '\\' OR owner LIKE ? ESCAPE '\\')", visible[0]]
         like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        params: list[object] = [like, like]
+        params: list[object] = [like, like, *visible[1]]
         if owner is not None:
             where.append("owner = ?")
             params.append(owner)
@@ -181,18 +208,119 @@ class Registry:
             "oldest": "updated_at IS NULL, updated_at ASC, owner, name",
         }.get(sort, "owner, name")
         clause = " AND ".join(where)
-        total = self.db.one(f"SELECT COUNT(*) AS n FROM repos WHERE {clause}", params)  # noqa: S608
+        source = f"({_SELECT}) AS repos"
+        total = self.db.one(f"SELECT COUNT(*) AS n FROM {source} WHERE {clause}", params)  # noqa: S608
         rows = self.db.query(
-            f"SELECT * FROM repos WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608
+            f"SELECT * FROM {source} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608
             [*params, limit, offset],
         )
         return [_repo(r) for r in rows], int(total["n"]) if total else 0
 
     def all(self) -> list[Repo]:
-        return [_repo(r) for r in self.db.query("SELECT * FROM repos ORDER BY id")]
+        return [_repo(r) for r in self.db.query(f"{_SELECT} ORDER BY repos.id")]
+
+    # -- changes made through floorless -------------------------------------------------------
+
+    def create(self, owner: str, name: str, private: bool = False, description: str = "") -> Repo:
+        """A new, empty bare repository at ``<repos>/OWNER/NAME.git``."""
+        check_name(name)
+        description = _clean_description(description)
+        with self.lock:
+            path = self.root / owner / f"{name}.git"
+            if self._taken(owner, name) or path.exists():
+                raise Conflict(f"{owner}/{name} already exists")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pygit2.init_repository(str(path), bare=True, initial_head="main")
+            (path / "description").write_text(description + "\n" if description else "")
+            with self.db.transaction():
+                self.set_private(owner, name, private)
+                self.db.execute(
+                    "INSERT INTO repos (owner, name, path, bare, description, seen_at)"
+                    " VALUES (?, ?, ?, 1, ?, ?)",
+                    (owner, name, str(path), description, time.time()),
+                )
+        return self.get(owner, name)
+
+    def rename(self, repo: Repo, new_name: str) -> Repo:
+        """Give ``repo`` a new name within its owner, on disk and in every table."""
+        check_name(new_name)
+        if new_name == repo.name:
+            return repo
+        with self.lock:
+            if self._taken(repo.owner, new_name):
+                raise Conflict(f"{repo.owner}/{new_name} already exists")
+            target = _renamed_path(repo, new_name)
+            if target.exists():
+                raise Conflict(f"{target.name} already exists in the repositories directory")
+            old_dir = repo.path if repo.bare else repo.path.parent
+            old_dir.rename(target)
+            git_dir = target if repo.bare else target / ".git"
+            with self.db.transaction():
+                for table in ("repo_access", "collaborators"):
+                    self.db.execute(
+                        f"UPDATE {table} SET name = ? WHERE owner = ? AND name = ?",  # noqa: S608
+                        (new_name, repo.owner, repo.name),
+                    )
+                self.db.execute(
+                    "UPDATE repos SET name = ?, path = ? WHERE id = ?",
+                    (new_name, str(git_dir), repo.id),
+                )
+        return self.get(repo.owner, new_name)
+
+    def delete(self, repo: Repo) -> None:
+        """Remove ``repo``: its directory, its row, who may see it."""
+        with self.lock:
+            directory = repo.path if repo.bare else repo.path.parent
+            # Move it aside first, so a scan in the meantime cannot find half a repository.
+            trash = directory.with_name(f".deleting-{directory.name}-{time.time_ns()}")
+            directory.rename(trash)
+            with self.db.transaction():
+                for table in ("repo_access", "collaborators"):
+                    self.db.execute(
+                        f"DELETE FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
+                        (repo.owner, repo.name),
+                    )
+                self.db.execute("DELETE FROM repos WHERE id = ?", (repo.id,))
+            shutil.rmtree(trash, ignore_errors=True)
+
+    def set_private(self, owner: str, name: str, private: bool) -> None:
+        self.db.execute(
+            "INSERT INTO repo_access (owner, name, private) VALUES (?, ?, ?)"
+            " ON CONFLICT (owner, name) DO UPDATE SET private = excluded.private",
+            (owner, name, int(private)),
+        )
+
+    def set_description(self, repo: Repo, description: str) -> None:
+        description = _clean_description(description)
+        (repo.path / "description").write_text(description + "\n" if description else "")
+        self.db.execute("UPDATE repos SET description = ? WHERE id = ?", (description, repo.id))
+
+    def _taken(self, owner: str, name: str) -> bool:
+        row = self.db.one(
+            "SELECT 1 FROM repos WHERE owner = ? AND name = ? COLLATE NOCASE", (owner, name)
+        )
+        return row is not None
 
     def set_updated(self, repo_id: int, updated_at: float | None) -> None:
         self.db.execute("UPDATE repos SET updated_at = ? WHERE id = ?", (updated_at, repo_id))
+
+
+def check_name(name: str) -> None:
+    if not valid_name(name):
+        raise BadRequest(
+            f"{name!r} is not a valid repository name: letters, digits, '.', '-' and '_',"
+            " starting with a letter or digit, at most 100 characters, not ending in .git"
+        )
+
+
+def _clean_description(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+def _renamed_path(repo: Repo, new_name: str) -> Path:
+    directory = repo.path if repo.bare else repo.path.parent
+    suffix = ".git" if directory.name.endswith(".git") else ""
+    return directory.with_name(new_name + suffix)
 
 
 def _repo(row: sqlite3.Row) -> Repo:
@@ -204,4 +332,5 @@ def _repo(row: sqlite3.Row) -> Repo:
         bare=bool(row["bare"]),
         description=row["description"],
         updated_at=row["updated_at"],
+        private=bool(row["private"]),
     )

@@ -1,13 +1,45 @@
-"""``floorless admin``: operations on a forge's data, safe while the server runs."""
+"""``floorless admin``: operations on a forge's data, safe while the server runs.
+
+Everything lives in the database and the repositories directory the server reads on every
+request, so a command takes effect in a running server at once, with no restart.
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from floorless.cli.options import load_settings, location_options
+from floorless.errors import FloorlessError
 from floorless.forge import Forge
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_forge(func: F) -> F:
+    """Add the location options, build and prepare the forge, and turn floorless's errors into
+    a message and exit status 1 instead of a traceback."""
+
+    @location_options
+    @wraps(func)
+    def wrapper(
+        config_file: Path | None, data: Path | None, repos: Path | None, **kwargs: Any
+    ) -> Any:
+        forge = Forge(load_settings(config_file, data=data, repos=repos))
+        try:
+            forge.prepare()
+            return func(forge, **kwargs)
+        except FloorlessError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except OSError as exc:
+            raise click.ClickException(f"{exc.filename or ''}: {exc.strerror}") from exc
+
+    return wrapper  # type: ignore[return-value]
 
 
 @click.group()
@@ -16,12 +48,118 @@ def admin() -> None:
 
 
 @admin.command()
-@location_options
-def rescan(config_file: Path | None, data: Path | None, repos: Path | None) -> None:
+@with_forge
+def rescan(forge: Forge) -> None:
     """Scan the repositories directory now and update the repository list."""
-    settings = load_settings(config_file, data=data, repos=repos)
-    forge = Forge(settings)
-    forge.prepare()
     added, removed = forge.registry.scan()
     total = len(forge.registry.all())
     click.echo(f"{total} repositories ({added} added, {removed} removed)")
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise click.UsageError("--password-stdin: no password on standard input")
+        return password
+    value: str = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    return value
+
+
+@admin.group()
+def user() -> None:
+    """People who sign in and push."""
+
+
+@user.command("create")
+@click.argument("name")
+@click.option("--email", required=True, help="The person's email address.")
+@click.option("--admin", "is_admin", is_flag=True, help="A site administrator.")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@with_forge
+def user_create(forge: Forge, name: str, email: str, is_admin: bool, password_stdin: bool) -> None:
+    """Create the account NAME."""
+    account = forge.accounts.create_user(name, email, _read_password(password_stdin), is_admin)
+    role = "administrator" if account.is_admin else "user"
+    click.echo(f"created {role} {account.name}")
+
+
+@user.command("password")
+@click.argument("name")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@with_forge
+def user_password(forge: Forge, name: str, password_stdin: bool) -> None:
+    """Set NAME's password and sign them out everywhere."""
+    account = forge.accounts.require(name)
+    forge.accounts.set_password(account, _read_password(password_stdin))
+    forge.accounts.end_sessions(account)
+    click.echo(f"password of {account.name} changed")
+
+
+@admin.group()
+def token() -> None:
+    """Personal access tokens, for git over HTTP and scripts."""
+
+
+@token.command("create")
+@click.argument("user_name", metavar="USER")
+@click.option("--scope", type=click.Choice(["read", "write"]), required=True)
+@click.option(
+    "--expires", type=click.FloatRange(min=0, min_open=True), help="Days until it expires."
+)
+@click.option("--name", "token_name", default="", help="A name to tell the token apart.")
+@with_forge
+def token_create(
+    forge: Forge, user_name: str, scope: str, expires: float | None, token_name: str
+) -> None:
+    """Create a token for USER and print it (only the token, only this once)."""
+    account = forge.accounts.require(user_name)
+    plain, _ = forge.accounts.create_token(account, scope, token_name, expires)
+    click.echo(plain)
+
+
+@admin.group()
+def repo() -> None:
+    """Repositories."""
+
+
+@repo.command("create")
+@click.argument("full_name", metavar="OWNER/NAME")
+@click.option("--private", is_flag=True, help="Only its owner, members and collaborators see it.")
+@click.option("--description", default="", help="One line shown on the repository's pages.")
+@with_forge
+def repo_create(forge: Forge, full_name: str, private: bool, description: str) -> None:
+    """Create an empty repository; its first push sets its default branch."""
+    owner_name, slash, name = full_name.partition("/")
+    if not slash:
+        raise click.UsageError("give the repository as OWNER/NAME")
+    owner = forge.accounts.require(owner_name)
+    created = forge.registry.create(owner.name, name, private, description)
+    click.echo(f"created {'private' if created.private else 'public'} {created.full_name}")
+
+
+@admin.group()
+def org() -> None:
+    """Organisations: owners of repositories that several people share."""
+
+
+@org.command("create")
+@click.argument("name")
+@click.option("--owner", "owner_name", required=True, help="A person who administers it.")
+@with_forge
+def org_create(forge: Forge, name: str, owner_name: str) -> None:
+    """Create the organisation NAME."""
+    owner = forge.accounts.require(owner_name)
+    created = forge.accounts.create_org(name, owner)
+    click.echo(f"created organisation {created.name}, owned by {owner.name}")
+
+
+@org.command("add")
+@click.argument("name")
+@click.argument("user_name", metavar="USER")
+@click.option("--role", type=click.Choice(["owner", "member"]), default="member")
+@with_forge
+def org_add(forge: Forge, name: str, user_name: str, role: str) -> None:
+    """Add USER to the organisation NAME (members push, owners administer)."""
+    forge.accounts.add_member(forge.accounts.require(name), forge.accounts.require(user_name), role)
+    click.echo(f"{user_name} is now {role} of {name}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS repos (
@@ -41,6 +41,58 @@ STATEMENTS = (
         key BLOB NOT NULL,
         value TEXT NOT NULL,
         PRIMARY KEY (repo_id, kind, key)
+    )""",
+    # Accounts: people and organisations share one namespace of owner names.
+    """CREATE TABLE IF NOT EXISTS accounts (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+        kind TEXT NOT NULL CHECK (kind IN ('user', 'org')),
+        email TEXT NOT NULL DEFAULT '',
+        password_hash TEXT,
+        is_admin INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS org_members (
+        org_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        user_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+        PRIMARY KEY (org_id, user_id)
+    )""",
+    # Personal access tokens, stored as a SHA-256 of the token (tokens are random, so a fast
+    # hash is enough); ``prefix`` is the token's first characters, to tell tokens apart.
+    """CREATE TABLE IF NOT EXISTS tokens (
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        hash BLOB NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('read', 'write')),
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        last_used_at REAL,
+        revoked_at REAL
+    )""",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        hash BLOB PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    )""",
+    # Who may do what to a repository, kept by owner and name rather than by the repository
+    # row: a repository directory that vanishes for a moment (a network share remounting)
+    # must not come back public.
+    """CREATE TABLE IF NOT EXISTS repo_access (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        private INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (owner, name)
+    )""",
+    """CREATE TABLE IF NOT EXISTS collaborators (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        user_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('read', 'write', 'admin')),
+        PRIMARY KEY (owner, name, user_id)
     )""",
     """CREATE TABLE IF NOT EXISTS meta (
         key TEXT PRIMARY KEY,

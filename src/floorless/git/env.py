@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -61,13 +61,17 @@ class GitEnvironment:
         return [_GIT, f"--git-dir={git_dir}", *args]
 
     def popen(
-        self, git_dir: Path, args: Sequence[str], **kwargs: object
+        self,
+        git_dir: Path,
+        args: Sequence[str],
+        extra_env: Mapping[str, str] | None = None,
+        **kwargs: object,
     ) -> subprocess.Popen[bytes]:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
             self.command(git_dir, *args),
-            env=self.environ(),
+            env={**self.environ(), **(extra_env or {})},
             cwd=str(self.tmp),
-            stdin=subprocess.DEVNULL,
             **kwargs,
         )
 

@@ -9,7 +9,7 @@ import falcon
 from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
-from floorless.web import errors
+from floorless.web import auth, errors
 from floorless.web.render import Renderer
 from floorless.web.views import (
     archive,
@@ -18,6 +18,7 @@ from floorless.web.views import (
     commits,
     explore,
     feed,
+    githttp,
     lastcommit,
     raw,
     refs,
@@ -81,9 +82,14 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
     renderer = Renderer(forge.settings.site_name)
+    authenticator = auth.Authenticator(forge)
     metrics = Metrics(lambda: {**renderer.caches, "answers": forge.indexer.answers})
     app = falcon.App(
-        middleware=(TimingMiddleware(metrics), ConditionalMiddleware()),
+        middleware=(
+            TimingMiddleware(metrics),
+            auth.AuthMiddleware(authenticator),
+            ConditionalMiddleware(),
+        ),
         media_type="text/html; charset=utf-8",
         cors_enable=False,
     )
@@ -117,9 +123,14 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/rss/branch/{tail:path}", feed.Feed(*deps)),
         (repo_prefix + "/-/last/{sha}", lastcommit.LastCommits(*deps)),
         (repo_prefix + "/-/last/{sha}/{tail:path}", lastcommit.LastCommits(*deps)),
+        (repo_prefix + "/info/refs", githttp.InfoRefs(*deps, advertisement=forge.advertisement)),
+        (repo_prefix + "/git-upload-pack", githttp.Service(*deps, service="git-upload-pack")),
+        (repo_prefix + "/git-receive-pack", githttp.Service(*deps, service="git-receive-pack")),
     ]
     for template, resource in routes:
-        if not hasattr(resource, "on_head"):  # HEAD is GET without the body (RFC 9110 9.3.2)
+        if hasattr(resource, "on_get") and not hasattr(
+            resource, "on_head"
+        ):  # HEAD is GET without the body (RFC 9110 9.3.2)
             resource.on_head = resource.on_get  # type: ignore[attr-defined]
         app.add_route(template, resource)
     return app

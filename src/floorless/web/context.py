@@ -10,11 +10,13 @@ from urllib.parse import quote
 import falcon
 import pygit2
 
+from floorless.access import Level
 from floorless.errors import BadRequest, NotFound, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import RefSnapshot, Resolved, resolve
 from floorless.repos import Repo
+from floorless.web.auth import viewer_of
 
 KINDS = ("branch", "tag", "commit")
 
@@ -25,6 +27,7 @@ class RepoView:
     repo: Repo
     snapshot: RefSnapshot
     handle: pygit2.Repository
+    level: Level = Level.READ
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -70,14 +73,29 @@ class RepoView:
             "home_ref": self.snapshot.home,
             "branches": self.snapshot.sorted_branches,
             "tags": self.snapshot.sorted_tags,
+            "level": self.level,
             **more,
         }
 
 
-def repo_view(forge: Forge, owner: str, name: str) -> RepoView:
-    repo = forge.registry.get(owner, name)
+def find_repo(
+    forge: Forge, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
+) -> tuple[Repo, Level]:
+    """The repository ``owner/name`` if the requester may reach ``needed`` on it; a repository
+    they may not read is refused exactly as one that does not exist."""
+    try:
+        repo: Repo | None = forge.registry.get(owner, name)
+    except NotFound:
+        repo = None
+    level = forge.policy.require(viewer_of(req), repo, needed)
+    assert repo is not None
+    return repo, level
+
+
+def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoView:
+    repo, level = find_repo(forge, req, owner, name)
     snapshot = forge.snapshot(repo)
-    return RepoView(forge, repo, snapshot, forge.open(repo))
+    return RepoView(forge, repo, snapshot, forge.open(repo), level)
 
 
 def raw_tail(req: falcon.Request, skip: int) -> bytes:

@@ -8,15 +8,21 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import FloorlessError, GitCommandError, RepositoryBroken
+from floorless.errors import FloorlessError, GitCommandError, RepositoryBroken, Throttled
 from floorless.web.render import Renderer
 
 log = logging.getLogger(__name__)
 
 _TITLES = {
     400: "Bad request",
+    401: "Sign-in required",
+    403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
+    409: "Name taken",
+    413: "Request too large",
+    415: "Unsupported request",
+    429: "Too many attempts",
     500: "Server error",
     502: "Git failed",
     503: "Repository unavailable",
@@ -50,6 +56,10 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
             req.context.broken_repo = isinstance(ex, RepositoryBroken)
             message = message.partition(":")[0]
         respond(req, resp, ex.status, message)
+        if ex.status == 401:
+            resp.set_header("WWW-Authenticate", 'Basic realm="floorless", charset="UTF-8"')
+        if isinstance(ex, Throttled):
+            resp.set_header("Retry-After", str(ex.retry_after))
 
     def git_error(
         req: falcon.Request, resp: falcon.Response, ex: pygit2.GitError, params: dict[str, Any]

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import jinja2
 
 from floorless import timing
+from floorless.web import auth
 from floorless.web.markup import LRU
 
 
@@ -100,5 +101,8 @@ class Renderer:
         self.caches = {"highlight": LRU(256), "readme": LRU(512), "diff": LRU(128)}
 
     def page(self, template: str, **context: Any) -> str:
+        requester = auth.current()
+        context.setdefault("viewer", requester.viewer)
+        context.setdefault("csrf", requester.csrf)
         with timing.phase("render"):
             return self.env.get_template(template).render(**context)

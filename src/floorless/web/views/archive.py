@@ -51,7 +51,7 @@ class Archive(View):
     def _target(self, req: falcon.Request, owner: str, repo: str) -> Target:
         """The repository, the ref as the URL spells it, its commit and the format suffix."""
         req.context.plain = True
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         name = raw_tail(req, 3)
         found = next((s for s in FORMATS if name.endswith(s.encode())), None)
         if found is None:

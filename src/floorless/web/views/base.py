@@ -50,7 +50,7 @@ class RefPage(View):
         kind: str,
         tail: str = "",
     ) -> None:
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         self.show(req, resp, view, view.resolve_url(req, kind))
 
     def show(

@@ -26,7 +26,7 @@ class Commit(View):
             if sha.endswith(suffix):
                 sha, variant = sha[: -len(suffix)], suffix[1:]
                 req.context.plain = True
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
         if resolved.path:
             raise NotFound("no such commit")

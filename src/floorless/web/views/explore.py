@@ -9,6 +9,7 @@ from floorless.errors import BadRequest, NotFound
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.timing import spawn_counter
+from floorless.web.auth import viewer_of
 from floorless.web.views.base import View
 
 SORTS = {"recent": "Recently updated", "name": "Name", "oldest": "Least recently updated"}
@@ -29,11 +30,12 @@ class Explore(View):
             raise BadRequest("page must be a number") from exc
         if page > MAX_PAGE:  # an offset SQLite cannot take; no listing is that long
             raise BadRequest("page out of range")
-        if owner is not None and not self.forge.registry.owner_exists(owner):
+        visible = self.forge.policy.visible_clause(viewer_of(req))
+        if owner is not None and not self.forge.registry.owner_exists(owner, visible):
             raise NotFound(f"no owner {owner!r}")
         size = self.settings.repos_per_page
         repos, total = self.forge.registry.listing(
-            query, owner=owner, sort=sort, offset=(page - 1) * size, limit=size
+            query, owner=owner, sort=sort, offset=(page - 1) * size, limit=size, visible=visible
         )
         self.html(
             resp,

@@ -16,7 +16,7 @@ class Feed(View):
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         resolved = view.resolve("branch", raw_tail(req, 4))
         page = libgit2_page(view.handle, [resolved.commit], ENTRIES)
         commits = [objects.commit_info(objects.get_commit(view.handle, c)) for c in page.commits]

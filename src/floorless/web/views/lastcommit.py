@@ -30,7 +30,7 @@ class LastCommits(View):
     ) -> None:
         if not _SHA.fullmatch(sha):
             raise NotFound("not a commit id")
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         resolved = view.resolve("commit", sha.encode() + b"/" + raw_tail(req, 5))
         commit = view.commit(resolved)
         tree, _ = objects.lookup(view.handle, commit, resolved.path)

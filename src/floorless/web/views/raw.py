@@ -53,7 +53,7 @@ class Raw(View):
         tail: str = "",
     ) -> None:
         req.context.plain = True
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         if kind == "blob":
             if not _SHA.fullmatch(tail):
                 raise NotFound("not a blob id")

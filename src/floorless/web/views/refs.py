@@ -25,7 +25,7 @@ class RefRow:
 
 class Branches(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         default = view.snapshot.default_branch
         rows = []
         for name, oid in view.snapshot.branches.items():
@@ -37,7 +37,7 @@ class Branches(View):
 
 class Tags(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         rows = []
         for name, tag in view.snapshot.tags.items():
             info = (

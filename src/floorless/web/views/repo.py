@@ -17,7 +17,7 @@ from floorless.web.views.tree import tree_context
 
 class Home(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         public = self.public_url(req)
         clone_url = f"{public}{view.base}.git"
         if req.get_param("go-get") == "1":
@@ -58,7 +58,7 @@ class DefaultBranch(View):
         self.page = page
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, owner, repo)
+        view = repo_view(self.forge, req, owner, repo)
         home = view.snapshot.home
         if home is None:
             raise NotFound("this repository is empty")

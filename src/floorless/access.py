@@ -1,0 +1,159 @@
+"""The access policy: who may read, write and administer each repository. The only one.
+
+Every route that shows or changes a repository -- pages, raw files, archives, feeds, go-get,
+the explore list and its search, git over HTTP -- asks this module, and nothing else decides.
+
+    level(viewer, repo):
+        site administrator                        ADMIN
+        the repository's owner (a person)         ADMIN
+        an owner of the owning organisation       ADMIN
+        a member of the owning organisation       WRITE
+        a collaborator                            their role: READ, WRITE or ADMIN
+        anyone else, the repository public        READ
+        anyone else, the repository private       NONE
+    then capped at READ for a read-scoped token.
+
+A repository someone may not read does not exist for them: ``require`` answers as for an
+unknown name (404), or asks for credentials (401) when there are none, whichever name it is.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from floorless.accounts import Account
+from floorless.db import Database
+from floorless.errors import Forbidden, NotFound, Unauthorized
+from floorless.repos import Repo
+
+ROLES = ("read", "write", "admin")
+
+
+class Level(enum.IntEnum):
+    NONE = 0
+    READ = 1
+    WRITE = 2
+    ADMIN = 3
+
+
+_ROLE_LEVEL = {"read": Level.READ, "write": Level.WRITE, "admin": Level.ADMIN}
+_ORG_LEVEL = {"owner": Level.ADMIN, "member": Level.WRITE}
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who is asking: an account (None when anonymous), and how far their credential reaches."""
+
+    account: Account | None = None
+    scope: str = "write"  # "read" for a read-scoped token
+    session: str | None = None  # the session id behind a signed-in browser, for CSRF tokens
+
+    @property
+    def anonymous(self) -> bool:
+        return self.account is None
+
+    @property
+    def name(self) -> str:
+        return self.account.name if self.account is not None else ""
+
+
+ANONYMOUS = Viewer()
+
+
+@dataclass(frozen=True)
+class Collaborator:
+    name: str
+    role: str
+
+
+class Policy:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def level(self, viewer: Viewer, repo: Repo) -> Level:
+        found = self._level(viewer.account, repo)
+        if viewer.scope == "read":
+            found = min(found, Level.READ)
+        return Level(found)
+
+    def _level(self, account: Account | None, repo: Repo) -> Level:
+        public = Level.NONE if repo.private else Level.READ
+        if account is None or account.is_org:
+            return public
+        if account.is_admin or account.name.lower() == repo.owner.lower():
+            return Level.ADMIN
+        row = self.db.one(
+            "SELECT (SELECT m.role FROM org_members m JOIN accounts o ON o.id = m.org_id"
+            "        WHERE o.name = ? AND m.user_id = ?) AS org_role,"
+            "       (SELECT role FROM collaborators"
+            "        WHERE owner = ? AND name = ? AND user_id = ?) AS role",
+            (repo.owner, account.id, repo.owner, repo.name, account.id),
+        )
+        levels = [public]
+        if row is not None:
+            levels.append(_ORG_LEVEL.get(row["org_role"], Level.NONE))
+            levels.append(_ROLE_LEVEL.get(row["role"], Level.NONE))
+        return max(levels)
+
+    def require(self, viewer: Viewer, repo: Repo | None, needed: Level) -> Level:
+        """``viewer``'s level on ``repo`` if it reaches ``needed``; otherwise the refusal.
+
+        ``repo`` is None for a name that does not exist: refused exactly like a private
+        repository, so the answer never tells the two apart.
+        """
+        level = Level.NONE if repo is None else self.level(viewer, repo)
+        if level >= needed:
+            return level
+        if level == Level.NONE:
+            if viewer.anonymous and needed > Level.READ:
+                raise Unauthorized("sign in to push")
+            raise NotFound("repository not found")
+        if viewer.anonymous:
+            raise Unauthorized("sign in to push")
+        assert repo is not None
+        if viewer.scope == "read":
+            raise Forbidden("this token has read scope; pushing needs a token with write scope")
+        word = "administer" if needed == Level.ADMIN else "push to"
+        raise Forbidden(f"{viewer.name} may read but not {word} {repo.full_name}")
+
+    def visible_clause(self, viewer: Viewer) -> tuple[str, list[object]]:
+        """An SQL condition on a ``repos`` table with a ``private`` column that keeps exactly
+        the repositories ``viewer`` may read."""
+        account = viewer.account
+        if account is None or account.is_org:
+            return "NOT private", []
+        if account.is_admin:
+            return "1", []
+        return (
+            "(NOT private OR repos.owner = ? COLLATE NOCASE"
+            " OR repos.owner IN (SELECT o.name FROM org_members m"
+            "   JOIN accounts o ON o.id = m.org_id WHERE m.user_id = ?)"
+            " OR EXISTS (SELECT 1 FROM collaborators c"
+            "   WHERE c.owner = repos.owner AND c.name = repos.name AND c.user_id = ?))",
+            [account.name, account.id, account.id],
+        )
+
+    # -- collaborators ------------------------------------------------------------------------
+
+    def collaborators(self, repo: Repo) -> list[Collaborator]:
+        rows = self.db.query(
+            "SELECT a.name, c.role FROM collaborators c JOIN accounts a ON a.id = c.user_id"
+            " WHERE c.owner = ? AND c.name = ? ORDER BY a.name",
+            (repo.owner, repo.name),
+        )
+        return [Collaborator(r["name"], r["role"]) for r in rows]
+
+    def set_collaborator(self, repo: Repo, user: Account, role: str) -> None:
+        if role not in ROLES:
+            raise ValueError(role)
+        self.db.execute(
+            "INSERT OR REPLACE INTO collaborators (owner, name, user_id, role) VALUES (?, ?, ?, ?)",
+            (repo.owner, repo.name, user.id, role),
+        )
+
+    def remove_collaborator(self, repo: Repo, user: Account) -> None:
+        self.db.execute(
+            "DELETE FROM collaborators WHERE owner = ? AND name = ? AND user_id = ?",
+            (repo.owner, repo.name, user.id),
+        )

@@ -1,0 +1,260 @@
+"""Who is asking: a signed session cookie, HTTP Basic (a name with a token or password), or an
+``Authorization: token``/``Bearer`` header. Also sign-in throttling, CSRF tokens and cookies.
+
+Anonymous requests cost nothing here; a session or token costs one query; a password costs one
+argon2 verification, remembered for a few minutes so a ``git clone``'s several requests pay it
+once. Wrong credentials are a 401 (git then asks again), never a silent anonymous request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import threading
+import time
+from collections import OrderedDict, deque
+from contextvars import ContextVar
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import falcon
+
+from floorless.access import ANONYMOUS, Viewer
+from floorless.accounts import TOKEN_PREFIX, Account
+from floorless.errors import Forbidden, Throttled, Unauthorized
+from floorless.forge import Forge
+
+SESSION_COOKIE = "floorless_session"
+CSRF_COOKIE = "floorless_csrf"
+CSRF_FIELD = "csrf"
+_PASSWORD_MEMORY = 300.0  # seconds a verified password is remembered
+_PASSWORD_MEMORY_SIZE = 1024
+
+
+@dataclass(frozen=True)
+class RequestAuth:
+    viewer: Viewer
+    csrf: str  # the token forms must carry back ("" when the request has no session)
+
+
+_NOBODY = RequestAuth(ANONYMOUS, "")
+_current: ContextVar[RequestAuth | None] = ContextVar("floorless_auth", default=None)
+
+
+def current() -> RequestAuth:
+    """The requesting viewer and their CSRF token, for templates."""
+    return _current.get() or _NOBODY
+
+
+def viewer_of(req: falcon.Request) -> Viewer:
+    viewer = req.context.get("viewer")
+    return viewer if isinstance(viewer, Viewer) else ANONYMOUS
+
+
+class Throttle:
+    """At most ``attempts`` failures per key within ``window`` seconds; memory only."""
+
+    def __init__(self, attempts: int, window: float) -> None:
+        self.attempts = attempts
+        self.window = window
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, *keys: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for key in keys:
+                times = self._recent(key, now)
+                if len(times) >= self.attempts:
+                    wait = int(times[0] + self.window - now) + 1
+                    raise Throttled(f"too many failed sign-ins; try again in {wait} seconds", wait)
+
+    def failed(self, *keys: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for key in keys:
+                self._recent(key, now).append(now)
+            if len(self._failures) > 10_000:  # forget the quiet ones
+                for key in [k for k, v in self._failures.items() if not v]:
+                    del self._failures[key]
+
+    def succeeded(self, *keys: str) -> None:
+        with self._lock:
+            for key in keys:
+                self._failures.pop(key, None)
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        times = self._failures.setdefault(key, deque())
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        return times
+
+
+class Authenticator:
+    """Turns a request's credentials into a ``Viewer``; shared by the middleware and sign-in."""
+
+    def __init__(self, forge: Forge) -> None:
+        self.forge = forge
+        self.accounts = forge.accounts
+        self.throttle = Throttle(forge.settings.signin_attempts, forge.settings.signin_window)
+        self._verified: OrderedDict[bytes, tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def identify(self, req: falcon.Request) -> Viewer:
+        header = req.get_header("Authorization")
+        if header:
+            return self._from_header(req, header)
+        cookie = req.cookies.get(SESSION_COOKIE)
+        if cookie:
+            account = self.accounts.session_user(cookie)
+            if account is not None:
+                return Viewer(account, "write", session=cookie.partition(".")[0])
+            req.context.stale_session = True
+        return ANONYMOUS
+
+    def _from_header(self, req: falcon.Request, header: str) -> Viewer:
+        scheme, _, value = header.strip().partition(" ")
+        scheme = scheme.lower()
+        if scheme in ("token", "bearer"):
+            return self._token(value.strip(), None)
+        if scheme != "basic":
+            raise Unauthorized("unsupported Authorization scheme: use Basic, token or Bearer")
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise Unauthorized("malformed Basic credentials") from exc
+        name, _, secret = decoded.partition(":")
+        if secret.startswith(TOKEN_PREFIX):
+            return self._token(secret, name)
+        if name.startswith(TOKEN_PREFIX) and secret in ("", "x-oauth-basic"):
+            return self._token(name, None)
+        account = self.password(req, name, secret)
+        return Viewer(account, "write")
+
+    def _token(self, plain: str, name: str | None) -> Viewer:
+        found = self.accounts.check_token(plain)
+        if found is None:
+            raise Unauthorized("this token is unknown, expired or revoked")
+        account, scope = found
+        if name and name.lower() != account.name.lower():
+            raise Unauthorized("this token belongs to another user")
+        return Viewer(account, scope)
+
+    def password(self, req: falcon.Request, name: str, password: str) -> Account:
+        """The account if ``password`` is ``name``'s; throttled per name and per address."""
+        keys = (f"name:{name.lower()}", f"addr:{req.remote_addr}")
+        remembered = self._remembered(name, password)
+        if remembered is not None:
+            return remembered
+        self.throttle.check(*keys)
+        account = self.accounts.check_password(name, password)
+        if account is None:
+            self.throttle.failed(*keys)
+            raise Unauthorized("wrong user name or password")
+        self.throttle.succeeded(*keys)
+        self._remember(name, password, account)
+        return account
+
+    def _memory_key(self, name: str, password: str) -> bytes:
+        return hmac.new(
+            self.forge.secret.get(), f"{name.lower()}\0{password}".encode(), hashlib.sha256
+        ).digest()
+
+    def _remembered(self, name: str, password: str) -> Account | None:
+        key = self._memory_key(name, password)
+        with self._lock:
+            entry = self._verified.get(key)
+        if entry is None or entry[1] < time.monotonic():
+            return None
+        account = self.accounts.by_id(entry[0])
+        if account is None or account.name.lower() != name.lower():
+            return None
+        return account
+
+    def _remember(self, name: str, password: str, account: Account) -> None:
+        key = self._memory_key(name, password)
+        with self._lock:
+            self._verified[key] = (account.id, time.monotonic() + _PASSWORD_MEMORY)
+            while len(self._verified) > _PASSWORD_MEMORY_SIZE:
+                self._verified.popitem(last=False)
+
+    def forget_passwords(self) -> None:
+        """After a password change: every password must be verified again."""
+        with self._lock:
+            self._verified.clear()
+
+    # -- CSRF ---------------------------------------------------------------------------------
+
+    def csrf_for(self, viewer: Viewer, anonymous_cookie: str = "") -> str:
+        if viewer.session:
+            return self.forge.secret.sign(viewer.session, "csrf")
+        if anonymous_cookie:
+            return self.forge.secret.sign(anonymous_cookie, "csrf-anonymous")
+        return ""
+
+    def check_csrf(self, req: falcon.Request, form: dict[str, str]) -> None:
+        """Refuse a form post that does not carry this browser's token, or that another site
+        sent (its ``Origin`` names another host)."""
+        origin = req.get_header("Origin")
+        if origin and origin != "null" and urlsplit(origin).netloc != req.netloc:
+            raise Forbidden("this form was sent from another site")
+        viewer = viewer_of(req)
+        expected = self.csrf_for(viewer, req.cookies.get(CSRF_COOKIE, ""))
+        if not expected or not hmac.compare_digest(form.get(CSRF_FIELD, ""), expected):
+            raise Forbidden("the form has expired; reload the page and send it again")
+
+
+class AuthMiddleware:
+    def __init__(self, auth: Authenticator) -> None:
+        self.auth = auth
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.auth_reset = _current.set(_NOBODY)
+        viewer = self.auth.identify(req)
+        req.context.viewer = viewer
+        _current.set(RequestAuth(viewer, self.auth.csrf_for(viewer)))
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
+    ) -> None:
+        if req.context.get("stale_session"):
+            clear_cookie(resp, SESSION_COOKIE)
+        if viewer_of(req).account is not None or req.get_header("Authorization"):
+            # What a signed-in person sees is theirs alone: no shared cache may keep it.
+            directives = [d for d in resp.cache_control or ["no-cache"] if d != "public"]
+            resp.cache_control = ["private", *(d for d in directives if d != "private")]
+        resp.vary = ("Cookie", "Authorization")
+        reset = req.context.get("auth_reset")
+        if reset is not None:
+            _current.reset(reset)
+
+
+def secure(req: falcon.Request, forge: Forge) -> bool:
+    mode = forge.settings.secure_cookies
+    if mode != "auto":
+        return mode == "always"
+    return (
+        req.scheme == "https"
+        or (req.get_header("X-Forwarded-Proto") or "").lower() == "https"
+        or forge.settings.base_url.startswith("https://")
+    )
+
+
+def set_cookie(
+    req: falcon.Request, resp: falcon.Response, forge: Forge, name: str, value: str, seconds: int
+) -> None:
+    resp.set_cookie(
+        name,
+        value,
+        max_age=seconds,
+        path="/",
+        secure=secure(req, forge),
+        http_only=True,
+        same_site="Lax",
+    )
+
+
+def clear_cookie(resp: falcon.Response, name: str) -> None:
+    resp.unset_cookie(name, path="/")
