@@ -222,7 +222,7 @@ def test_non_fast_forward_is_rejected_force_push_and_delete_work(
     git("push", "-q", url, ":doomed", cwd=one)
     refs = git("--git-dir", str(bare(site, "alice/rewrite")), "for-each-ref").stdout
     assert "refs/heads/doomed" not in refs
-    status, text = site.page("/alice/rewrite/branches")
+    _, text = site.page("/alice/rewrite/branches")
     assert "doomed" not in text and "main" in text
     git("--git-dir", str(bare(site, "alice/rewrite")), "fsck", "--strict")
 
@@ -272,9 +272,9 @@ def test_private_repository_clones_only_with_credentials(site: Site, tmp_path: P
     assert stranger.returncode != 0 and "not found" in stranger.stderr
     git("clone", "-q", site.url("alice/priv", "alice", "read"), str(tmp_path / "ok"))
     assert rev(tmp_path / "ok" / ".git", "HEAD") == rev(bare(site, "alice/priv"), "main")
-    status, text = site.page("/")
+    _, text = site.page("/")
     assert "alice/priv" not in text and "alice/pub" in text
-    status, text = site.page("/", user="alice")
+    _, text = site.page("/", user="alice")
     assert "alice/priv" in text
 
 

@@ -23,7 +23,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from floorless.db import Database
 from floorless.errors import BadRequest, Conflict, NotFound
-from floorless.repos import valid_name
+from floorless.repos import RESERVED, valid_name
 
 TOKEN_PREFIX = "flt_"  # noqa: S105 (a prefix, not a secret)
 SCOPES = ("read", "write")
@@ -109,6 +109,7 @@ class Accounts:
         # Verifying against a real hash when the name is unknown costs the same time, so the
         # answer's timing does not tell which names exist.
         self._decoy = self.hasher.hash(secrets.token_hex(16))
+        self._have_users = False
 
     # -- people and organisations -------------------------------------------------------------
 
@@ -130,6 +131,8 @@ class Accounts:
     def _create(
         self, name: str, kind: str, email: str, password_hash: str | None, admin: bool
     ) -> Account:
+        if name.lower() in RESERVED:
+            raise BadRequest(f"{name!r} is reserved for the forge's own pages")
         if not valid_name(name):
             raise BadRequest(
                 f"{name!r} is not a valid name: letters, digits, '.', '-' and '_', "
@@ -166,6 +169,12 @@ class Accounts:
     def user_count(self) -> int:
         row = self.db.one("SELECT COUNT(*) AS n FROM accounts WHERE kind = 'user'")
         return int(row["n"]) if row else 0
+
+    def first_run(self) -> bool:
+        """No one has an account yet (asked until someone has; then never again)."""
+        if not self._have_users:
+            self._have_users = self.user_count() > 0
+        return not self._have_users
 
     def set_password(self, user: Account, password: str) -> None:
         check_password_strength(password)

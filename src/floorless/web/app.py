@@ -12,6 +12,7 @@ from floorless.metrics import Metrics
 from floorless.web import auth, errors
 from floorless.web.render import Renderer
 from floorless.web.views import (
+    account,
     archive,
     blame,
     commit,
@@ -23,6 +24,7 @@ from floorless.web.views import (
     raw,
     refs,
     repo,
+    settings,
     source,
     static,
 )
@@ -70,7 +72,7 @@ class ConditionalMiddleware:
             return
         tag = hashlib.blake2b(resp.text.encode(), digest_size=16).hexdigest()
         resp.etag = tag
-        if not resp.cache_control:
+        if not resp.get_header("Cache-Control"):
             resp.cache_control = ["no-cache"]
         if any(match in ("*", tag) for match in req.if_none_match or []):
             resp.status = falcon.HTTP_304
@@ -103,6 +105,10 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         ("/", explore.Explore(*deps)),
         ("/-/metrics", explore.MetricsPage(forge, metrics)),
         ("/-/static/{name}", static.Static()),
+        ("/-/login", account.Login(*deps, authenticator)),
+        ("/-/logout", account.Logout(*deps, authenticator)),
+        ("/-/tokens", account.Tokens(*deps, authenticator)),
+        ("/-/new", account.NewRepo(*deps, authenticator)),
         ("/{owner}", explore.Owner(*deps)),
         (repo_prefix, repo.Home(*deps)),
         (repo_prefix + "/src", repo.DefaultBranch(*deps, page="src")),
@@ -116,6 +122,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/commit/{sha}", commit.Commit(*deps)),
         (repo_prefix + "/blame/{kind}", blame.Blame(*deps)),
         (repo_prefix + "/blame/{kind}/{tail:path}", blame.Blame(*deps)),
+        (repo_prefix + "/settings", settings.Settings(*deps, authenticator)),
         (repo_prefix + "/branches", refs.Branches(*deps)),
         (repo_prefix + "/tags", refs.Tags(*deps)),
         (repo_prefix + "/archive/{tail:path}", archive.Archive(*deps)),

@@ -223,8 +223,9 @@ class AuthMiddleware:
             clear_cookie(resp, SESSION_COOKIE)
         if viewer_of(req).account is not None or req.get_header("Authorization"):
             # What a signed-in person sees is theirs alone: no shared cache may keep it.
-            directives = [d for d in resp.cache_control or ["no-cache"] if d != "public"]
-            resp.cache_control = ["private", *(d for d in directives if d != "private")]
+            current = (resp.get_header("Cache-Control") or "no-cache").split(",")
+            directives = [d.strip() for d in current if d.strip() not in ("public", "private")]
+            resp.cache_control = ["private", *directives]
         resp.vary = ("Cookie", "Authorization")
         reset = req.context.get("auth_reset")
         if reset is not None:

@@ -48,6 +48,7 @@ class Explore(View):
             page=page,
             pages=max(1, -(-total // size)),
             owner=owner,
+            first_run=owner is None and self.forge.accounts.first_run(),
         )
 
 

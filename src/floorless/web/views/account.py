@@ -1,0 +1,187 @@
+"""Signing in and out, personal access tokens, and making repositories, in the browser.
+
+Every form carries a CSRF token bound to the browser's session (or, before sign-in, to a
+cookie of its own) and is refused without it, or when another site sent it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+from urllib.parse import quote
+
+import falcon
+
+from floorless.access import ANONYMOUS
+from floorless.accounts import Account
+from floorless.errors import BadRequest, FloorlessError, Throttled, TooLarge, Unauthorized
+from floorless.forge import Forge
+from floorless.web import auth
+from floorless.web.render import Renderer
+from floorless.web.views.base import View
+
+MAX_FORM = 64 * 1024
+
+
+def read_form(req: falcon.Request) -> dict[str, str]:
+    """A posted form's fields (the last of repeated names), at most 64 KiB of it."""
+    if (req.content_length or 0) > MAX_FORM:
+        raise TooLarge("the form is too large")
+    if (req.content_type or "").split(";")[0].strip() != falcon.MEDIA_URLENCODED:
+        raise BadRequest("expected a form")
+    raw = req.bounded_stream.read(MAX_FORM + 1)
+    if len(raw) > MAX_FORM:
+        raise TooLarge("the form is too large")
+    form = falcon.uri.parse_query_string(raw.decode("utf-8", "replace"), keep_blank=True)
+    return {k: v[-1] if isinstance(v, list) else v for k, v in form.items()}
+
+
+def safe_next(value: str | None) -> str:
+    """Where to go after signing in: a path on this site, never another site."""
+    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return "/"
+
+
+def login_url(req: falcon.Request) -> str:
+    return "/-/login?next=" + quote(req.relative_uri, safe="")
+
+
+class FormView(View):
+    def __init__(self, forge: Forge, renderer: Renderer, authenticator: auth.Authenticator) -> None:
+        super().__init__(forge, renderer)
+        self.auth = authenticator
+
+    def form(self, req: falcon.Request) -> dict[str, str]:
+        form = read_form(req)
+        self.auth.check_csrf(req, form)
+        return form
+
+    def signed_in(self, req: falcon.Request) -> Account:
+        """The signed-in person; anyone else is sent to sign in first."""
+        account = auth.viewer_of(req).account
+        if account is None or auth.viewer_of(req).session is None:
+            raise falcon.HTTPSeeOther(login_url(req))
+        return account
+
+
+class Login(FormView):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if auth.viewer_of(req).account is not None:
+            raise falcon.HTTPSeeOther(safe_next(req.get_param("next")))
+        self.show(req, resp, "")
+
+    def show(self, req: falcon.Request, resp: falcon.Response, error: str, name: str = "") -> None:
+        cookie = req.cookies.get(auth.CSRF_COOKIE) or secrets.token_urlsafe(24)
+        auth.set_cookie(req, resp, self.forge, auth.CSRF_COOKIE, cookie, 3600)
+        resp.cache_control = ["no-store"]
+        self.html(
+            resp,
+            "login.html",
+            csrf=self.auth.csrf_for(ANONYMOUS, cookie),
+            next=safe_next(req.get_param("next")),
+            error=error,
+            name=name,
+            first_run=self.forge.accounts.first_run(),
+        )
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        form = self.form(req)
+        name = form.get("name", "").strip()[:100]
+        try:
+            account = self.auth.password(req, name, form.get("password", ""))
+        except Throttled as exc:
+            resp.status = falcon.HTTP_429
+            resp.set_header("Retry-After", str(exc.retry_after))
+            self.show(req, resp, str(exc), name)
+            return
+        except Unauthorized as exc:
+            resp.status = falcon.HTTP_401  # no WWW-Authenticate: a form, not a browser dialog
+            self.show(req, resp, str(exc), name)
+            return
+        session = self.forge.accounts.start_session(account)
+        seconds = int(self.settings.session_days * 86_400)
+        auth.set_cookie(req, resp, self.forge, auth.SESSION_COOKIE, session, seconds)
+        auth.clear_cookie(resp, auth.CSRF_COOKIE)
+        raise falcon.HTTPSeeOther(safe_next(form.get("next")))
+
+
+class Logout(FormView):
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.form(req)
+        cookie = req.cookies.get(auth.SESSION_COOKIE)
+        if cookie:
+            self.forge.accounts.end_session(cookie)
+        auth.clear_cookie(resp, auth.SESSION_COOKIE)
+        raise falcon.HTTPSeeOther("/")
+
+
+class Tokens(FormView):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.show(resp, self.signed_in(req))
+
+    def show(self, resp: falcon.Response, account: Account, **extra: Any) -> None:
+        resp.cache_control = ["no-store"]  # a new token is on this page exactly once
+        extra.setdefault("error", "")
+        extra.setdefault("created", None)
+        self.html(resp, "tokens.html", tokens=self.forge.accounts.tokens(account), **extra)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self.signed_in(req)
+        form = self.form(req)
+        try:
+            if form.get("action") == "revoke":
+                self.forge.accounts.revoke_token(account, _int(form.get("id")))
+                raise falcon.HTTPSeeOther("/-/tokens")
+            days = form.get("expires", "").strip()
+            plain, _ = self.forge.accounts.create_token(
+                account,
+                form.get("scope", ""),
+                form.get("name", ""),
+                float(_int(days)) if days else None,
+            )
+        except FloorlessError as exc:
+            resp.status = exc.status
+            self.show(resp, account, error=str(exc))
+            return
+        self.show(resp, account, created=plain)
+
+
+class NewRepo(FormView):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self.signed_in(req)
+        self.show(resp, account, {})
+
+    def show(
+        self, resp: falcon.Response, account: Account, form: dict[str, str], error: str = ""
+    ) -> None:
+        owners = [account.name] + [o.name for o in self.forge.accounts.owned_orgs(account)]
+        self.html(resp, "new_repo.html", owners=owners, form=form, error=error)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self.signed_in(req)
+        form = self.form(req)
+        owners = [account.name] + [o.name for o in self.forge.accounts.owned_orgs(account)]
+        owner = form.get("owner", account.name)
+        try:
+            if owner not in owners and not account.is_admin:
+                raise BadRequest(f"you cannot create repositories for {owner!r}")
+            owner_account = self.forge.accounts.require(owner)
+            repo = self.forge.registry.create(
+                owner_account.name,
+                form.get("name", "").strip(),
+                form.get("visibility") == "private",
+                form.get("description", ""),
+            )
+        except FloorlessError as exc:
+            resp.status = exc.status
+            self.show(resp, account, form, str(exc))
+            return
+        raise falcon.HTTPSeeOther(f"/{quote(repo.owner)}/{quote(repo.name)}")
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or "")
+    except ValueError as exc:
+        raise BadRequest(f"{value!r} is not a number") from exc

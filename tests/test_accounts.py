@@ -1,0 +1,342 @@
+"""Accounts in the browser and on the command line: sign-in with signed session cookies and
+CSRF-checked forms, throttling, tokens shown once and stored hashed, repository creation,
+renaming, visibility, collaborators and deletion; and no secret ever reaches a log."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import start_forge
+from falcon import testing
+from serving import clean_env, floorless_command
+
+from floorless.forge import Forge
+from floorless.web.app import create_app
+
+PASSWORD = "a long password"
+FORM = "application/x-www-form-urlencoded"
+
+
+class Browser:
+    """A cookie jar over the in-process test client, as a browser would keep it."""
+
+    def __init__(self, client: testing.TestClient) -> None:
+        self.client = client
+        self.cookies: dict[str, str] = {}
+        self.headers: dict[str, str] = {}
+
+    def _cookie_header(self) -> dict[str, str]:
+        jar = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        return {"Cookie": jar, **self.headers} if jar else dict(self.headers)
+
+    def _keep(self, result: testing.Result) -> testing.Result:
+        for name, cookie in result.cookies.items():
+            if cookie.value and (cookie.max_age is None or cookie.max_age > 0):
+                self.cookies[name] = cookie.value
+            else:
+                self.cookies.pop(name, None)
+        return result
+
+    def get(self, path: str, **kwargs) -> testing.Result:
+        return self._keep(self.client.simulate_get(path, headers=self._cookie_header(), **kwargs))
+
+    def post(self, path: str, fields: dict[str, str], csrf: str | None = "page") -> testing.Result:
+        if csrf == "page":  # the token the form page carries, as a browser would send it
+            page = self.get(path if not path.startswith("/-/login") else "/-/login")
+            csrf = csrf_of(page.text)
+        body = "&".join(
+            f"{k}={v}"
+            for k, v in ({"csrf": csrf, **fields} if csrf is not None else fields).items()
+        )
+        headers = {**self._cookie_header(), "Content-Type": FORM}
+        return self._keep(self.client.simulate_post(path, body=body, headers=headers))
+
+    def sign_in(self, name: str, password: str = PASSWORD) -> testing.Result:
+        return self.post("/-/login", {"name": name, "password": password})
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]*)"', html)
+    assert found, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+@pytest.fixture
+def forge(tmp_path: Path) -> Iterator[Forge]:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data", signin_attempts=3)
+    forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+    forge.accounts.create_user("ben", "ben@example.org", PASSWORD)
+    yield forge
+    forge.stop()
+
+
+@pytest.fixture
+def client(forge: Forge) -> testing.TestClient:
+    return testing.TestClient(create_app(forge))
+
+
+def test_sign_in_sets_a_signed_http_only_lax_cookie(client: testing.TestClient) -> None:
+    browser = Browser(client)
+    result = browser.sign_in("ann")
+    assert result.status_code == 303 and result.headers["location"] == "/"
+    cookie = result.cookies["floorless_session"]
+    assert cookie.http_only and cookie.same_site == "Lax" and not cookie.secure
+    assert "ann" in browser.get("/").text and "Sign out" in browser.get("/").text
+    # a cookie whose signature does not match is nobody
+    session_id, _, signature = cookie.value.partition(".")
+    forged = Browser(client)
+    forged.cookies["floorless_session"] = f"{session_id}.{'0' * len(signature)}"
+    assert "Sign out" not in forged.get("/").text
+
+
+def test_cookies_are_secure_behind_https(client: testing.TestClient) -> None:
+    browser = Browser(client)
+    browser.headers["X-Forwarded-Proto"] = "https"
+    result = browser.sign_in("ann")
+    assert result.cookies["floorless_session"].secure
+
+
+def test_wrong_password_and_throttling(client: testing.TestClient) -> None:
+    browser = Browser(client)
+    for _ in range(3):
+        result = browser.sign_in("ann", "wrong password")
+        assert result.status_code == 401 and "wrong user name or password" in result.text
+        assert "www-authenticate" not in result.headers  # a form, not a browser dialog
+    result = browser.sign_in("ann")  # even the right password waits now
+    assert result.status_code == 429 and int(result.headers["retry-after"]) > 0
+    assert "floorless_session" not in browser.cookies
+    # git's Basic credentials count against the same limit
+    assert client.simulate_get("/", headers=_basic("ann", PASSWORD)).status_code == 429
+    # the failures also count against the address: another account from it waits too
+    assert Browser(client).sign_in("ben").status_code == 429
+
+
+def _basic(name: str, password: str) -> dict[str, str]:
+    import base64
+
+    return {"Authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
+
+
+def test_forms_need_the_csrf_token_and_the_same_origin(client: testing.TestClient) -> None:
+    browser = Browser(client)
+    browser.sign_in("ann")
+    assert browser.post("/-/new", {"name": "x"}, csrf=None).status_code == 403
+    assert browser.post("/-/new", {"name": "x"}, csrf="forged").status_code == 403
+    token = csrf_of(browser.get("/-/new").text)
+    browser.headers["Origin"] = "http://evil.example"
+    assert browser.post("/-/new", {"name": "x"}, csrf=token).status_code == 403
+    del browser.headers["Origin"]
+    assert browser.post("/-/new", {"name": "x"}, csrf=token).status_code == 303
+    # the sign-in form too: a token from another browser's cookie does not fit
+    other = Browser(client)
+    other.get("/-/login")
+    result = Browser(client).post("/-/login", {"name": "ann", "password": PASSWORD}, csrf=None)
+    assert result.status_code == 403
+
+
+def test_sign_out_ends_the_session_on_the_server(client: testing.TestClient) -> None:
+    browser = Browser(client)
+    browser.sign_in("ann")
+    stolen = dict(browser.cookies)
+    assert browser.post("/-/logout", {}, csrf=csrf_of(browser.get("/").text)).status_code == 303
+    thief = Browser(client)
+    thief.cookies = stolen
+    assert "Sign out" not in thief.get("/").text
+
+
+def test_tokens_are_shown_once_stored_hashed_and_revocable(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    browser = Browser(client)
+    browser.sign_in("ann")
+    page = browser.post("/-/tokens", {"action": "create", "scope": "read", "name": "laptop"})
+    plain = re.search(r'value="(flt_[^"]+)"', page.text).group(1)
+    assert (
+        page.headers["cache-control"].startswith("no-store")
+        or "no-store" in page.headers["cache-control"]
+    )
+    listing = browser.get("/-/tokens").text
+    assert plain not in listing and plain[:8] in listing and "laptop" in listing
+    database = forge.settings.database.read_bytes()
+    assert plain.encode() not in database and PASSWORD.encode() not in database
+    rows = sqlite3.connect(forge.settings.database).execute("SELECT password_hash FROM accounts")
+    assert all(row[0].startswith("$argon2id$") for row in rows)
+    auth = {"Authorization": f"token {plain}"}
+    assert client.simulate_get("/", headers=auth).status_code == 200
+    token_id = forge.accounts.tokens(forge.accounts.get("ann"))[0].id
+    assert forge.accounts.tokens(forge.accounts.get("ann"))[0].last_used_at is not None
+    browser.post("/-/tokens", {"action": "revoke", "id": str(token_id)})
+    assert client.simulate_get("/", headers=auth).status_code == 401
+
+
+def test_expired_tokens_are_refused(forge: Forge, client: testing.TestClient) -> None:
+    ann = forge.accounts.get("ann")
+    plain, token = forge.accounts.create_token(ann, "write", expires_days=1)
+    assert client.simulate_get("/", headers={"Authorization": f"Bearer {plain}"}).status_code == 200
+    forge.db.execute("UPDATE tokens SET expires_at = 1 WHERE id = ?", (token.id,))
+    result = client.simulate_get("/", headers={"Authorization": f"Bearer {plain}"})
+    assert result.status_code == 401 and result.headers["www-authenticate"].startswith("Basic")
+
+
+def test_token_comparison_is_constant_time(forge: Forge, monkeypatch) -> None:
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    plain, _ = forge.accounts.create_token(forge.accounts.get("ann"), "read")
+    assert forge.accounts.check_token(plain) is not None
+    assert compared, "the stored hash was not compared with hmac.compare_digest"
+
+
+def test_create_rename_make_private_share_and_delete_a_repository(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    ann, ben = Browser(client), Browser(client)
+    ann.sign_in("ann")
+    ben.sign_in("ben")
+    created = ann.post("/-/new", {"owner": "ann", "name": "notes", "visibility": "public"})
+    assert created.status_code == 303 and created.headers["location"] == "/ann/notes"
+    assert (forge.settings.repos / "ann" / "notes.git" / "HEAD").is_file()
+    assert ben.get("/ann/notes").status_code == 200
+    assert ben.get("/ann/notes/settings").status_code == 403  # may read, may not administer
+    assert (
+        ann.post(
+            "/ann/notes/settings",
+            {"action": "update", "visibility": "private", "description": "My notes"},
+        ).status_code
+        == 303
+    )
+    assert ben.get("/ann/notes").status_code == 404
+    assert ben.get("/ann/notes/settings").status_code == 404
+    assert "ann/notes" not in ben.get("/").text
+    ann.post("/ann/notes/settings", {"action": "collaborator", "user": "ben", "role": "read"})
+    assert ben.get("/ann/notes").status_code == 200 and "My notes" in ben.get("/ann/notes").text
+    renamed = ann.post("/ann/notes/settings", {"action": "rename", "name": "journal"})
+    assert renamed.headers["location"] == "/ann/journal/settings"
+    assert ben.get("/ann/notes").status_code == 404
+    assert ben.get("/ann/journal").status_code == 200  # the collaborator came along
+    assert Browser(client).get("/ann/journal").status_code == 404  # still private
+    assert not (forge.settings.repos / "ann" / "notes.git").exists()
+    ann.post("/ann/journal/settings", {"action": "remove-collaborator", "user": "ben"})
+    assert ben.get("/ann/journal").status_code == 404
+    wrong = ann.post("/ann/journal/settings", {"action": "delete", "confirm": "journal"})
+    assert wrong.status_code == 400 and (forge.settings.repos / "ann" / "journal.git").exists()
+    deleted = ann.post("/ann/journal/settings", {"action": "delete", "confirm": "ann/journal"})
+    assert deleted.status_code == 303
+    assert not (forge.settings.repos / "ann" / "journal.git").exists()
+    assert ann.get("/ann/journal").status_code == 404
+    forge.rescan()
+    assert ann.get("/ann/journal").status_code == 404
+
+
+def test_names_are_checked(client: testing.TestClient, forge: Forge) -> None:
+    ann = Browser(client)
+    ann.sign_in("ann")
+    for name in ("..", ".hidden", "a/b", "x.git", "", "settings\x00"):
+        result = ann.post("/-/new", {"owner": "ann", "name": name})
+        assert result.status_code == 400, name
+    ann.post("/-/new", {"owner": "ann", "name": "twice"})
+    assert ann.post("/-/new", {"owner": "ann", "name": "twice"}).status_code == 409
+    assert ann.post("/-/new", {"owner": "ben", "name": "theirs"}).status_code == 400
+    assert sorted(p.name for p in (forge.settings.repos / "ann").iterdir()) == ["twice.git"]
+
+
+def test_first_run_tells_how_to_create_the_first_admin(tmp_path: Path) -> None:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        client = testing.TestClient(create_app(forge))
+        for page in ("/", "/-/login"):
+            assert "floorless admin user create" in client.simulate_get(page).text
+        forge.accounts.create_user("first", "first@example.org", PASSWORD, admin=True)
+        assert "floorless admin user create" not in client.simulate_get("/").text
+    finally:
+        forge.stop()
+
+
+def test_no_secret_reaches_the_log(client: testing.TestClient, forge: Forge, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    plain, _ = forge.accounts.create_token(forge.accounts.get("ann"), "write")
+    client.simulate_get("/", headers={"Authorization": f"token {plain}"})
+    client.simulate_get("/", headers={"Authorization": f"token {plain}x"})
+    client.simulate_get("/", headers=_basic("ann", PASSWORD))
+    client.simulate_get("/", headers=_basic("ann", "not the password"))
+    client.simulate_get("/ann/nothing/info/refs", headers=_basic("ann", plain))
+    Browser(client).sign_in("ann", "not the password either")
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for secret in (plain, PASSWORD, "not the password"):
+        assert secret not in logged
+
+
+def run_admin(data: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [floorless_command(), "admin", *args, "--data", str(data)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+
+
+def test_admin_commands_answer_bad_input_clearly(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    ok = run_admin(
+        data,
+        "user",
+        "create",
+        "zoe",
+        "--email",
+        "z@example.org",
+        "--admin",
+        "--password-stdin",
+        stdin=PASSWORD + "\n",
+    )
+    assert ok.returncode == 0 and "zoe" in ok.stdout
+    cases = [
+        (
+            ("user", "create", "zoe", "--email", "z@example.org", "--password-stdin"),
+            PASSWORD,
+            "taken",
+        ),
+        (
+            ("user", "create", "bad/name", "--email", "x@example.org", "--password-stdin"),
+            PASSWORD,
+            "valid",
+        ),
+        (("user", "create", "yan", "--email", "x@example.org", "--password-stdin"), "short", "8"),
+        (
+            ("user", "create", "yan", "--email", "x@example.org", "--password-stdin"),
+            "",
+            "no password",
+        ),
+        (("token", "create", "nobody", "--scope", "read"), "", "no user"),
+        (("token", "create", "zoe", "--scope", "admin"), "", "Invalid value"),
+        (("repo", "create", "zoe"), "", "OWNER/NAME"),
+        (("repo", "create", "nobody/x"), "", "no user"),
+        (("repo", "create", "zoe/.."), "", "valid"),
+        (("org", "create", "team", "--owner", "nobody"), "", "no user"),
+    ]
+    for args, stdin, message in cases:
+        result = run_admin(data, *args, stdin=stdin + "\n" if stdin else "")
+        assert result.returncode != 0, args
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    token = run_admin(data, "token", "create", "zoe", "--scope", "write", "--expires", "30")
+    assert token.returncode == 0 and re.fullmatch(r"flt_\S+\n", token.stdout)
+    assert run_admin(data, "org", "create", "team", "--owner", "zoe").returncode == 0
+    assert run_admin(data, "repo", "create", "team/shared", "--private").returncode == 0
+    assert (data / "repositories" / "team" / "shared.git").is_dir()
+    shutil.rmtree(data / "repositories" / "team")
