@@ -188,3 +188,24 @@ def test_error_pages_spawn_nothing(client):
         assert result.status_code >= 400, url
         assert not events, url
         assert spawn_timing(result) == 0, url
+
+
+def test_git_over_http_spawns_once_per_post_and_never_for_the_v2_advertisement(client):
+    v2 = {"Git-Protocol": "version=2"}
+    url = "/alice/demo.git/info/refs"
+    for _ in range(2):
+        result, spawned = get(client, url, query_string="service=git-upload-pack", headers=v2)
+        assert spawned == 0 == spawn_timing(result)
+        assert result.content.startswith(b"000eversion 2\n")
+    result, spawned = get(client, url, query_string="service=git-upload-pack")
+    assert spawned == 1 == spawn_timing(result)  # v0 lists the refs: git does that
+    assert result.content.startswith(b"001e# service=git-upload-pack\n0000")
+    body = b"0014command=ls-refs\n0000"
+    with counting() as events:
+        result = client.simulate_post(
+            "/alice/demo.git/git-upload-pack",
+            body=body,
+            headers={**v2, "Content-Type": "application/x-git-upload-pack-request"},
+        )
+    assert result.status_code == 200 and b"refs/heads/main" in result.content
+    assert len(events) == 1 == spawn_timing(result)

@@ -147,9 +147,16 @@ class Service(GitView):
             output.close()
             raise
         if output.first() is None:
-            reason = output.reason()
+            # Nothing to say is an answer when git agrees: a push of more than git's
+            # http.postBuffer first probes with a bare flush.
+            reason = output.reason() if output.proc.wait() != 0 else None
             output.close()
-            raise BadRequest(f"git refused the request: {reason}")
+            if reason is not None:
+                raise BadRequest(f"git refused the request: {reason}")
+            resp.content_type = f"application/x-{self.service}-result"
+            resp.cache_control = _NO_CACHE
+            resp.data = b""
+            return
         if self.service == "git-receive-pack":
             output.on_end = lambda: self.forge.after_push(found)
         resp.content_type = f"application/x-{self.service}-result"
