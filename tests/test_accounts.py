@@ -157,7 +157,9 @@ def test_tokens_are_shown_once_stored_hashed_and_revocable(
 ) -> None:
     browser = Browser(client)
     browser.sign_in("ann")
-    page = browser.post("/-/tokens", {"action": "create", "scope": "read", "name": "laptop"})
+    created = browser.post("/-/tokens", {"action": "create", "scope": "read", "name": "laptop"})
+    assert created.status_code == 303 and created.headers["location"] == "/-/tokens"
+    page = browser.get("/-/tokens")
     plain = re.search(r'value="(flt_[^"]+)"', page.text).group(1)
     assert (
         page.headers["cache-control"].startswith("no-store")

@@ -297,3 +297,98 @@ def test_browse_demo_repository(browser, server: str, fixture_root: Path, tmp_pa
     finally:
         context.close()
     assert watcher.problems == [], "\n".join(watcher.problems)
+
+
+def test_sign_in_and_manage_a_private_repository(browser, tmp_path: Path) -> None:
+    """Sign in, create a private repository, push to it with git, make a token, share and
+    publish it in its settings, sign out: the pages a person administers a forge with."""
+    from playwright.sync_api import expect
+    from test_git_http import git
+
+    password = "a long password"
+    with serving(tmp_path / "repos", tmp_path / "data") as running:
+        server = running.url
+        for name in ("ann", "ben"):
+            running.admin(
+                "user",
+                "create",
+                name,
+                "--email",
+                f"{name}@example.org",
+                "--password-stdin",
+                stdin=password + "\n",
+            )
+        context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        expect.set_options(timeout=STEP_TIMEOUT_MS)
+        watcher = Watcher(page)
+        try:
+            page.goto(server + "/")
+            page.get_by_role("link", name="Sign in").click()
+            page.get_by_label("User name").fill("ann")
+            page.get_by_label("Password").fill(password)
+            page.get_by_role("button", name="Sign in").click()
+            expect(page.locator("header.site")).to_contain_text("ann")
+            expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+            page.get_by_role("link", name="New repository").click()
+            page.get_by_label("Name", exact=True).fill("diary")
+            page.get_by_label("Description").fill("Things that happened")
+            page.get_by_label("Private: only you").check()
+            page.get_by_role("button", name="Create repository").click()
+            expect(page).to_have_url(f"{server}/ann/diary")
+            expect(page.locator(".repo-title .badge")).to_have_text("Private")
+
+            work = tmp_path / "work"
+            git("init", "-q", str(work))
+            (work / "README.md").write_text("# Diary\n\nDay one.\n")
+            git("add", "README.md", cwd=work)
+            git("commit", "-q", "-m", "Day one", cwd=work)
+            host = server.removeprefix("http://")
+            secret = password.replace(" ", "%20")
+            git("push", "-q", f"http://ann:{secret}@{host}/ann/diary.git", "main", cwd=work)
+            page.reload()
+            expect(page.locator("section.readme h1")).to_have_text("Diary")
+
+            page.get_by_role("link", name="Tokens").click()
+            page.get_by_label("Name").fill("laptop")
+            page.get_by_label("Scope").select_option("read")
+            page.get_by_role("button", name="Create token").click()
+            token = page.get_by_label("New token").input_value()
+            assert token.startswith("flt_")
+            page.reload()  # shown once: a reload shows only its prefix and makes no other
+            expect(page.get_by_label("New token")).to_have_count(0)
+            expect(page.locator("table.list tbody tr")).to_have_count(1)
+            expect(page.locator("table.list")).to_contain_text("laptop")
+            page.goto(server + "/-/tokens")
+            expect(page.locator("table.list")).to_contain_text(token[:8])
+            assert token not in page.content()
+
+            page.goto(f"{server}/ann/diary")
+            page.get_by_role("link", name="Settings").click()
+            page.get_by_label("User name").fill("ben")
+            page.get_by_label("Role").select_option("write")
+            page.get_by_role("button", name="Add or change").click()
+            expect(page.locator("table.list")).to_contain_text("ben")
+            page.set_viewport_size(PHONE)
+            for path in ("/ann/diary/settings", "/-/tokens", "/-/new"):
+                page.goto(server + path)
+                _no_horizontal_overflow(page)
+            page.set_viewport_size(DESKTOP)
+            page.goto(f"{server}/ann/diary/settings")
+            page.get_by_label("Public").check()
+            page.get_by_role("button", name="Save").click()
+            page.goto(f"{server}/ann/diary")
+            expect(page.locator(".repo-title .badge")).to_have_count(0)
+
+            page.get_by_role("button", name="Sign out").click()
+            expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+            page.goto(f"{server}/ann/diary")  # public now: readable signed out
+            expect(page.locator("section.readme h1")).to_have_text("Diary")
+            page.goto(f"{server}/-/login")
+            page.set_viewport_size(PHONE)
+            _no_horizontal_overflow(page)
+        finally:
+            context.close()
+    assert watcher.problems == [], "\n".join(watcher.problems)

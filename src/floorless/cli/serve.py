@@ -43,6 +43,13 @@ def serve(
         f"floorless: serving {len(forge.registry.all())} repositories from "
         f"{settings.repos} at http://{settings.host}:{settings.port}/"
     )
+    if forge.accounts.first_run():
+        given = (("--config", config_file), ("--data", data), ("--repos", repos))
+        options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
+        click.echo(
+            "floorless: no accounts yet; create the first administrator with\n"
+            f"  floorless admin user create NAME --email EMAIL --admin --password-stdin{options}"
+        )
     Granian(
         "floorless.web.wsgi:application",
         address=settings.host,

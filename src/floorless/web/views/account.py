@@ -7,6 +7,8 @@ cookie of its own) and is refused without it, or when another site sent it.
 from __future__ import annotations
 
 import secrets
+import threading
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -117,8 +119,20 @@ class Logout(FormView):
 
 
 class Tokens(FormView):
+    """Tokens: a new one is handed over once, on the page the creation redirects to (so a
+    reload neither shows it again nor makes another)."""
+
+    def __init__(self, forge: Forge, renderer: Renderer, authenticator: auth.Authenticator) -> None:
+        super().__init__(forge, renderer, authenticator)
+        self._handover: dict[str, tuple[str, float]] = {}  # session id -> (token, deadline)
+        self._lock = threading.Lock()
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self.show(resp, self.signed_in(req))
+        account = self.signed_in(req)
+        session = auth.viewer_of(req).session or ""
+        with self._lock:
+            created, deadline = self._handover.pop(session, ("", 0.0))
+        self.show(resp, account, created=created if deadline > time.monotonic() else None)
 
     def show(self, resp: falcon.Response, account: Account, **extra: Any) -> None:
         resp.cache_control = ["no-store"]  # a new token is on this page exactly once
@@ -144,7 +158,12 @@ class Tokens(FormView):
             resp.status = exc.status
             self.show(resp, account, error=str(exc))
             return
-        self.show(resp, account, created=plain)
+        now = time.monotonic()
+        with self._lock:
+            for key in [k for k, (_, due) in self._handover.items() if due < now]:
+                del self._handover[key]
+            self._handover[auth.viewer_of(req).session or ""] = (plain, now + 300)
+        raise falcon.HTTPSeeOther("/-/tokens")
 
 
 class NewRepo(FormView):
