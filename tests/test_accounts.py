@@ -342,3 +342,23 @@ def test_admin_commands_answer_bad_input_clearly(tmp_path: Path) -> None:
     assert run_admin(data, "repo", "create", "team/shared", "--private").returncode == 0
     assert (data / "repositories" / "team" / "shared.git").is_dir()
     shutil.rmtree(data / "repositories" / "team")
+
+
+def test_organisations_own_repositories_their_members_share(forge: Forge) -> None:
+    from floorless.access import Level, Viewer
+
+    ann, ben = forge.accounts.get("ann"), forge.accounts.get("ben")
+    carl = forge.accounts.create_user("carl", "carl@example.org", PASSWORD)
+    team = forge.accounts.create_org("team", ann)
+    forge.accounts.add_member(team, ben, "member")
+    repo = forge.registry.create("team", "shared", private=True)
+    assert [o.name for o in forge.accounts.owned_orgs(ann)] == ["team"]
+    assert forge.accounts.owned_orgs(ben) == []
+    level = forge.policy.level
+    assert level(Viewer(ann), repo) == Level.ADMIN
+    assert level(Viewer(ben), repo) == Level.WRITE
+    assert level(Viewer(ben, scope="read"), repo) == Level.READ
+    assert level(Viewer(carl), repo) == Level.NONE
+    assert level(Viewer(), repo) == Level.NONE
+    with pytest.raises(Exception, match="organisation"):
+        forge.accounts.create_token(team, "read")

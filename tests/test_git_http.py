@@ -181,6 +181,11 @@ def test_fetch_and_push_of_a_new_branch_show_at_once(site: Site, tmp_path: Path)
     assert "Start the topic branch" in text
     git("fetch", "-q", "origin", cwd=second)
     assert rev(second / ".git", "origin/topic") == tip
+    git("tag", "-a", "-m", "First release", "v1.0", cwd=first)
+    git("push", "-q", "origin", "v1.0", cwd=first)
+    _, text = site.page("/alice/pub/tags")
+    assert "v1.0" in text
+    assert rev(bare(site, "alice/pub"), "v1.0^{commit}") == tip
 
 
 def test_push_to_an_empty_repository_sets_its_default_branch(site: Site, tmp_path: Path) -> None:
