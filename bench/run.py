@@ -340,7 +340,7 @@ def run_contender(
                 url,
                 options.requests,
                 options.warmup,
-                slowfs_total=mount.total if mount is not None else None,
+                slowfs_total=mount.request_total if mount is not None else None,
                 slowfs_reset=mount.reset if mount is not None else None,
                 deadline_seconds=options.page_deadline,
             )

@@ -31,7 +31,9 @@ How it is built
   file fail with ESTALE, since the kernel asks for its attributes by path, not handle).
 - Counters are read without perturbing them through a virtual directory
   ``MOUNTPOINT/.slowfs/`` (not listed in the root, never delayed, never counted):
-  reading ``stats`` returns the counts as JSON; writing ``reset`` to ``control`` zeroes them.
+  reading ``stats`` returns the counts as JSON, ``callers`` the counts by the calling thread's
+  id (the kernel names the thread that made each request: a benchmark can tell a server's
+  request threads from its background ones); writing ``reset`` to ``control`` zeroes both.
 
 Processes: ``mounted()`` starts ``python -m bench.slowfs serve ...`` as a child in its own
 session (a terminal's Ctrl-C reaches only the benchmark, which then unmounts), waits for the
@@ -78,6 +80,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 CONTROL_DIR = ".slowfs"
+BACKGROUND_PREFIX = "fl-bg-"  # floorless.background.PREFIX; bench/ does not import floorless
 FSNAME = "slowfs"
 MOUNT_TIMEOUT = 20.0
 UNMOUNT_TIMEOUT = 10.0
@@ -179,7 +182,7 @@ def _dirent_mode(entry: os.DirEntry[str]) -> int:
 
 @dataclass
 class _VirtualFile:
-    name: str  # "stats" or "control"
+    name: str  # "stats", "callers" or "control"
     content: bytearray
 
 
@@ -207,6 +210,7 @@ class SlowFS:
         self._caller = caller
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._callers: Counter[int] = Counter()  # by thread id; 0 when the kernel names none
         self._virtual: dict[int, _VirtualFile] = {}
         self._next_handle = _VIRTUAL_HANDLE_BASE
         self._started_ns = time.time_ns()
@@ -217,13 +221,20 @@ class SlowFS:
         with self._lock:
             return dict(sorted(self._counts.items()))
 
+    def callers(self) -> dict[int, int]:
+        with self._lock:
+            return dict(sorted(self._callers.items()))
+
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._callers.clear()
 
     def _serve(self, op: str) -> None:
+        tid = self._caller()[2] if self._caller is not None else 0
         with self._lock:
             self._counts[op] += 1
+            self._callers[tid] += 1
             delay = self.latency.draw()
         if delay > 0:
             time.sleep(delay)
@@ -257,8 +268,8 @@ class SlowFS:
         name = path[len(CONTROL_DIR) + 2 :]
         if name == "":
             mode, size = stat.S_IFDIR | 0o755, 0
-        elif name == "stats":
-            mode, size = stat.S_IFREG | 0o444, len(self._stats_bytes())
+        elif name in ("stats", "callers"):
+            mode, size = stat.S_IFREG | 0o444, len(self._stats_bytes(name))
         elif name == "control":
             mode, size = stat.S_IFREG | 0o644, 0
         else:
@@ -270,20 +281,21 @@ class SlowFS:
             "st_gid": os.getegid(), "st_atime": now, "st_mtime": now, "st_ctime": now,
         }  # fmt: skip
 
-    def _stats_bytes(self) -> bytes:
-        return (json.dumps(self.counts(), sort_keys=True) + "\n").encode()
+    def _stats_bytes(self, name: str = "stats") -> bytes:
+        table: dict[Any, int] = self.counts() if name == "stats" else self.callers()
+        return (json.dumps(table, sort_keys=True) + "\n").encode()
 
     def _open_virtual(self, path: str, fi: FileInfo) -> int:
         name = path[len(CONTROL_DIR) + 2 :]
-        if name not in ("stats", "control"):
+        if name not in ("stats", "callers", "control"):
             raise _oserror(errno.EISDIR if name == "" else errno.ENOENT)
         writing = fi.flags & os.O_ACCMODE != os.O_RDONLY
-        if (name == "stats") == writing:
+        if (name != "control") == writing:
             raise _oserror(errno.EACCES)
         with self._lock:
             handle = self._next_handle
             self._next_handle += 1
-        content = bytearray(self._stats_bytes() if name == "stats" else b"")
+        content = bytearray(self._stats_bytes(name) if name != "control" else b"")
         self._virtual[handle] = _VirtualFile(name, content)
         fi.fh = handle
         fi.direct_io = 1  # size-less content: reads must not be cut at st_size
@@ -330,7 +342,7 @@ class SlowFS:
         ]
         if self._is_virtual(path):
             regular = {"st_mode": stat.S_IFREG}
-            return [*entries, ("stats", regular, 0), ("control", regular, 0)]
+            return [*entries, *((n, regular, 0) for n in ("stats", "callers", "control"))]
         self._serve("readdir")
         with os.scandir(self._full(path)) as it:
             entries.extend((e.name, {"st_mode": _dirent_mode(e)}, 0) for e in it)
@@ -697,6 +709,14 @@ class Mount:
     def total(self) -> int:
         return sum(self.counts().values())
 
+    def callers(self) -> dict[int, int]:
+        """Operations served since mounting or the last reset, by calling thread id."""
+        return read_callers(self.mountpoint)
+
+    def request_total(self) -> int:
+        """``total()`` less the operations of floorless's background threads."""
+        return request_ops(self)
+
     def reset(self) -> None:
         reset_counts(self.mountpoint)
 
@@ -718,6 +738,26 @@ class Mount:
 def read_counts(mountpoint: Path) -> dict[str, int]:
     counts: dict[str, int] = json.loads(Path(mountpoint, CONTROL_DIR, "stats").read_bytes())
     return counts
+
+
+def request_ops(mount: Mount) -> int:
+    """Operations served since the last reset, less those floorless's background threads made
+    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.background``): the
+    filesystem work that requests cost. For any other server this is every operation."""
+    total = 0
+    for tid, count in mount.callers().items():
+        try:
+            name = Path(f"/proc/{tid}/comm").read_text().strip() if tid else ""
+        except OSError:  # the thread has ended: not a long-lived background thread
+            name = ""
+        if not name.startswith(BACKGROUND_PREFIX):
+            total += count
+    return total
+
+
+def read_callers(mountpoint: Path) -> dict[int, int]:
+    table = json.loads(Path(mountpoint, CONTROL_DIR, "callers").read_bytes())
+    return {int(tid): int(n) for tid, n in table.items()}
 
 
 def reset_counts(mountpoint: Path) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -210,6 +211,34 @@ def test_operations_are_counted_and_the_stats_file_is_not(fuse, dirs):
         with pytest.raises(FileNotFoundError):
             os.stat(mnt / "missing")
         assert mount.counts()["getattr"] >= 11  # a miss costs a round-trip too
+
+
+def test_operations_are_told_apart_by_calling_thread(fuse, dirs):
+    """A request thread's operations count as a request's; floorless's background threads'
+    (named by floorless.background) do not."""
+    from floorless import background
+
+    assert slowfs.BACKGROUND_PREFIX == background.PREFIX
+    source, mnt = dirs
+    with slowfs.mounted(source, mnt, delay_ms=0) as mount:
+        settled_counts(mount)
+        mount.reset()
+        for _ in range(3):
+            os.stat(mnt / "hello.txt")
+        done = threading.Event()
+
+        def ref_check() -> None:
+            for _ in range(5):
+                os.stat(mnt / "hello.txt")
+            done.set()
+            time.sleep(1)  # alive while the benchmark looks at its name
+
+        background.start(ref_check, "maintain")
+        assert done.wait(30)
+        callers = mount.callers()
+        assert sum(callers.values()) == mount.total() >= 8
+        assert threading.get_native_id() in callers
+        assert slowfs.request_ops(mount) == callers[threading.get_native_id()] >= 3
 
 
 @pytest.mark.parametrize("cache_seconds", [0.0, 60.0])

@@ -16,6 +16,7 @@ import pygit2
 
 from floorless.access import Policy
 from floorless.accounts import Accounts, SecretKey
+from floorless.background import start as start_thread
 from floorless.config import Settings
 from floorless.db import Database
 from floorless.errors import FloorlessError
@@ -68,10 +69,7 @@ class Forge:
         self.last_scan = time.monotonic()
         if background:
             self.indexer.start()
-            self._thread = threading.Thread(
-                target=self._maintain, name="floorless-maintenance", daemon=True
-            )
-            self._thread.start()
+            self._thread = start_thread(self._maintain, "maintain")
 
     def stop(self) -> None:
         self._stop.set()

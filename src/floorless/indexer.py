@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import pygit2
 
+from floorless import background
 from floorless.db import Database
 from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.history import CommitGraph, Page
@@ -104,8 +105,7 @@ class Indexer:
     # -- the background thread ---------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="floorless-indexer", daemon=True)
-        self._thread.start()
+        self._thread = background.start(self._run, "index")
 
     def stop(self) -> None:
         if self._thread is not None:
@@ -257,7 +257,7 @@ class Indexer:
                 with self._lock:
                     self._deferred.discard(key)
 
-        threading.Thread(target=run, name="floorless-deferred-walk", daemon=True).start()
+        background.start(run, "walk")
 
     def _compute_last(
         self,
