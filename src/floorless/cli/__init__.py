@@ -7,6 +7,7 @@ import click
 from floorless import __version__
 from floorless.cli.admin import admin
 from floorless.cli.doctor import doctor
+from floorless.cli.probe import probe
 from floorless.cli.serve import serve
 from floorless.cli.settings import settings
 
@@ -21,3 +22,4 @@ main.add_command(serve)
 main.add_command(admin)
 main.add_command(settings)
 main.add_command(doctor)
+main.add_command(probe)
