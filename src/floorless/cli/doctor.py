@@ -18,14 +18,14 @@ from floorless.errors import DiagnosisError
 @click.option(
     "--forgejo",
     "forgejo_ini",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),  # checked by doctor, exit 3
     metavar="APP.INI",
     help="Examine the Forgejo configured by this app.ini instead of floorless.",
 )
 @click.option(
     "--gitea",
     "gitea_ini",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),  # checked by doctor, exit 3
     metavar="APP.INI",
     help="Examine the Gitea configured by this app.ini instead of floorless.",
 )
