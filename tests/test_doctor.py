@@ -444,3 +444,9 @@ def test_floorless_on_local_disk_is_healthy(tmp_path):
     assert report["git_environment"]["GIT_CONFIG_NOSYSTEM"] == "1"
     assert [f["label"] for f in report["config_files"]] == ["global"]  # nothing else is read
     assert report["floor"]["browse pages"] == {"spawns": 0, "now_ms": 0, "local_home_ms": 0}
+
+
+def test_a_bad_floorless_config_file(tmp_path):
+    config = write(tmp_path / "floorless.toml", "no_such_setting = 1\n")
+    result = doctor("--config", str(config))
+    assert result.exit_code == 3 and "unknown setting(s): no_such_setting" in result.output

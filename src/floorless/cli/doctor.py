@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
-from floorless.cli.options import load_settings, location_options
+from floorless.cli.options import location_options
+from floorless.config import Settings
 from floorless.doctor import Options, diagnose_floorless, diagnose_forge
 from floorless.doctor.appini import FORGEJO, GITEA, resolve_layout
 from floorless.doctor.report import EXIT_UNKNOWN, to_json, to_text
-from floorless.errors import DiagnosisError
+from floorless.errors import ConfigError, DiagnosisError
 
 
 @click.command()
@@ -79,9 +80,9 @@ def doctor(
             layout = resolve_layout(ini, product, work_path=work_path)
             report = diagnose_forge(layout, options)
         else:
-            settings = load_settings(config_file, data=data, repos=repos)
+            settings = Settings.load(config_file, data=data, repos=repos)
             report = diagnose_floorless(settings, options)
-    except DiagnosisError as exc:
+    except (DiagnosisError, ConfigError) as exc:
         click.echo(f"floorless doctor: {exc}", err=True)
         raise SystemExit(EXIT_UNKNOWN) from None
     click.echo(to_json(report) if as_json else to_text(report), nl=not as_json)

@@ -50,7 +50,7 @@ def _overrides(values: tuple[str, ...]) -> dict[str, str]:
     type=click.FloatRange(0),
     default=60.0,
     show_default=True,
-    help="Stop timing after this long.",
+    help="Stop after this long, counting the warm-up (every class is timed once at least).",
 )
 @click.option(
     "--timeout",

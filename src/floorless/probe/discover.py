@@ -206,6 +206,8 @@ def plan(
         if repository is None and outside is not landing:
             repository = find_repository(base, landing, kind)
         notes["home"] = "first repository listed" if repository else "no repository found"
+        if repository is None:
+            notes["raw"] = notes["commits"] = "needs a repository: --repo OWNER/NAME"
     else:
         repository = repository.strip("/")
         notes["home"] = "--repo"

@@ -88,7 +88,7 @@ def to_text(result: Result) -> str:
     else:
         lines.append(
             f"floor: {floor:.1f} ms (the fastest repository page's p50 minus the "
-            f"{base.page.label} page's p50)"
+            f"{base.page.label}'s p50)"
         )
         for r in result.classes:
             if r.page.in_repository and r.ok:

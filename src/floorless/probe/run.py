@@ -3,8 +3,9 @@ page costs beyond a page outside any repository.
 
 Requests go round-robin (home, raw, commits, outside, static, home, ...) so drift in the
 server's load touches every class alike; one unrecorded round first opens the connection and
-warms the server's caches. The run stops after ``requests`` rounds or ``max_seconds``,
-whichever comes first.
+warms the server's caches. The run stops after ``requests`` rounds, or once ``max_seconds``
+have passed and every class has been timed at least once; each request is bounded by the
+client's timeout.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ class Result:
 
 
 def run(plan: Plan, client: Client, requests: int, max_seconds: float) -> Result:
+    """Time every page class ``requests`` times, in rounds; stop once ``max_seconds`` (counted
+    from the warm-up round) have passed and every class has at least one timing."""
     results = [ClassResult(page) for page in plan.pages if page.url is not None]
     if not results:
         raise DiagnosisError("no page to time: give --repo or --url CLASS=URL")
@@ -130,7 +133,7 @@ def run(plan: Plan, client: Client, requests: int, max_seconds: float) -> Result
     for round_number in range(requests + 1):  # round 0 warms up and is not recorded
         for result in results:
             assert result.page.url is not None
-            if round_number > 0 and time.perf_counter() - began > max_seconds:
+            if round_number > 1 and time.perf_counter() - began > max_seconds:
                 return Result(plan, results, rounds, time.perf_counter() - began)
             try:
                 response = client.get(result.page.url)
@@ -145,6 +148,5 @@ def run(plan: Plan, client: Client, requests: int, max_seconds: float) -> Result
             timing = parse_server_timing(response.header_values("Server-Timing"))
             for name, value in timing.items():
                 result.server_timing.setdefault(name, []).append(value)
-        if round_number > 0:
-            rounds = round_number
+        rounds = round_number
     return Result(plan, results, rounds, time.perf_counter() - began)
