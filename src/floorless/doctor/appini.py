@@ -223,7 +223,7 @@ def resolve_layout(
         label = f"[{section}] {key}" if section else key
         if value:
             return ResolvedPath(_join(base, value), label)
-        return ResolvedPath(_join(base, default), f"{label} default ({default_text})")
+        return ResolvedPath(_join(base, default), f"{label} (default: {default_text})")
 
     app_data = setting("server", "APP_DATA_PATH", "data", work.path, "WORK_PATH/data")
     repo_dir = "forgejo-repositories" if product == FORGEJO else "gitea-repositories"

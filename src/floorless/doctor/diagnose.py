@@ -180,43 +180,40 @@ def _diagnose(
 def _directory_findings(
     report: Report, missing_level: Mapping[str, str], *, floorless: bool
 ) -> None:
+    """One finding per directory that is missing, unusable or on flagged storage (git HOME's
+    and the repositories' storage are judged by their timings instead)."""
     for d in report.directories:
+        flagged = d.mount is not None and d.mount.flagged
+        on = f" is on {d.mount.describe()}" if d.mount is not None and flagged else ""
         if d.state == "missing":
             level = missing_level[d.role]
             made = "floorless creates it at start" if floorless else "the forge creates it"
-            hint = f" ({made})" if level != PROBLEM else ""
-            report.findings.append(Finding(level, f"{d.label} {d.path} does not exist{hint}"))
+            hint = f"; {made}" if level != PROBLEM else ""
+            where = f"; it would be on {d.mount.describe()}" if on and d.mount else ""
+            report.findings.append(
+                Finding(level, f"{d.label} {d.path} does not exist{hint}{where}")
+            )
         elif d.state != "ok":
             report.findings.append(Finding(PROBLEM, f"{d.label} {d.path}: {d.state}"))
-        if d.mount is None or not d.mount.flagged:
+        elif not flagged or d.role in ("home", "repositories"):
             continue
-        where = f"{d.label} {d.path} is on {d.mount.describe()}"
-        if d.role == "data" and floorless:
+        elif d.role == "data" and floorless:
             report.findings.append(
                 Finding(
                     WARNING,
-                    f"{where}: floorless's SQLite database lives there; keep it "
-                    f"on local storage (set `data`)",
+                    f"data {d.path}{on}: floorless's SQLite database lives there; keep it on "
+                    f"local storage",
                 )
             )
-        elif d.role == "repositories":
-            report.findings.append(Finding(INFO, f"{where}: {_repository_note(report, floorless)}"))
-        elif d.role != "home":
-            report.findings.append(Finding(INFO, where))
-
-
-def _repository_note(report: Report, floorless: bool) -> str:
-    penalty = report.spawn.repository_penalty
-    added = "" if penalty is None else f" (it adds {penalty:.1f} ms to each git child)"
-    if floorless:
-        return f"pages read it in-process with cached refs and handles, not per spawn{added}"
-    return f"every git child reads the repository there{added}"
+        else:
+            report.findings.append(Finding(INFO, f"{d.label} {d.path}{on}"))
 
 
 def _timing_findings(report: Report, *, floorless: bool) -> None:
     spawn = report.spawn
     home = next(d for d in report.directories if d.role == "home")
     fs = f" on {home.mount.describe()}" if home.mount else ""
+    home_flagged = False
     if spawn.failure:
         report.findings.append(Finding(PROBLEM, spawn.failure))
     else:
@@ -227,23 +224,25 @@ def _timing_findings(report: Report, *, floorless: bool) -> None:
             f"local HOME"
         )
         if penalty >= SLOW_SPAWN_MS:
-            report.findings.append(Finding(PROBLEM, f"git HOME {home.path}{fs} {measured}", "home"))
+            finding = Finding(PROBLEM, f"git HOME {home.path}{fs} {measured}", "home")
         elif penalty >= WARN_SPAWN_MS:
-            report.findings.append(Finding(WARNING, f"git HOME {home.path}{fs} {measured}", "home"))
+            finding = Finding(WARNING, f"git HOME {home.path}{fs} {measured}", "home")
         elif home.mount is not None and home.mount.flagged:
-            report.findings.append(
-                Finding(
-                    WARNING,
-                    f"git HOME {home.path}{fs} measured fast ({penalty:.1f} ms per git child), "
-                    f"but such a filesystem's cache can hide the cost until it expires",
-                    "home",
-                )
+            finding = Finding(
+                WARNING,
+                f"git HOME {home.path}{fs} measured fast ({penalty:.1f} ms per git child), "
+                f"but such a filesystem's cache can hide the cost until it expires",
+                "home",
             )
         else:
-            report.findings.append(
-                Finding(HEALTHY, f"git HOME {home.path}{fs} adds {penalty:.1f} ms per git child")
+            finding = Finding(
+                HEALTHY, f"git HOME {home.path}{fs} adds {penalty:.1f} ms per git child"
             )
+        home_flagged = finding.level != HEALTHY
+        report.findings.append(finding)
     for timing in report.files:
+        if timing.label != "system" and home_flagged:
+            continue  # explained by the finding above; the table shows each file
         if timing.error:
             report.findings.append(Finding(WARNING, f"{timing.path}: {timing.error}"))
         elif timing.total_ms >= SLOW_FILE_MS:
@@ -255,16 +254,37 @@ def _timing_findings(report: Report, *, floorless: bool) -> None:
                     "" if timing.label == "system" else "home",
                 )
             )
-    if report.spawn.repository_penalty is not None and not floorless:
-        penalty = report.spawn.repository_penalty
-        if penalty >= SLOW_SPAWN_MS:
+    _repository_finding(report, floorless=floorless)
+
+
+def _repository_finding(report: Report, *, floorless: bool) -> None:
+    repos = next(d for d in report.directories if d.role == "repositories")
+    if repos.state != "ok" or repos.mount is None:
+        return
+    penalty = report.spawn.repository_penalty
+    where = f"repositories {repos.path} are on {repos.mount.describe()}"
+    added = "" if penalty is None else f"; they add {penalty:.1f} ms to each git child"
+    if floorless:
+        if repos.mount.flagged:
             report.findings.append(
                 Finding(
-                    WARNING,
-                    f"the repositories' storage adds {penalty:.1f} ms to every "
-                    f"git child; no setting removes that part of the floor",
+                    INFO,
+                    f"{where}: pages read them in-process with cached refs and open handles, "
+                    f"not per git child{added}",
                 )
             )
+    elif penalty is not None and penalty >= SLOW_SPAWN_MS:
+        report.findings.append(
+            Finding(
+                WARNING,
+                f"{where}: every git child reads its repository there{added}; no setting "
+                f"removes that part of the floor",
+            )
+        )
+    elif repos.mount.flagged:
+        report.findings.append(
+            Finding(INFO, f"{where}: every git child reads its repository there{added}")
+        )
 
 
 def _file_note(timing: FileTiming, floorless: bool) -> str:

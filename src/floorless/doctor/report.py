@@ -154,12 +154,16 @@ def to_json(report: Report) -> str:
     return json.dumps(document, indent=2)
 
 
-def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+def _table(rows: list[list[str]], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        (indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
-        for row in rows
-    ]
+    lines = []
+    for row in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    return lines
 
 
 def _file_cells(timing: FileTiming) -> list[str]:
@@ -185,26 +189,30 @@ def to_text(report: Report) -> str:
     lines += ["", f"Config files every git child probes at start-up (medians of {runs}, ms)"]
     rows = [["", "path", "stat", "open+read"]]
     rows += [_file_cells(t) for t in report.files]
-    lines += _table(rows)
+    lines += _table(rows, right={2, 3})
 
-    lines += ["", f"git rev-parse, one git child (medians of {len(spawn.forge_ms)} runs)"]
     where = "a throwaway repository" if spawn.throwaway else str(spawn.repository)
-    local_fs = f", {spawn.local_mount.describe()}" if spawn.local_mount else ""
+    runs = len(spawn.forge_ms)
+    lines += ["", f"git rev-parse in {where} (one git child; medians of {runs} runs)"]
     if spawn.failure:
         lines.append(f"  {spawn.failure}")
     else:
+        local_fs = f", {spawn.local_mount.fstype}" if spawn.local_mount else ""
         rows = [
-            [f"in {where}, with the forge's git HOME", f"{spawn.forge_median:.1f} ms"],
+            ["with the forge's git HOME", f"{spawn.forge_median:.1f} ms"],
             [
-                f"in {where}, with a local HOME ({spawn.local_dir}{local_fs})",
+                f"with a local HOME ({spawn.local_dir}{local_fs})",
                 f"{spawn.local_home_median:.1f} ms",
             ],
         ]
         if spawn.local_repo_ms:
             local_repo = f"{median(spawn.local_repo_ms):.1f} ms"
             rows.append(["in a throwaway local repository, local HOME", local_repo])
-        lines += _table(rows)
-        lines.append(f"  git HOME adds {spawn.home_penalty:.1f} ms to every git child")
+        lines += _table(rows, right={1})
+        summary = f"git HOME adds {spawn.home_penalty:.1f} ms to every git child"
+        if spawn.repository_penalty is not None:
+            summary += f"; the repository's storage adds {spawn.repository_penalty:.1f} ms"
+        lines.append(f"  {summary}")
 
     lines += ["", "Estimated git time per page"]
     rows = [["", "git children", "now", "with a local HOME"]]
@@ -217,11 +225,17 @@ def to_text(report: Report) -> str:
                 f"{values['local_home_ms']:.0f} ms",
             ]
         )
-    lines += _table(rows)
+    lines += _table(rows, right={1, 2, 3})
 
     lines += ["", "Findings"]
     for finding in sorted(report.findings, key=lambda f: _ORDER.get(f.level, 9)):
-        lines.append(f"  {finding.level.upper():8} {finding.message}")
+        lines += textwrap.wrap(
+            f"{finding.level.upper():8} {finding.message}",
+            100,
+            initial_indent="  ",
+            subsequent_indent=" " * 11,
+            break_on_hyphens=False,
+        )
     if report.fix:
         lines += ["", "Fix"]
         for line in report.fix:
