@@ -188,8 +188,8 @@ def _directory_findings(
         if d.state == "missing":
             level = missing_level[d.role]
             made = "floorless creates it at start" if floorless else "the forge creates it"
-            hint = f"; {made}" if level != PROBLEM else ""
-            where = f"; it would be on {d.mount.describe()}" if on and d.mount else ""
+            hint = f" yet ({made})" if level != PROBLEM else ""
+            where = f", on {d.mount.describe()}" if on and d.mount else ""
             report.findings.append(
                 Finding(level, f"{d.label} {d.path} does not exist{hint}{where}")
             )
@@ -263,14 +263,14 @@ def _repository_finding(report: Report, *, floorless: bool) -> None:
         return
     penalty = report.spawn.repository_penalty
     where = f"repositories {repos.path} are on {repos.mount.describe()}"
-    added = "" if penalty is None else f"; they add {penalty:.1f} ms to each git child"
+    added = "" if penalty is None else f", which adds {penalty:.1f} ms to each"
     if floorless:
         if repos.mount.flagged:
             report.findings.append(
                 Finding(
                     INFO,
                     f"{where}: pages read them in-process with cached refs and open handles, "
-                    f"not per git child{added}",
+                    f"not through git children",
                 )
             )
     elif penalty is not None and penalty >= SLOW_SPAWN_MS:
@@ -290,8 +290,8 @@ def _repository_finding(report: Report, *, floorless: bool) -> None:
 def _file_note(timing: FileTiming, floorless: bool) -> str:
     if timing.label == "system" and not floorless:
         return (
-            f"{timing.path} (the system config; set GIT_CONFIG_NOSYSTEM=1 in the forge's "
-            f"environment to skip it)"
+            f"{timing.path} (the system config, which Forgejo and Gitea before 1.24 read; "
+            f"GIT_CONFIG_NOSYSTEM=1 in the forge's environment skips it)"
         )
     return str(timing.path)
 
