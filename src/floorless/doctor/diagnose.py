@@ -64,7 +64,6 @@ class _Target:
     name: str
     config: Path | None
     directories: list[tuple[str, str, ResolvedPath, str]]  # role, label, path, if missing
-    home_role: str
     environ: dict[str, str]
     spawns: dict[str, int]
 
@@ -101,7 +100,6 @@ def _floorless_target(settings: Settings) -> _Target:
             ("repositories", "repositories", ResolvedPath(settings.repos, "repos"), repos_missing),
             ("data", "data", ResolvedPath(settings.data, "data"), WARNING),
         ],
-        home_role="home",
         environ=environ,
         spawns={"browse pages": 0, "blame (cache miss), archive": 1},
     )
@@ -126,7 +124,6 @@ def _forge_target(layout: ForgeLayout) -> _Target:
             ("local_copies", "local copies", layout.local_copies, INFO),
             ("uploads", "uploads", layout.uploads, INFO),
         ],
-        home_role="home",
         environ=environ,
         spawns={"repository page": FORGE_SPAWNS_PER_PAGE},
     )
