@@ -155,7 +155,8 @@ LOCAL_COPY_PATH = /var/tmp/local
     assert layout.git_executable == "/opt/git/bin/git"
 
 
-def test_interpolation_same_section_parents_and_top_level(tmp_path):
+@pytest.mark.parametrize("product", [FORGEJO, GITEA])
+def test_interpolation_same_section_parents_and_top_level(tmp_path, product):
     ini = write(
         tmp_path / "app.ini",
         f"""ROOTDIR = {tmp_path}/forge
@@ -172,7 +173,7 @@ LOCAL = /var/lib/local
 HOME_PATH = "%(LOCAL)s/home;1"
 """,
     )
-    layout = resolve_layout(ini, FORGEJO, environ={})
+    layout = resolve_layout(ini, product, environ={})
     forge = tmp_path / "forge"
     assert layout.work.path == forge
     assert layout.app_data.path == forge / "data"
@@ -182,13 +183,14 @@ HOME_PATH = "%(LOCAL)s/home;1"
     assert layout.ini.unresolved == []
 
 
-def test_an_unknown_reference_stays_literal_and_is_reported(tmp_path):
+@pytest.mark.parametrize("product", [FORGEJO, GITEA])
+def test_an_unknown_reference_stays_literal_and_is_reported(tmp_path, product):
     # APP_DATA_PATH lives in [server], so [git] cannot see it: the forge uses the text as is.
     ini = write(
         tmp_path / "app.ini",
         f"WORK_PATH = {tmp_path}\n[git]\nHOME_PATH = %(APP_DATA_PATH)s/home\n",
     )
-    layout = resolve_layout(ini, FORGEJO, environ={})
+    layout = resolve_layout(ini, product, environ={})
     assert layout.git_home.path == tmp_path / "data" / "%(APP_DATA_PATH)s" / "home"
     assert len(layout.ini.unresolved) == 1
     assert "%(APP_DATA_PATH)s names no key in [git]" in layout.ini.unresolved[0]
@@ -452,3 +454,15 @@ def test_a_bad_floorless_config_file(tmp_path):
     config = write(tmp_path / "floorless.toml", "no_such_setting = 1\n")
     result = doctor("--config", str(config))
     assert result.exit_code == 3 and "unknown setting(s): no_such_setting" in result.output
+
+
+def test_an_unresolved_reference_is_a_warning_in_the_report(tmp_path):
+    home = tmp_path / "data" / "%(NOPE)s"
+    home.mkdir(parents=True)
+    build_one(tmp_path / "data" / "gitea-repositories" / "alice" / "one.git")
+    ini = write(tmp_path / "app.ini", f"WORK_PATH = {tmp_path}\n[git]\nHOME_PATH = %(NOPE)s\n")
+    result = doctor("--gitea", str(ini), "--runs", "1", "--json")
+    report = json.loads(result.output)
+    warnings = [f["message"] for f in report["findings"] if f["level"] == "warning"]
+    assert any("%(NOPE)s names no key in [git]" in w for w in warnings)
+    assert result.exit_code == 1
