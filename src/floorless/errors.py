@@ -2,6 +2,8 @@
 
     FloorlessError
     ├── ConfigError              bad settings; the command line reports it and exits
+    ├── DiagnosisError           doctor or probe cannot measure what was asked (a missing
+    │                            app.ini, no git, an unreachable URL); reported, exit 3
     ├── NotFound (404)           unknown owner, repository, ref, path or object
     │   └── UnknownRevision      a ref or commit id that does not resolve
     ├── BadRequest (400)         input that can never be valid: NUL, overlong, bad cursor
@@ -28,6 +30,10 @@ class FloorlessError(Exception):
 
 class ConfigError(FloorlessError):
     """A setting is missing, malformed or out of range."""
+
+
+class DiagnosisError(FloorlessError):
+    """``floorless doctor`` or ``floorless probe`` cannot do what was asked."""
 
 
 class NotFound(FloorlessError):

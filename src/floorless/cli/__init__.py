@@ -6,6 +6,8 @@ import click
 
 from floorless import __version__
 from floorless.cli.admin import admin
+from floorless.cli.doctor import doctor
+from floorless.cli.probe import probe
 from floorless.cli.serve import serve
 from floorless.cli.settings import settings
 
@@ -19,3 +21,5 @@ def main() -> None:
 main.add_command(serve)
 main.add_command(admin)
 main.add_command(settings)
+main.add_command(doctor)
+main.add_command(probe)
