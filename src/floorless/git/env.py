@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import ConfigLevel
+from pygit2.enums import ConfigLevel, ObjectType
 
 from floorless.errors import GitCommandError
 
@@ -92,8 +92,20 @@ class GitEnvironment:
         return out
 
 
+# Objects libgit2 keeps in memory once read, by type, up to these sizes (its defaults: 4 KiB
+# for commits and trees, no blobs). Objects never change, and a loose object read again
+# would cost an open and a read on the storage each time: a warm page must cost none.
+OBJECT_CACHE_LIMITS = {
+    ObjectType.BLOB: 1 << 20,
+    ObjectType.TREE: 1 << 20,
+    ObjectType.COMMIT: 1 << 16,
+    ObjectType.TAG: 1 << 16,
+}
+
+
 def isolate_libgit2() -> None:
-    """Make libgit2 read no system, XDG, global or ProgramData config (an empty path each)."""
+    """Make libgit2 read no system, XDG, global or ProgramData config (an empty path each),
+    and keep the objects pages read again (``OBJECT_CACHE_LIMITS``) in memory."""
     global _configured_libgit2
     with _lock:
         if _configured_libgit2:
@@ -105,4 +117,6 @@ def isolate_libgit2() -> None:
             ConfigLevel.PROGRAMDATA,
         ):
             pygit2.settings.search_path[level] = ""
+        for kind, limit in OBJECT_CACHE_LIMITS.items():
+            pygit2.settings.cache_object_limit(kind, limit)
         _configured_libgit2 = True

@@ -1,0 +1,79 @@
+"""floorless on slow storage: repositories on the benchmark's FUSE simulator. Once a page has
+been served, serving it again makes no operation on the storage, even for loose objects
+(which git keeps for small pushes and fresh commits): the count comes from the filesystem
+itself, per calling thread, leaving out floorless's own background threads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import start_forge, wait_indexed
+from falcon import testing
+
+from floorless.web.app import create_app
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from bench import slowfs  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fuse() -> None:
+    reason = slowfs.fuse_available()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must be able to mount FUSE: {reason}")
+        pytest.skip(f"FUSE unavailable: {reason}")
+
+
+def _loose_repository(path: Path) -> None:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@example.org",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@example.org",
+    }
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
+    (path / "dir").mkdir()
+    for n in range(12):
+        (path / f"file{n}.txt").write_text(f"line {n}\n" * 300)
+        (path / "dir" / f"mod{n}.py").write_text(f"x = {n}\n" * 40)
+        subprocess.run(["git", "add", "."], cwd=path, check=True, env=env)
+        subprocess.run(["git", "commit", "-q", "-m", f"change {n}"], cwd=path, check=True, env=env)
+    packs = list((path / ".git" / "objects" / "pack").glob("*.pack"))
+    assert packs == []  # every object is loose
+
+
+def test_warm_pages_make_no_storage_operation(fuse, tmp_path: Path) -> None:
+    source, mountpoint = tmp_path / "source", tmp_path / "mnt"
+    _loose_repository(source / "me" / "loose")
+    mountpoint.mkdir()
+    pages = [
+        "/",
+        "/me/loose",
+        "/me/loose/src/branch/main/dir",
+        "/me/loose/src/branch/main/file3.txt",
+        "/me/loose/raw/branch/main/file3.txt",
+        "/me/loose/commits/branch/main",
+        "/me/loose/commits/branch/main/file3.txt",
+        "/me/loose/branches",
+    ]
+    with slowfs.mounted(source, mountpoint, delay_ms=0) as mount:
+        forge = start_forge(mountpoint, tmp_path / "data")
+        try:
+            wait_indexed(forge)
+            client = testing.TestClient(create_app(forge))
+            for url in pages:
+                assert client.simulate_get(url).status_code == 200, url  # cold: reads
+                mount.reset()
+                for _ in range(5):
+                    assert client.simulate_get(url).status_code == 200, url
+                assert mount.request_total() == 0, (url, mount.counts())
+        finally:
+            forge.stop()
