@@ -641,7 +641,6 @@ def test_pages_across_timestamp_ties_and_clock_skew(
 
 
 def test_long_path_walk_is_deferred_then_served_from_the_index(
-    client: testing.TestClient,
     forge: Forge,
     fixture_root: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -650,6 +649,7 @@ def test_long_path_walk_is_deferred_then_served_from_the_index(
     that it is being prepared (and refreshes), the walk runs in the background, and the same
     page then comes from the stored answer without walking again."""
     monkeypatch.setattr(floorless.indexer, "INLINE_BUDGET", 100)
+    client = testing.TestClient(create_app(forge))  # its own page cache: nothing rendered yet
     url = "/alice/history/commits/branch/main/rare.txt"
     expected = git_log(fixture_root / HISTORY, "main", b"rare.txt")
     first = client.simulate_get(url)

@@ -122,6 +122,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "page_cache_entries",
+        int,
+        512,
+        "Rendered pages kept in memory (file, commits, commit and blame pages, keyed by the repository's refs, the URL and the viewer); 0 keeps none.",
+        minimum=0,
+    ),
+    Setting(
+        "page_cache_seconds",
+        float,
+        60.0,
+        'Seconds a rendered page is reused at most (its relative dates, such as "3 hours ago", age by as much).',
+        minimum=0,
+    ),
+    Setting(
         "session_days",
         float,
         30.0,
@@ -198,6 +212,8 @@ class Settings:
     max_diff_files: int
     commits_per_page: int
     repos_per_page: int
+    page_cache_entries: int
+    page_cache_seconds: float
     session_days: float
     secure_cookies: str
     signin_attempts: int

@@ -176,8 +176,10 @@ class RefCache:
         with self._lock:
             self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
             old = self._snapshots.get(git_dir)
+            if old is not None and old.same_refs(fresh):
+                return False  # the same object stays: what is derived from it stays valid
             self._snapshots[git_dir] = fresh
-        return old is None or not old.same_refs(fresh)
+        return True
 
 
 @dataclass(frozen=True)

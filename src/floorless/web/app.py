@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import falcon
 
 from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.web import auth, errors
+from floorless.web.pages import PageCache, page_etag
 from floorless.web.render import Renderer
 from floorless.web.views import (
     account,
@@ -66,12 +65,13 @@ class ConditionalMiddleware:
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
     ) -> None:
-        if req.method not in ("GET", "HEAD") or resp.status_code != 200 or resp.etag:
+        if req.method not in ("GET", "HEAD") or resp.status_code != 200:
             return
         if not isinstance(resp.text, str) or not (resp.content_type or "").startswith("text/html"):
             return
-        tag = hashlib.blake2b(resp.text.encode(), digest_size=16).hexdigest()
-        resp.etag = tag
+        if not resp.etag:  # a page from the page cache comes with its own
+            resp.etag = page_etag(resp.text)
+        tag = resp.etag.strip('"').removeprefix("W/").strip('"')
         if not resp.get_header("Cache-Control"):
             resp.cache_control = ["no-cache"]
         if any(match in ("*", tag) for match in req.if_none_match or []):
@@ -84,8 +84,11 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
     renderer = Renderer(forge.settings.site_name)
+    renderer.pages = PageCache(forge.settings.page_cache_entries, forge.settings.page_cache_seconds)
     authenticator = auth.Authenticator(forge)
-    metrics = Metrics(lambda: {**renderer.caches, "answers": forge.indexer.answers})
+    metrics = Metrics(
+        lambda: {**renderer.caches, "pages": renderer.pages, "answers": forge.indexer.answers}
+    )
     app = falcon.App(
         middleware=(
             TimingMiddleware(metrics),

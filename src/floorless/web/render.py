@@ -12,6 +12,7 @@ import jinja2
 from floorless import timing
 from floorless.web import auth
 from floorless.web.markup import LRU
+from floorless.web.pages import PageCache
 
 
 def text(value: bytes | str | None) -> str:
@@ -99,6 +100,7 @@ class Renderer:
         self.env.globals["site_name"] = site_name
         # Rendered fragments keyed by object ids: they never need invalidating.
         self.caches = {"highlight": LRU(256), "readme": LRU(512), "diff": LRU(128)}
+        self.pages = PageCache(0, 0.0)  # create_app sizes it from the settings
 
     def page(self, template: str, **context: Any) -> str:
         requester = auth.current()

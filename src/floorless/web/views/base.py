@@ -9,6 +9,7 @@ import falcon
 
 from floorless.forge import Forge
 from floorless.git.refs import Resolved
+from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView, repo_view
 from floorless.web.render import Renderer
 
@@ -51,7 +52,12 @@ class RefPage(View):
         tail: str = "",
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
+        pages = self.renderer.pages
+        key = pages.key(type(self).__name__, view.repo, req, viewer_of(req), view.level)
+        if pages.serve(key, view.snapshot, resp):
+            return
         self.show(req, resp, view, view.resolve_url(req, kind))
+        pages.keep(key, view.snapshot, req, resp)
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved

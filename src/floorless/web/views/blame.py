@@ -48,6 +48,7 @@ class Blame(RefPage):
             groups = cast(
                 list[dict[str, Any]], self.renderer.caches["highlight"].get_or_make(key, make)
             )
+        req.context.final_page = True
         self.html(
             resp,
             "blame.html",

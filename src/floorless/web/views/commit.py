@@ -11,6 +11,7 @@ from markupsafe import Markup, escape
 from floorless.errors import NotFound
 from floorless.git import diff as gitdiff
 from floorless.git import objects
+from floorless.web.auth import viewer_of
 from floorless.web.context import repo_view
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
@@ -30,6 +31,10 @@ class Commit(View):
         resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
         if resolved.path:
             raise NotFound("no such commit")
+        pages = self.renderer.pages
+        key = pages.key("Commit", view.repo, req, viewer_of(req), view.level)
+        if not variant and pages.serve(key, view.snapshot, resp):
+            return
         commit = view.commit(resolved)
         if variant:
             resp.cache_control = ["public", "max-age=31536000", "immutable"]
@@ -55,6 +60,7 @@ class Commit(View):
         )
         info = objects.commit_info(commit)
         parents = [objects.commit_info(p) for p in commit.parents if isinstance(p, pygit2.Commit)]
+        req.context.final_page = True
         self.html(
             resp,
             "commit.html",
@@ -62,6 +68,7 @@ class Commit(View):
                 commit=info, parents=parents, diff=changes, highlighted=highlighted
             ),
         )
+        pages.keep(key, view.snapshot, req, resp)
 
 
 ROW_CLASS = {"+": "add", "-": "del", " ": "ctx"}

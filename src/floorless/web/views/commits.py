@@ -122,6 +122,7 @@ class Commits(RefPage):
         following = Cursor.of(page) if page else None
         if page is None:
             resp.set_header("Refresh", "1")
+        req.context.final_page = page is not None
         self.html(
             resp,
             "commits.html",

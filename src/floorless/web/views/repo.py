@@ -9,6 +9,7 @@ from floorless.errors import NotFound
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import Resolved
+from floorless.web.auth import viewer_of
 from floorless.web.context import repo_view
 from floorless.web.render import Renderer, urlpath
 from floorless.web.views.base import View
@@ -26,6 +27,10 @@ class Home(View):
                 resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
             )
             return
+        pages = self.renderer.pages
+        key = pages.key("Home", view.repo, req, viewer_of(req), view.level)
+        if pages.serve(key, view.snapshot, resp):
+            return
         home = view.snapshot.home
         if home is None:
             self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
@@ -34,6 +39,8 @@ class Home(View):
         resolved = Resolved(kind, ref, head, b"")
         commit = objects.get_commit(view.handle, head)
         context = tree_context(view, kind, resolved, commit.tree, self.renderer.caches["readme"])
+        count = self.forge.indexer.known_commit_count(view.repo.id, head)
+        req.context.final_page = context["last_ready"] and count is not None
         self.html(
             resp,
             "tree.html",
@@ -43,11 +50,12 @@ class Home(View):
                 kind=kind,
                 home=True,
                 latest=objects.commit_info(commit),
-                commit_count=self.forge.indexer.known_commit_count(view.repo.id, head),
+                commit_count=count,
                 crumbs=[],
                 **context,
             ),
         )
+        pages.keep(key, view.snapshot, req, resp)
 
 
 class DefaultBranch(View):

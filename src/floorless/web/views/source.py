@@ -63,6 +63,7 @@ class Source(RefPage):
                 tree_context(view, resolved.kind, resolved, obj, self.renderer.caches["readme"])
             )
             context["commit_count"] = None
+            req.context.final_page = context["last_ready"]
             self.html(resp, "tree.html", **context)
             return
         if mode == objects.MODE_SUBMODULE:
@@ -76,6 +77,7 @@ class Source(RefPage):
             self.html(resp, "special.html", submodule=None, **context)
             return
         context.update(self._file(view, resolved, obj))
+        req.context.final_page = True
         self.html(resp, "blob.html", **context)
 
     def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
