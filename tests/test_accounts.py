@@ -362,3 +362,102 @@ def test_organisations_own_repositories_their_members_share(forge: Forge) -> Non
     assert level(Viewer(), repo) == Level.NONE
     with pytest.raises(Exception, match="organisation"):
         forge.accounts.create_token(team, "read")
+
+
+# Found in review: each of these was a defect.
+
+
+def test_renaming_onto_a_name_with_stale_rows_keeps_the_repository_private(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    ann = Browser(client)
+    ann.sign_in("ann")
+    ann.post("/-/new", {"owner": "ann", "name": "secret", "visibility": "private"})
+    forge.registry.set_private("ann", "gone", False)  # left by a repository that vanished
+    renamed = ann.post("/ann/secret/settings", {"action": "rename", "name": "gone"})
+    assert renamed.status_code == 303
+    forge.rescan()
+    assert Browser(client).get("/ann/gone").status_code == 404
+    # a rename the disk refuses changes nothing at all
+    (forge.settings.repos / "ann" / "blocked.git").mkdir()
+    refused = ann.post("/ann/gone/settings", {"action": "rename", "name": "blocked"})
+    assert refused.status_code == 409
+    assert (forge.settings.repos / "ann" / "gone.git" / "HEAD").is_file()
+    assert forge.registry.get("ann", "gone").private
+    # only the case of the name changes
+    assert ann.post("/ann/gone/settings", {"action": "rename", "name": "Gone"}).status_code == 303
+    assert ann.get("/ann/Gone").status_code == 200
+
+
+def test_a_new_repository_does_not_inherit_an_old_ones_collaborators(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    ann, ben = Browser(client), Browser(client)
+    ann.sign_in("ann")
+    ben.sign_in("ben")
+    ann.post("/-/new", {"owner": "ann", "name": "reused", "visibility": "private"})
+    ann.post("/ann/reused/settings", {"action": "collaborator", "user": "ben", "role": "read"})
+    assert ben.get("/ann/reused").status_code == 200
+    shutil.rmtree(forge.settings.repos / "ann" / "reused.git")  # gone behind floorless's back
+    forge.rescan()
+    ann.post("/-/new", {"owner": "ann", "name": "reused", "visibility": "private"})
+    assert ben.get("/ann/reused").status_code == 404
+
+
+def test_repository_ids_are_never_reused_and_a_deleted_ones_index_goes(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    ann = Browser(client)
+    ann.sign_in("ann")
+    ann.post("/-/new", {"owner": "ann", "name": "first"})
+    first = forge.registry.get("ann", "first")
+    forge.db.execute(
+        "INSERT INTO answers (repo_id, kind, key, value) VALUES (?, 'x', x'00', '[]')",
+        (first.id,),
+    )
+    ann.post("/ann/first/settings", {"action": "delete", "confirm": "ann/first"})
+    ann.post("/-/new", {"owner": "ann", "name": "second"})
+    assert forge.registry.get("ann", "second").id > first.id
+    assert forge.db.one("SELECT 1 FROM answers WHERE repo_id = ?", (first.id,)) is None
+
+
+@pytest.mark.parametrize(
+    "target", ["/\t/evil.example", "/\\evil.example", "//evil.example", "/\n/evil", "https://e.x"]
+)
+def test_sign_in_never_sends_anyone_to_another_site(client: testing.TestClient, target) -> None:
+    from urllib.parse import quote
+
+    browser = Browser(client)
+    browser.sign_in("ann")
+    result = browser.get("/-/login", query_string="next=" + quote(target, safe=""))
+    assert result.status_code == 303 and result.headers["location"] == "/"
+
+
+def test_an_old_password_stops_working_when_it_is_changed(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    assert client.simulate_get("/", headers=_basic("ann", PASSWORD)).status_code == 200
+    forge.accounts.set_password(forge.accounts.get("ann"), "a brand new password")
+    assert client.simulate_get("/", headers=_basic("ann", PASSWORD)).status_code == 401
+    fresh = _basic("ann", "a brand new password")
+    assert client.simulate_get("/", headers=fresh).status_code == 200
+
+
+def test_odd_form_values_and_cookies_are_4xx_not_500(client: testing.TestClient) -> None:
+    browser = Browser(client)
+    browser.get("/-/login")
+    assert (
+        browser.post("/-/login", {"name": "ann", "password": "x"}, csrf="%C3%A9").status_code == 403
+    )
+    for value in ("abc.%C3%A9", "abc.é".encode().decode("latin-1"), "x" * 300):
+        result = client.simulate_get("/", headers={"Cookie": f"floorless_session={value}"})
+        assert result.status_code == 200
+    browser.sign_in("ann")
+    assert browser.post("/-/tokens", {"scope": "read", "expires": "9" * 400}).status_code == 400
+    assert browser.post("/-/tokens", {"action": "revoke", "id": "9" * 30}).status_code == 400
+
+
+def test_names_the_forge_uses_for_itself_cannot_be_accounts(forge: Forge) -> None:
+    for name in ("local", "LOCAL", "admin", "-"):
+        with pytest.raises(Exception, match=r"reserved|valid"):
+            forge.accounts.create_user(name, "x@example.org", PASSWORD)

@@ -353,3 +353,19 @@ def _small_limits(tmp_path: Path) -> Path:
     config = tmp_path / "limits.toml"
     config.write_text("max_fetch_request_bytes = 1048576\n")
     return config
+
+
+def test_a_fetch_that_git_answers_while_reading_does_not_stall(
+    server: Server, tmp_path: Path
+) -> None:
+    """In protocol v0 git acknowledges each known ``have`` as it reads: thousands of them fill
+    its output pipe before the request ends. The server must keep reading git's output."""
+    work = new_repo(server, tmp_path, "chatty")
+    tip = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    want = pkt_line(f"want {tip} multi_ack_detailed side-band-64k\n".encode())
+    body = want + b"0000" + pkt_line(f"have {tip}\n".encode()) * 5000 + b"0000"
+    for _ in range(3):  # more than the server's spare threads, were they to hang
+        status, _ = raw(server, "POST", "/pat/chatty.git/git-upload-pack", body, **UPLOAD)
+        assert status == 200
+    wait_for(lambda: no_git_left(server), timeout=30)
+    assert raw(server, "GET", "/")[0] == 200

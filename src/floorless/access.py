@@ -127,8 +127,8 @@ class Policy:
             return "1", []
         return (
             "(NOT private OR repos.owner = ? COLLATE NOCASE"
-            " OR repos.owner IN (SELECT o.name FROM org_members m"
-            "   JOIN accounts o ON o.id = m.org_id WHERE m.user_id = ?)"
+            " OR EXISTS (SELECT 1 FROM org_members m JOIN accounts o ON o.id = m.org_id"
+            "   WHERE m.user_id = ? AND o.name = repos.owner)"
             " OR EXISTS (SELECT 1 FROM collaborators c"
             "   WHERE c.owner = repos.owner AND c.name = repos.name AND c.user_id = ?))",
             [account.name, account.id, account.id],

@@ -101,8 +101,16 @@ class SecretKey:
 
 
 class Accounts:
-    def __init__(self, db: Database, key: SecretKey, session_days: float = 30.0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        key: SecretKey,
+        session_days: float = 30.0,
+        reserved: frozenset[str] = frozenset(),
+    ) -> None:
         self.db = db
+        # Owner names the forge gives itself (``default_owner``): no account may take them.
+        self.reserved = frozenset(n.lower() for n in reserved) | RESERVED
         self.key = key
         self.session_seconds = session_days * _DAY
         self.hasher = PasswordHasher()
@@ -131,7 +139,7 @@ class Accounts:
     def _create(
         self, name: str, kind: str, email: str, password_hash: str | None, admin: bool
     ) -> Account:
-        if name.lower() in RESERVED:
+        if name.lower() in self.reserved:
             raise BadRequest(f"{name!r} is reserved for the forge's own pages")
         if not valid_name(name):
             raise BadRequest(
@@ -184,14 +192,26 @@ class Accounts:
         )
 
     def check_password(self, name: str, password: str) -> Account | None:
-        """The person named ``name`` if ``password`` is theirs; the same work either way."""
+        found = self.verify_password(name, password)
+        return None if found is None else found[0]
+
+    def verify_password(self, name: str, password: str) -> tuple[Account, str] | None:
+        """The person named ``name`` and their stored hash if ``password`` is theirs; the same
+        work either way."""
         row = self.db.one("SELECT * FROM accounts WHERE name = ? AND kind = 'user'", (name,))
         stored = row["password_hash"] if row is not None else None
         try:
             self.hasher.verify(stored or self._decoy, password)
         except (VerificationError, InvalidHashError):
             return None
-        return _account(row) if row is not None and stored else None
+        return (_account(row), stored) if row is not None and stored else None
+
+    def with_password_hash(self, account_id: int, stored: str) -> Account | None:
+        """The account, if its password is still the one whose hash was ``stored``."""
+        row = self.db.one(
+            "SELECT * FROM accounts WHERE id = ? AND password_hash = ?", (account_id, stored)
+        )
+        return None if row is None else _account(row)
 
     # -- organisations ------------------------------------------------------------------------
 
@@ -313,7 +333,8 @@ class Accounts:
         session_id, _, signature = cookie.partition(".")
         if not session_id or len(cookie) > 200:
             return None
-        if not hmac.compare_digest(signature, self.key.sign(session_id, "session")):
+        expected = self.key.sign(session_id, "session").encode()
+        if not hmac.compare_digest(signature.encode("utf-8", "replace"), expected):
             return None
         return session_id
 

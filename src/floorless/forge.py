@@ -40,7 +40,9 @@ class Forge:
         self.registry = Registry(self.db, settings.repos, settings.default_owner)
         self.indexer = Indexer(self.db, self.open)
         self.secret = SecretKey(settings.data / "secret.key")
-        self.accounts = Accounts(self.db, self.secret, settings.session_days)
+        self.accounts = Accounts(
+            self.db, self.secret, settings.session_days, frozenset({settings.default_owner})
+        )
         self.policy = Policy(self.db)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
@@ -89,8 +91,9 @@ class Forge:
     def _adopt_new(self) -> None:
         current = {repo.path: repo for repo in self.registry.all()}
         for path in set(self._repo_of_path) - set(current):
-            del self._repo_of_path[path]
+            gone = self._repo_of_path.pop(path)
             self.refs.invalidate(path)
+            self.indexer.forget(gone.id)
         for path, repo in current.items():
             known = self._repo_of_path.get(path)
             self._repo_of_path[path] = repo

@@ -152,16 +152,42 @@ class Registry:
                     )
                     continue
                 # A name freed by a removed repository may be taken by a new path.
-                self.db.execute("DELETE FROM repos WHERE owner = ? AND name = ?", (owner, name))
-                self.db.execute(
-                    "INSERT INTO repos (owner, name, path, bare, description, seen_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (owner, name, key, int(bare), _description(git_dir), now),
-                )
+                for row in self.db.query(
+                    "SELECT id FROM repos WHERE owner = ? AND name = ?", (owner, name)
+                ):
+                    self._drop_row(row["id"])
+                self._insert(owner, name, git_dir, bare, _description(git_dir), now)
                 added += 1
             for repo_id in known.values():
-                self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
+                self._drop_row(repo_id)
         return added, len(known)
+
+    def _insert(
+        self, owner: str, name: str, git_dir: Path, bare: bool, description: str, now: float
+    ) -> None:
+        """A new repository row, with an id never given before: whatever was stored under an
+        old repository's id can never be taken for the new one's."""
+        row = self.db.one(
+            "SELECT MAX(COALESCE((SELECT MAX(id) FROM repos), 0),"
+            " COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'repo_id_high'), 0))"
+            " + 1 AS id"
+        )
+        repo_id = int(row["id"]) if row else 1
+        self.db.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('repo_id_high', ?)", (str(repo_id),)
+        )
+        self.db.execute(
+            "INSERT INTO repos (id, owner, name, path, bare, description, seen_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (repo_id, owner, name, str(git_dir), int(bare), description, now),
+        )
+
+    def _drop_row(self, repo_id: int) -> None:
+        """Remove a repository's row and everything indexed under it (visibility and
+        collaborators stay with the name: a repository back after a moment is as it was)."""
+        for table in ("index_commits", "index_paths", "answers"):
+            self.db.execute(f"DELETE FROM {table} WHERE repo_id = ?", (repo_id,))  # noqa: S608
+        self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
 
     def get(self, owner: str, name: str) -> Repo:
         name = name.removesuffix(".git")
@@ -233,29 +259,31 @@ class Registry:
             pygit2.init_repository(str(path), bare=True, initial_head="main")
             (path / "description").write_text(description + "\n" if description else "")
             with self.db.transaction():
+                # A new repository starts with no one's access from an old one of its name.
+                self._clear_access(owner, name)
                 self.set_private(owner, name, private)
-                self.db.execute(
-                    "INSERT INTO repos (owner, name, path, bare, description, seen_at)"
-                    " VALUES (?, ?, ?, 1, ?, ?)",
-                    (owner, name, str(path), description, time.time()),
-                )
+                self._insert(owner, name, path, True, description, time.time())
         return self.get(owner, name)
 
     def rename(self, repo: Repo, new_name: str) -> Repo:
-        """Give ``repo`` a new name within its owner, on disk and in every table."""
+        """Give ``repo`` a new name within its owner, on disk and in every table.
+
+        The directory moves inside the database transaction: if either fails, neither
+        happens, and the repository keeps its name and who may see it.
+        """
         check_name(new_name)
         if new_name == repo.name:
             return repo
         with self.lock:
-            if self._taken(repo.owner, new_name):
+            if self._taken(repo.owner, new_name, besides=repo.id):
                 raise Conflict(f"{repo.owner}/{new_name} already exists")
             target = _renamed_path(repo, new_name)
-            if target.exists():
+            if target.exists() and not _same_file(target, repo):
                 raise Conflict(f"{target.name} already exists in the repositories directory")
             old_dir = repo.path if repo.bare else repo.path.parent
-            old_dir.rename(target)
             git_dir = target if repo.bare else target / ".git"
             with self.db.transaction():
+                self._clear_access(repo.owner, new_name)
                 for table in ("repo_access", "collaborators"):
                     self.db.execute(
                         f"UPDATE {table} SET name = ? WHERE owner = ? AND name = ?",  # noqa: S608
@@ -265,6 +293,7 @@ class Registry:
                     "UPDATE repos SET name = ?, path = ? WHERE id = ?",
                     (new_name, str(git_dir), repo.id),
                 )
+                old_dir.rename(target)
         return self.get(repo.owner, new_name)
 
     def delete(self, repo: Repo) -> None:
@@ -273,14 +302,10 @@ class Registry:
             directory = repo.path if repo.bare else repo.path.parent
             # Move it aside first, so a scan in the meantime cannot find half a repository.
             trash = directory.with_name(f".deleting-{directory.name}-{time.time_ns()}")
-            directory.rename(trash)
-            with self.db.transaction():
-                for table in ("repo_access", "collaborators"):
-                    self.db.execute(
-                        f"DELETE FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
-                        (repo.owner, repo.name),
-                    )
-                self.db.execute("DELETE FROM repos WHERE id = ?", (repo.id,))
+            with self.db.transaction():  # the move fails: the rows stay, and so does it
+                self._clear_access(repo.owner, repo.name)
+                self._drop_row(repo.id)
+                directory.rename(trash)
             shutil.rmtree(trash, ignore_errors=True)
 
     def set_private(self, owner: str, name: str, private: bool) -> None:
@@ -295,11 +320,19 @@ class Registry:
         (repo.path / "description").write_text(description + "\n" if description else "")
         self.db.execute("UPDATE repos SET description = ? WHERE id = ?", (description, repo.id))
 
-    def _taken(self, owner: str, name: str) -> bool:
+    def _taken(self, owner: str, name: str, besides: int | None = None) -> bool:
         row = self.db.one(
-            "SELECT 1 FROM repos WHERE owner = ? AND name = ? COLLATE NOCASE", (owner, name)
+            "SELECT 1 FROM repos WHERE owner = ? AND name = ? COLLATE NOCASE AND id IS NOT ?",
+            (owner, name, besides),
         )
         return row is not None
+
+    def _clear_access(self, owner: str, name: str) -> None:
+        for table in ("repo_access", "collaborators"):
+            self.db.execute(
+                f"DELETE FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
+                (owner, name),
+            )
 
     def set_updated(self, repo_id: int, updated_at: float | None) -> None:
         self.db.execute("UPDATE repos SET updated_at = ? WHERE id = ?", (updated_at, repo_id))
@@ -315,6 +348,16 @@ def check_name(name: str) -> None:
 
 def _clean_description(text: str) -> str:
     return " ".join(text.split())[:500]
+
+
+def _same_file(target: Path, repo: Repo) -> bool:
+    """Whether ``target`` is the repository's own directory (a rename that changes only case
+    on a filesystem that ignores it)."""
+    directory = repo.path if repo.bare else repo.path.parent
+    try:
+        return target.samefile(directory)
+    except OSError:
+        return False
 
 
 def _renamed_path(repo: Repo, new_name: str) -> Path:

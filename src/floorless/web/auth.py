@@ -99,7 +99,8 @@ class Authenticator:
         self.forge = forge
         self.accounts = forge.accounts
         self.throttle = Throttle(forge.settings.signin_attempts, forge.settings.signin_window)
-        self._verified: OrderedDict[bytes, tuple[int, float]] = OrderedDict()
+        # verified passwords: (account id, its password hash then, remembered until)
+        self._verified: OrderedDict[bytes, tuple[int, str, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def identify(self, req: falcon.Request) -> Viewer:
@@ -149,13 +150,13 @@ class Authenticator:
         if remembered is not None:
             return remembered
         self.throttle.check(*keys)
-        account = self.accounts.check_password(name, password)
-        if account is None:
+        found = self.accounts.verify_password(name, password)
+        if found is None:
             self.throttle.failed(*keys)
             raise Unauthorized("wrong user name or password")
         self.throttle.succeeded(*keys)
-        self._remember(name, password, account)
-        return account
+        self._remember(name, password, *found)
+        return found[0]
 
     def _memory_key(self, name: str, password: str) -> bytes:
         return hmac.new(
@@ -166,24 +167,20 @@ class Authenticator:
         key = self._memory_key(name, password)
         with self._lock:
             entry = self._verified.get(key)
-        if entry is None or entry[1] < time.monotonic():
+        if entry is None or entry[2] < time.monotonic():
             return None
-        account = self.accounts.by_id(entry[0])
+        # a password changed since (by any process) no longer matches the hash it had
+        account = self.accounts.with_password_hash(entry[0], entry[1])
         if account is None or account.name.lower() != name.lower():
             return None
         return account
 
-    def _remember(self, name: str, password: str, account: Account) -> None:
+    def _remember(self, name: str, password: str, account: Account, stored: str) -> None:
         key = self._memory_key(name, password)
         with self._lock:
-            self._verified[key] = (account.id, time.monotonic() + _PASSWORD_MEMORY)
+            self._verified[key] = (account.id, stored, time.monotonic() + _PASSWORD_MEMORY)
             while len(self._verified) > _PASSWORD_MEMORY_SIZE:
                 self._verified.popitem(last=False)
-
-    def forget_passwords(self) -> None:
-        """After a password change: every password must be verified again."""
-        with self._lock:
-            self._verified.clear()
 
     # -- CSRF ---------------------------------------------------------------------------------
 
@@ -202,7 +199,8 @@ class Authenticator:
             raise Forbidden("this form was sent from another site")
         viewer = viewer_of(req)
         expected = self.csrf_for(viewer, req.cookies.get(CSRF_COOKIE, ""))
-        if not expected or not hmac.compare_digest(form.get(CSRF_FIELD, ""), expected):
+        sent = form.get(CSRF_FIELD, "").encode("utf-8", "replace")
+        if not expected or not hmac.compare_digest(sent, expected.encode()):
             raise Forbidden("the form has expired; reload the page and send it again")
 
 

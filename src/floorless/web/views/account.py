@@ -10,7 +10,7 @@ import secrets
 import threading
 import time
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import falcon
 
@@ -39,10 +39,15 @@ def read_form(req: falcon.Request) -> dict[str, str]:
 
 
 def safe_next(value: str | None) -> str:
-    """Where to go after signing in: a path on this site, never another site."""
-    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
-        return value
-    return "/"
+    """Where to go after signing in: a path on this site, never another site. Browsers drop
+    tabs and newlines from URLs and read a backslash as a slash, so any control character,
+    space or backslash makes it "/"."""
+    if not value or len(value) > 2000 or not value.startswith("/"):
+        return "/"
+    if value.startswith("//") or any(c <= " " or c in "\\\x7f" for c in value):
+        return "/"
+    parts = urlsplit(value)
+    return value if not parts.scheme and not parts.netloc else "/"
 
 
 def login_url(req: falcon.Request) -> str:
@@ -130,8 +135,9 @@ class Tokens(FormView):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         account = self.signed_in(req)
         session = auth.viewer_of(req).session or ""
-        with self._lock:
-            created, deadline = self._handover.pop(session, ("", 0.0))
+        with self._lock:  # a HEAD request looks without taking
+            take = self._handover.pop if req.method == "GET" else self._handover.get
+            created, deadline = take(session, ("", 0.0))
         self.show(resp, account, created=created if deadline > time.monotonic() else None)
 
     def show(self, resp: falcon.Response, account: Account, **extra: Any) -> None:
@@ -200,6 +206,8 @@ class NewRepo(FormView):
 
 
 def _int(value: str | None) -> int:
+    if value is not None and len(value) > 9:
+        raise BadRequest("that number is out of range")
     try:
         return int(value or "")
     except ValueError as exc:

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import select
 import subprocess
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import IO
 
 import falcon
@@ -30,7 +33,7 @@ from falcon.typing import ReadableIO
 from floorless.access import Level
 from floorless.errors import (
     BadRequest,
-    FloorlessError,
+    GitCommandError,
     NotFound,
     TooLarge,
     Unauthorized,
@@ -45,6 +48,7 @@ from floorless.web.views.base import View
 log = logging.getLogger(__name__)
 
 CHUNK = 65536
+GIT_STALL_SECONDS = 120.0  # git neither reading nor writing this long: give up on it
 _NO_CACHE = ["no-cache", "max-age=0", "must-revalidate"]
 
 
@@ -105,10 +109,15 @@ class InfoRefs(GitView):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        out, err = proc.communicate(timeout=120)
+        try:
+            out, err = proc.communicate(timeout=GIT_STALL_SECONDS)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
+            raise GitCommandError("git took too long to list the refs") from exc
         if proc.returncode != 0:
             log.warning("%s: %s --advertise-refs: %s", found.full_name, service, err[-500:])
-            raise FloorlessError("git could not list the refs")
+            raise GitCommandError("git could not list the refs")
         prefix = (
             b"" if out.startswith(b"000eversion 2\n") else protocol.service_announcement(service)
         )
@@ -140,9 +149,9 @@ class Service(GitView):
             stdout=subprocess.PIPE,
             stderr=errors,
         )
-        output = GitOutput(proc, errors, found, self.service)
+        output = GitOutput(proc, errors, found, self.service, self.forge.git.tmp)
         try:
-            feed(proc, body, checker)
+            feed(proc, body, checker, output.spool)
         except BaseException:
             output.close()
             raise
@@ -210,23 +219,43 @@ def _inflate(inflater: zlib._Decompress, data: bytes) -> Iterator[bytes]:
 
 
 def feed(
-    proc: subprocess.Popen[bytes], body: Iterator[bytes], checker: protocol.PktChecker
+    proc: subprocess.Popen[bytes],
+    body: Iterator[bytes],
+    checker: protocol.PktChecker,
+    spool: IO[bytes],
 ) -> None:
     """Write the body to git's input, checking its framing; close the input at its end.
 
-    Every error closes git's input first: git sees the request end early and stops cleanly.
+    git may answer while it reads (a v0 fetch acknowledges each ``have`` it knows): what it
+    says meanwhile goes to ``spool``, a file, so neither side waits on the other and nothing
+    is sent before the request is whole. Every error closes git's input first: git sees the
+    request end early and stops cleanly.
     """
-    stdin = proc.stdin
-    assert stdin is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin is not None and stdout is not None
+    in_fd, out_fd = stdin.fileno(), stdout.fileno()
+    os.set_blocking(in_fd, False)
+    listening = True
     try:
         for piece in body:
             checker.feed(piece)
-            try:
-                stdin.write(piece)
-            except BrokenPipeError:
-                break  # git stopped reading: its answer says why
-        else:
-            checker.finish()
+            pending = memoryview(piece)
+            while pending:
+                readable, writable, _ = select.select(
+                    [out_fd] if listening else [], [in_fd], [], GIT_STALL_SECONDS
+                )
+                if not readable and not writable:
+                    raise BadRequest("git stopped reading the request")
+                if readable:
+                    data = os.read(out_fd, CHUNK)
+                    listening = bool(data)
+                    spool.write(data)
+                if writable:
+                    try:
+                        pending = pending[os.write(in_fd, pending) :]
+                    except BrokenPipeError:
+                        return  # git stopped reading: its answer says why
+        checker.finish()
     finally:
         with contextlib.suppress(BrokenPipeError):
             stdin.close()
@@ -240,20 +269,35 @@ class GitOutput:
     """
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], errors: IO[bytes], repo: Repo, service: str
+        self,
+        proc: subprocess.Popen[bytes],
+        errors: IO[bytes],
+        repo: Repo,
+        service: str,
+        scratch: Path,
     ) -> None:
         self.proc = proc
         self.errors = errors
+        # what git said while it was still reading the request (see ``feed``)
+        self.spool: IO[bytes] = tempfile.TemporaryFile(dir=scratch)  # noqa: SIM115
         self.repo = repo
         self.service = service
         self.on_end: Callable[[], None] | None = None
         self._first: bytes | None = None
         self._closed = False
 
+    def _read(self) -> bytes:
+        """git's next output: first what the spool kept, then straight from git."""
+        data = self.spool.read(CHUNK)
+        if data:
+            return data
+        assert self.proc.stdout is not None
+        return os.read(self.proc.stdout.fileno(), CHUNK)
+
     def first(self) -> bytes | None:
         """Wait for git's first output; None when git ended without a word."""
-        assert self.proc.stdout is not None
-        data = self.proc.stdout.read1(CHUNK)  # type: ignore[attr-defined]
+        self.spool.seek(0)
+        data = self._read()
         self._first = data or None
         return self._first
 
@@ -266,10 +310,9 @@ class GitOutput:
         return "malformed or unexpected request"
 
     def __iter__(self) -> Iterator[bytes]:
-        stdout = self.proc.stdout
-        assert stdout is not None and self._first is not None
+        assert self._first is not None
         held = self._first
-        while data := stdout.read1(CHUNK):  # type: ignore[attr-defined]
+        while data := self._read():
             yield held
             held = data
         code = self.proc.wait()
@@ -298,6 +341,7 @@ class GitOutput:
             proc.kill()
             proc.wait()
         self.errors.close()
+        self.spool.close()
         if self.on_end is not None:  # a push whose answer was never read to the end
             on_end, self.on_end = self.on_end, None
             on_end()
