@@ -742,12 +742,16 @@ def read_counts(mountpoint: Path) -> dict[str, int]:
 
 def request_ops(mount: Mount) -> int:
     """Operations served since the last reset, less those floorless's background threads made
-    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.background``): the
-    filesystem work that requests cost. For any other server this is every operation."""
+    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.background``) and
+    those the kernel sends on its own (thread 0: the release after a last close, whose open
+    is counted with the thread that made it): the filesystem work that requests cost. For
+    any other server this is every operation but the kernel's."""
     total = 0
     for tid, count in mount.callers().items():
+        if tid == 0:
+            continue
         try:
-            name = Path(f"/proc/{tid}/comm").read_text().strip() if tid else ""
+            name = Path(f"/proc/{tid}/comm").read_text().strip()
         except OSError:  # the thread has ended: not a long-lived background thread
             name = ""
         if not name.startswith(BACKGROUND_PREFIX):

@@ -118,6 +118,28 @@ def test_a_commit_made_behind_the_back_shows_up(live, repos):
     assert ref_reads.elsewhere() > 0
 
 
+def test_ref_checks_read_refs_only_when_something_moved(live, repos):
+    """The background check compares file and directory status first (which lets request
+    threads run while slow storage answers); libgit2 reads the refs only after a change."""
+    forge, client, ref_reads, _ = live
+    one = repos / "alice" / "one.git"
+    assert client.simulate_get("/alice/one").status_code == 200
+    forge.stop()  # the checks below run here, not in the background thread
+    before = sum(ref_reads.by_thread.values())
+    for _ in range(3):
+        assert forge.check_refs() == 0
+    assert sum(ref_reads.by_thread.values()) == before
+    _commit_behind_the_back(one, b"moved\n", "Move main")
+    assert forge.check_refs() == 1
+    git(one, "branch", "side", "main")  # a new ref in refs/heads
+    assert forge.check_refs() == 1
+    git(one, "pack-refs", "--all")  # loose refs into packed-refs: the same refs
+    assert forge.check_refs() == 0
+    git(one, "tag", "v9")
+    assert forge.check_refs() == 1
+    assert "v9" in client.simulate_get("/alice/one/tags").text
+
+
 def test_repositories_added_and_removed_behind_the_back(live, repos, tmp_path):
     forge, client, _ref_reads, scans = live
     assert client.simulate_get("/dave/fresh").status_code == 404

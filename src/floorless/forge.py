@@ -22,7 +22,13 @@ from floorless.db import Database
 from floorless.errors import FloorlessError
 from floorless.git.env import GitEnvironment
 from floorless.git.protocol import capture_v2_advertisement
-from floorless.git.refs import RefCache, RefSnapshot, read_snapshot
+from floorless.git.refs import (
+    Fingerprint,
+    RefCache,
+    RefSnapshot,
+    read_snapshot,
+    ref_fingerprint,
+)
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
 from floorless.repos import Registry, Repo
@@ -51,6 +57,7 @@ class Forge:
         self._thread: threading.Thread | None = None
         self._repo_of_path: dict[Path, Repo] = {}
         self.last_scan = 0.0
+        self._fingerprints: dict[Path, Fingerprint] = {}
         self._advertisement: bytes | None = None
         self._advertisement_lock = threading.Lock()
 
@@ -159,6 +166,8 @@ class Forge:
         self._repo_of_path.pop(git_dir, None)
 
     def _read_refs(self, git_dir: Path) -> RefSnapshot:
+        # the fingerprint first: a ref that moves while the refs are read shows as a change
+        self._fingerprints[git_dir] = ref_fingerprint(git_dir)
         return read_snapshot(self.handles.get(git_dir))
 
     def _index_soon(self, repo: Repo) -> None:
@@ -200,6 +209,8 @@ class Forge:
         changed = 0
         for git_dir in self.refs.cached():
             repo = self._repo_of_path.get(git_dir)
+            if self._fingerprints.get(git_dir) == ref_fingerprint(git_dir):
+                continue  # nothing moved: no need to hold the interpreter to read the refs
             try:
                 moved = self.refs.refresh(git_dir)
             except FloorlessError:

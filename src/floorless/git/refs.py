@@ -7,6 +7,7 @@ changes made behind floorless's back.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -133,6 +134,47 @@ def _read_tag(repo: pygit2.Repository, short: bytes, ref: pygit2.Reference) -> T
     except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
         commit = None
     return Tag(name=short, commit=commit, target=obj.id.raw if obj else b"", annotated=annotated)
+
+
+Fingerprint = tuple[tuple[str, int, int, int] | None, ...]
+
+
+def ref_fingerprint(git_dir: Path) -> Fingerprint:
+    """What changes whenever a ref does: the status of HEAD, packed-refs, the reftable list and
+    every directory below refs/ (git moves a ref by renaming a new file into its directory).
+
+    Plain ``os.stat`` and ``os.scandir`` calls let other threads run while the storage takes
+    its time; reading the refs through libgit2 would hold the interpreter for all of it.
+    """
+    dirs = [git_dir]
+    try:
+        common = (git_dir / "commondir").read_text().strip()
+    except OSError:
+        common = ""
+    if common:
+        dirs.append((git_dir / common).resolve())
+    marks: list[tuple[str, int, int, int] | None] = []
+    for base in dirs:
+        for name in ("HEAD", "packed-refs", "reftable/tables.list"):
+            marks.append(_mark(base / name))
+        pending = [base / "refs"]
+        while pending:
+            directory = pending.pop()
+            marks.append(_mark(directory))
+            try:
+                with os.scandir(directory) as entries:
+                    pending.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+    return tuple(marks)
+
+
+def _mark(path: Path) -> tuple[str, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (path.name, st.st_mtime_ns, st.st_ino, st.st_size)
 
 
 class RefCache:
