@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,24 @@ from floorless.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ sits beside src/, outside the installed package
+    sys.path.insert(0, str(ROOT))
+
 _HOME_SAFE_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
+
+
+@pytest.fixture(scope="session")
+def fuse() -> None:
+    """FUSE for the slow-storage simulator: skipped without it, except under CI, which must
+    have it (scripts/install-bench-deps.sh installs it)."""
+    from bench import slowfs
+
+    reason = slowfs.fuse_available()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must be able to mount FUSE: {reason}")
+        pytest.skip(f"FUSE unavailable: {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -35,15 +35,6 @@ def wait_for(predicate, timeout: float = 10.0) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture(scope="module")
-def fuse() -> None:
-    reason = slowfs.fuse_available()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to mount FUSE: {reason}")
-        pytest.skip(f"FUSE unavailable: {reason}")
-
-
 @pytest.fixture
 def dirs(tmp_path: Path) -> tuple[Path, Path]:
     source, mountpoint = tmp_path / "source", tmp_path / "mnt"

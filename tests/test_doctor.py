@@ -356,15 +356,6 @@ def test_no_permission_on_a_directory(shared_dir):
 # ------------------------------------------------------------- the verdict, on real storage
 
 
-@pytest.fixture(scope="module")
-def fuse() -> None:
-    reason = slowfs.fuse_available()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to mount FUSE: {reason}")
-        pytest.skip(f"FUSE unavailable: {reason}")
-
-
 def forgejo_site(root: Path, data: Path) -> Path:
     """A Forgejo layout: app.ini in WORK/custom/conf, repositories on local disk, app data
     (and so git's HOME, by default) at ``data``, with the .gitconfig Forgejo writes."""

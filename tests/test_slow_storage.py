@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import start_forge, wait_indexed
 from falcon import testing
 
@@ -20,15 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 from bench import slowfs  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def fuse() -> None:
-    reason = slowfs.fuse_available()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to mount FUSE: {reason}")
-        pytest.skip(f"FUSE unavailable: {reason}")
 
 
 def _loose_repository(path: Path) -> None:

@@ -154,7 +154,8 @@ def to_json(report: Report) -> str:
     return json.dumps(document, indent=2)
 
 
-def _table(rows: list[list[str]], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
+def text_table(rows: list[list[str]], right: frozenset[int] | set[int] = frozenset()) -> list[str]:
+    """Rows as aligned text columns (those in ``right`` right-aligned), indented two spaces."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
@@ -183,13 +184,13 @@ def to_text(report: Report) -> str:
     for d in report.directories:
         fs = d.mount.describe() if d.mount else "?"
         rows.append([d.label, str(d.path), fs, d.state, d.origin])
-    lines += _table(rows)
+    lines += text_table(rows)
 
     runs = report.files[0].runs if report.files else 0
     lines += ["", f"Config files every git child probes at start-up (medians of {runs}, ms)"]
     rows = [["", "path", "stat", "open+read"]]
     rows += [_file_cells(t) for t in report.files]
-    lines += _table(rows, right={2, 3})
+    lines += text_table(rows, right={2, 3})
 
     where = "a throwaway repository" if spawn.throwaway else str(spawn.repository)
     runs = len(spawn.forge_ms)
@@ -208,7 +209,7 @@ def to_text(report: Report) -> str:
         if spawn.local_repo_ms:
             local_repo = f"{median(spawn.local_repo_ms):.1f} ms"
             rows.append(["in a throwaway local repository, local HOME", local_repo])
-        lines += _table(rows, right={1})
+        lines += text_table(rows, right={1})
         summary = f"git HOME adds {spawn.home_penalty:.1f} ms to every git child"
         if spawn.repository_penalty is not None:
             summary += f"; the repository's storage adds {spawn.repository_penalty:.1f} ms"
@@ -225,7 +226,7 @@ def to_text(report: Report) -> str:
                 f"{values['local_home_ms']:.0f} ms",
             ]
         )
-    lines += _table(rows, right={1, 2, 3})
+    lines += text_table(rows, right={1, 2, 3})
 
     lines += ["", "Findings"]
     for finding in sorted(report.findings, key=lambda f: _ORDER.get(f.level, 9)):

@@ -6,6 +6,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from floorless.doctor.report import text_table
 from floorless.probe.run import ClassResult, Result
 
 EXIT_MEASURED = 0
@@ -38,18 +39,6 @@ def _statuses(result: ClassResult) -> str:
     return ", ".join(shown) or "-"
 
 
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append(("  " + "  ".join(cells)).rstrip())
-    return lines
-
-
 def _number(value: float) -> str:
     return f"{value:.0f}" if value == int(value) and abs(value) >= 10 else f"{value:.1f}"
 
@@ -75,7 +64,7 @@ def to_text(result: Result) -> str:
             rows.append([page.label, url, "0", "-", "-", _statuses(r)])
             continue
         rows.append([page.label, url, str(len(r.ms)), f"{r.p50:.1f}", f"{r.p95:.1f}", _statuses(r)])
-    lines += _table(rows, right={2, 3, 4})
+    lines += text_table(rows, right={2, 3, 4})
 
     floor = result.floor_ms()
     base = result.baseline()
@@ -105,7 +94,7 @@ def to_text(result: Result) -> str:
             rows.append(
                 [r.page.label, *(_number(medians[m]) if m in medians else "-" for m in metrics)]
             )
-        lines += _table(rows, right=set(range(1, len(metrics) + 1)))
+        lines += text_table(rows, right=set(range(1, len(metrics) + 1)))
     else:
         lines += ["", "No Server-Timing header: the server does not say where its time goes."]
     return "\n".join(lines) + "\n"
