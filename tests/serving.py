@@ -52,6 +52,21 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("FLOORLESS_")}
 
 
+def run_admin(
+    data: Path, *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``floorless admin ARGS --data DATA`` in a process of its own, as a person would run it."""
+    return subprocess.run(
+        [floorless_command(), "admin", *args, "--data", str(data)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+
+
 @dataclass
 class Server:
     url: str
@@ -63,23 +78,7 @@ class Server:
 
     def admin(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
         """Run ``floorless admin ARGS`` on this server's data; return its standard output."""
-        result = subprocess.run(
-            [
-                floorless_command(),
-                "admin",
-                *args,
-                "--data",
-                str(self.data),
-                "--repos",
-                str(self.repos),
-            ],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=clean_env(),
-            timeout=60,
-            check=False,
-        )
+        result = run_admin(self.data, *args, "--repos", str(self.repos), stdin=stdin)
         if check and result.returncode != 0:
             raise AssertionError(f"floorless admin {' '.join(args)}: {result.stderr}")
         return result.stdout.strip()

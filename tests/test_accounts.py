@@ -9,14 +9,13 @@ import logging
 import re
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import start_forge
 from falcon import testing
-from serving import clean_env, floorless_command
+from serving import run_admin
 
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -279,18 +278,6 @@ def test_no_secret_reaches_the_log(client: testing.TestClient, forge: Forge, cap
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for secret in (plain, PASSWORD, "not the password"):
         assert secret not in logged
-
-
-def run_admin(data: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [floorless_command(), "admin", *args, "--data", str(data)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        timeout=60,
-        check=False,
-    )
 
 
 def test_admin_commands_answer_bad_input_clearly(tmp_path: Path) -> None:

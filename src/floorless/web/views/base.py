@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -28,6 +29,18 @@ class View:
         resp.content_type = "text/html; charset=utf-8"
         resp.text = self.renderer.page(template, **context)
 
+    def cached_page(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, render: Callable[[], None]
+    ) -> None:
+        """Answer from the page cache; otherwise ``render``, and keep the page if the view
+        marked it final (``req.context.final_page``)."""
+        pages = self.renderer.pages
+        key = pages.key(type(self).__name__, view.repo, req, viewer_of(req), view.level)
+        if pages.serve(key, view.snapshot, resp):
+            return
+        render()
+        pages.keep(key, view.snapshot, req, resp)
+
     def public_url(self, req: falcon.Request) -> str:
         """The forge's public base URL (no trailing slash): ``base_url`` when set, else the
         request's host when it is a well-formed host name, else the listening address."""
@@ -52,12 +65,9 @@ class RefPage(View):
         tail: str = "",
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        pages = self.renderer.pages
-        key = pages.key(type(self).__name__, view.repo, req, viewer_of(req), view.level)
-        if pages.serve(key, view.snapshot, resp):
-            return
-        self.show(req, resp, view, view.resolve_url(req, kind))
-        pages.keep(key, view.snapshot, req, resp)
+        self.cached_page(
+            req, resp, view, lambda: self.show(req, resp, view, view.resolve_url(req, kind))
+        )
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved

@@ -11,8 +11,8 @@ from markupsafe import Markup, escape
 from floorless.errors import NotFound
 from floorless.git import diff as gitdiff
 from floorless.git import objects
-from floorless.web.auth import viewer_of
-from floorless.web.context import repo_view
+from floorless.git.refs import Resolved
+from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import View
@@ -31,31 +31,33 @@ class Commit(View):
         resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
         if resolved.path:
             raise NotFound("no such commit")
-        pages = self.renderer.pages
-        key = pages.key("Commit", view.repo, req, viewer_of(req), view.level)
-        if not variant and pages.serve(key, view.snapshot, resp):
+        if not variant:
+            self.cached_page(req, resp, view, lambda: self.page(req, resp, view, resolved))
             return
         commit = view.commit(resolved)
-        if variant:
-            resp.cache_control = ["public", "max-age=31536000", "immutable"]
-            resp.content_type = "text/plain; charset=utf-8"
-            resp.set_header("X-Content-Type-Options", "nosniff")
-            resp.data = (
-                gitdiff.patch_text(view.handle, commit)
-                if variant == "diff"
-                else gitdiff.format_patch(view.handle, commit)
-            )
-            return
+        resp.cache_control = ["public", "max-age=31536000", "immutable"]
+        resp.content_type = "text/plain; charset=utf-8"
+        resp.set_header("X-Content-Type-Options", "nosniff")
+        resp.data = (
+            gitdiff.patch_text(view.handle, commit)
+            if variant == "diff"
+            else gitdiff.format_patch(view.handle, commit)
+        )
+
+    def page(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
+    ) -> None:
+        commit = view.commit(resolved)
         limits = gitdiff.Limits(
             self.settings.max_diff_files,
             self.settings.max_diff_lines,
             self.settings.max_diff_total_lines,
         )
-        key = (str(commit.id), limits)
         changes, highlighted = cast(
             tuple[gitdiff.CommitDiff, list[list[Markup]]],
             self.renderer.caches["diff"].get_or_make(
-                key, lambda: _highlighted(gitdiff.commit_diff(view.handle, commit, limits))
+                (str(commit.id), limits),
+                lambda: _highlighted(gitdiff.commit_diff(view.handle, commit, limits)),
             ),
         )
         info = objects.commit_info(commit)
@@ -68,7 +70,6 @@ class Commit(View):
                 commit=info, parents=parents, diff=changes, highlighted=highlighted
             ),
         )
-        pages.keep(key, view.snapshot, req, resp)
 
 
 ROW_CLASS = {"+": "add", "-": "del", " ": "ctx"}

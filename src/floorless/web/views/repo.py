@@ -9,8 +9,7 @@ from floorless.errors import NotFound
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web.auth import viewer_of
-from floorless.web.context import repo_view
+from floorless.web.context import RepoView, repo_view
 from floorless.web.render import Renderer, urlpath
 from floorless.web.views.base import View
 from floorless.web.views.tree import tree_context
@@ -27,10 +26,11 @@ class Home(View):
                 resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
             )
             return
-        pages = self.renderer.pages
-        key = pages.key("Home", view.repo, req, viewer_of(req), view.level)
-        if pages.serve(key, view.snapshot, resp):
-            return
+        self.cached_page(req, resp, view, lambda: self.page(req, resp, view, clone_url))
+
+    def page(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, clone_url: str
+    ) -> None:
         home = view.snapshot.home
         if home is None:
             self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
@@ -55,7 +55,6 @@ class Home(View):
                 **context,
             ),
         )
-        pages.keep(key, view.snapshot, req, resp)
 
 
 class DefaultBranch(View):
