@@ -107,42 +107,74 @@ def measure_page(
 ) -> PageResult:
     """Warm up, then time ``requests`` sequential GETs; warm-up and measurement each stop
     early (after at least one request) once ``deadline_seconds`` have passed."""
-    client = Client(url)
+    (result,) = measure_interleaved(
+        page, [url], requests, warmup, slowfs_total, slowfs_reset, deadline_seconds
+    )
+    return result
+
+
+def measure_interleaved(
+    page: str,
+    urls: list[str],
+    requests: int,
+    warmup: int,
+    slowfs_total: Callable[[], int] | None = None,
+    slowfs_reset: Callable[[], None] | None = None,
+    deadline_seconds: float = 120.0,
+    on_slowfs: int = 0,
+) -> list[PageResult]:
+    """``measure_page`` for several servers at once, one keep-alive connection each: every
+    round sends one request to each, in turn, and the order flips every round, so drift and
+    noise on the machine fall on all of them alike. Processes are averaged over all the
+    requests; slow-filesystem operations are counted for the server at index ``on_slowfs``
+    (the others' storage is not counted)."""
+    clients = [Client(url) for url in urls]
+    samples: list[list[float]] = [[] for _ in urls]
+    status = [0] * len(urls)
+    headers: list[dict[str, str]] = [{} for _ in urls]
+
+    def one_round(record: bool, flip: bool) -> None:
+        order = list(enumerate(urls))
+        for index, url in reversed(order) if flip else order:
+            elapsed, status[index], _, headers[index] = timed_get(clients[index], url)
+            if record:
+                samples[index].append(elapsed)
+
     try:
-        status = 0
-        headers: dict[str, str] = {}
         warm_until = time.monotonic() + deadline_seconds
-        for _ in range(warmup):
-            _, status, _, headers = timed_get(client, url)
+        for round_ in range(warmup):
+            one_round(False, round_ % 2 == 1)
             if time.monotonic() > warm_until:
                 break
         if slowfs_reset is not None:
             slowfs_reset()
         before = forks()
-        samples: list[float] = []
         stop_at = time.monotonic() + deadline_seconds
-        for _ in range(requests):
-            elapsed, status, _, headers = timed_get(client, url)
-            samples.append(elapsed)
+        for round_ in range(requests):
+            one_round(True, round_ % 2 == 1)
             if time.monotonic() > stop_at:
                 break
         spawned = forks() - before
         ops = slowfs_total() if slowfs_total is not None else None
     finally:
-        client.close()
-    count = len(samples)
-    return PageResult(
-        page=page,
-        url=url,
-        status=status,
-        requests=count,
-        p50_ms=statistics.median(samples) * 1000,
-        p95_ms=percentile(samples, 0.95) * 1000,
-        p99_ms=percentile(samples, 0.99) * 1000,
-        spawns_per_request=spawned / count,
-        slowfs_ops_per_request=None if ops is None else ops / count,
-        server_timing=headers.get("server-timing"),
-    )
+        for client in clients:
+            client.close()
+    count = len(samples[0])
+    return [
+        PageResult(
+            page=page,
+            url=url,
+            status=status[index],
+            requests=count,
+            p50_ms=statistics.median(samples[index]) * 1000,
+            p95_ms=percentile(samples[index], 0.95) * 1000,
+            p99_ms=percentile(samples[index], 0.99) * 1000,
+            spawns_per_request=spawned / (count * len(urls)),
+            slowfs_ops_per_request=None if ops is None or index != on_slowfs else ops / count,
+            server_timing=headers[index].get("server-timing"),
+        )
+        for index, url in enumerate(urls)
+    ]
 
 
 def first_request_ms(url: str) -> tuple[float, int]:

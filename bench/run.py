@@ -76,6 +76,17 @@ class ContenderRun:
 
 
 @dataclass
+class PairedRun:
+    """floorless on local disk and on slow storage, both up at once, measured with requests
+    alternating between them: the comparison the slow-against-local target is judged on.
+    Measured one scenario after the other, the two would differ by whatever else changed on
+    the machine in between, which at sub-millisecond pages is as large as the effect."""
+
+    local: dict[str, PageResult] = field(default_factory=dict)
+    slow: dict[str, PageResult] = field(default_factory=dict)
+
+
+@dataclass
 class Served:
     """A started contender: its URLs per page, and how to stop it."""
 
@@ -253,6 +264,7 @@ class Results:
     machine: dict[str, str]
     started: str
     seconds: float
+    paired: PairedRun | None = None
 
 
 def prepare_store(store: Path, source_repo: Path, name: str) -> tuple[Path, Path]:
@@ -376,6 +388,53 @@ def run_contender(
     return result
 
 
+def run_paired(
+    options: Options,
+    local_repos: Path,
+    slow_repos: Path,
+    workdir: Path,
+    repo: Target,
+    commit: str,
+    mount: Any,
+    log: Callable[[str], None],
+) -> PairedRun:
+    """Both floorless servers up; every page measured with requests alternating."""
+    paired = PairedRun()
+    local, _ = start_floorless(local_repos, workdir / "paired-local-data", repo, commit)
+    try:
+        slow, _ = start_floorless(slow_repos, workdir / "paired-slow-data", repo, commit)
+        try:
+            for served in (local, slow):
+                wait_listening(int(served.base_url.rsplit(":", 1)[1]), None, 120)
+                wait_floorless_indexed(served, 3600)
+            for page in PAGES:
+                local_url, slow_url = local.urls.get(page), slow.urls.get(page)
+                if local_url is None or slow_url is None:
+                    continue
+                mount.reset()
+                near, far = measure.measure_interleaved(
+                    page,
+                    [local_url, slow_url],
+                    options.requests,
+                    options.warmup,
+                    slowfs_total=mount.request_total,
+                    slowfs_reset=mount.reset,
+                    deadline_seconds=options.page_deadline,
+                    on_slowfs=1,
+                )
+                paired.local[page], paired.slow[page] = near, far
+                log(
+                    f"  paired     {page:8} local p50 {near.p50_ms:7.3f} ms  slow p50 "
+                    f"{far.p50_ms:7.3f} ms  {far.p50_ms / near.p50_ms:5.2f}x  "
+                    f"fs-ops {far.slowfs_ops_per_request:5.1f}"
+                )
+        finally:
+            slow.stop()
+    finally:
+        local.stop()
+    return paired
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -430,6 +489,7 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
     home.mkdir(exist_ok=True)
     commit = git(repo.path, "rev-parse", f"refs/heads/{repo.branch}~1", home=home)
     runs: list[ContenderRun] = []
+    paired: PairedRun | None = None
     for scenario in options.scenarios:
         log(f"scenario {scenario}: {repo.kind} repository, {options.requests} requests a page")
         base = workdir / scenario
@@ -492,6 +552,19 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
                         log,
                     )
                 )
+            if "floorless" in slow_names:
+                log("floorless on local disk and slow storage at once, requests alternating")
+                local_repos, _ = prepare_store(workdir / "paired", repo.path, repo.name)
+                paired = run_paired(
+                    options,
+                    local_repos,
+                    mountpoint / "repos",
+                    workdir,
+                    repo,
+                    commit,
+                    mount,
+                    log,
+                )
     return Results(
         repo={
             "kind": repo.kind,
@@ -507,4 +580,5 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
         machine=machine(),
         started=started,
         seconds=time.monotonic() - began,
+        paired=paired,
     )

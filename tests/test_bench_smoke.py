@@ -73,6 +73,21 @@ def test_the_reference_spawns_and_reaches_the_slow_filesystem_floorless_does_not
     assert checks["no process spawned on any browse page"].passed is not None
 
 
+def test_local_and_slow_floorless_measured_interleaved(results) -> None:
+    paired = results.paired
+    assert paired is not None
+    assert set(paired.local) == set(paired.slow) == {"home", "dir", "file", "raw", "commits",
+                                                     "history", "commit", "blame", "explore"}
+    for name, slow in paired.slow.items():
+        local = paired.local[name]
+        assert slow.status == local.status == 200 and slow.requests == local.requests == 3
+        assert local.url != slow.url
+        assert local.slowfs_ops_per_request is None  # its storage is local disk
+        assert slow.slowfs_ops_per_request == 0  # warm: the slow filesystem is not reached
+    (slow_vs_local,) = [c for c in report.evaluate(results) if "within 1.25x" in c.target]
+    assert "requests alternating" in slow_vs_local.detail
+
+
 def test_pushed_commit_becomes_visible(results) -> None:
     for scenario in ("local", "slow"):
         assert by(results, "floorless", scenario).push_visible_after_s is not None
@@ -87,4 +102,6 @@ def test_outputs(results, tmp_path: Path) -> None:
     page = (tmp_path / "b.md").read_text()
     assert "python -m bench --smoke" in page
     assert "## Slow storage" in page and "| raw | reference |" in page
+    assert "## Slow against local storage, interleaved" in page
+    assert body["paired"]["slow"]["raw"]["slowfs_ops_per_request"] == 0
     assert "no process spawned on any browse page" in report.table(results)

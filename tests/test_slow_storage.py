@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from conftest import start_forge, wait_indexed
@@ -40,30 +41,64 @@ def _loose_repository(path: Path) -> None:
     assert packs == []  # every object is loose
 
 
+PAGES = [
+    "/",
+    "/me/loose",
+    "/me/loose/src/branch/main/dir",
+    "/me/loose/src/branch/main/file3.txt",
+    "/me/loose/raw/branch/main/file3.txt",
+    "/me/loose/commits/branch/main",
+    "/me/loose/commits/branch/main/file3.txt",
+    "/me/loose/branches",
+]
+
+
 def test_warm_pages_make_no_storage_operation(fuse, tmp_path: Path) -> None:
     source, mountpoint = tmp_path / "source", tmp_path / "mnt"
     _loose_repository(source / "me" / "loose")
     mountpoint.mkdir()
-    pages = [
-        "/",
-        "/me/loose",
-        "/me/loose/src/branch/main/dir",
-        "/me/loose/src/branch/main/file3.txt",
-        "/me/loose/raw/branch/main/file3.txt",
-        "/me/loose/commits/branch/main",
-        "/me/loose/commits/branch/main/file3.txt",
-        "/me/loose/branches",
-    ]
     with slowfs.mounted(source, mountpoint, delay_ms=0) as mount:
         forge = start_forge(mountpoint, tmp_path / "data")
         try:
             wait_indexed(forge)
             client = testing.TestClient(create_app(forge))
-            for url in pages:
+            for url in PAGES:
                 assert client.simulate_get(url).status_code == 200, url  # cold: reads
                 mount.reset()
                 for _ in range(5):
                     assert client.simulate_get(url).status_code == 200, url
                 assert mount.request_total() == 0, (url, mount.counts())
+        finally:
+            forge.stop()
+
+
+def test_a_new_server_thread_makes_no_storage_operation(fuse, tmp_path: Path) -> None:
+    """A server thread's first request reads through the handle the forge already holds: a
+    handle per thread would reopen the repository (config, HEAD, objects) on each new thread,
+    with the interpreter held, stalling every other request on slow storage."""
+    source, mountpoint = tmp_path / "source", tmp_path / "mnt"
+    _loose_repository(source / "me" / "loose")
+    mountpoint.mkdir()
+    with slowfs.mounted(source, mountpoint, delay_ms=0) as mount:
+        forge = start_forge(mountpoint, tmp_path / "data")
+        try:
+            wait_indexed(forge)
+            client = testing.TestClient(create_app(forge))
+            for url in PAGES:
+                assert client.simulate_get(url).status_code == 200, url
+            mount.reset()
+            statuses: list[int] = []
+
+            def first_requests() -> None:
+                statuses.extend(client.simulate_get(url).status_code for url in PAGES)
+
+            threads = [threading.Thread(target=first_requests) for _ in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=60)
+            assert statuses == [200] * len(PAGES) * len(threads)
+            assert mount.request_total() == 0, mount.counts()
+            assert len(forge.handles) == 1
         finally:
             forge.stop()

@@ -80,8 +80,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "repo_handles",
         int,
-        64,
-        "Open repository handles kept per thread (least recently used are closed).",
+        128,
+        "Open repository handles, one per repository shared by every thread (least recently "
+        "used are closed).",
         minimum=1,
     ),
     Setting(
