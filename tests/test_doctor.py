@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -301,53 +300,41 @@ def test_a_file_where_a_directory_belongs(tmp_path):
     assert "repositories" in result.output and "not a directory" in result.output
 
 
-def _setpriv() -> str:
+def run_without_file_privileges(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run doctor as root without the capabilities that let root ignore file permissions, so
+    a mode-000 file or directory is as closed to it as to any other user. Unlike switching to
+    another user, this works wherever the package is installed (a clone under a directory
+    private to root included)."""
     found = shutil.which("setpriv")
     if os.geteuid() != 0 or found is None:
-        pytest.skip("needs root and setpriv to run doctor as another user")
-    return found
-
-
-@pytest.fixture
-def shared_dir():
-    """A directory the unprivileged user can reach (pytest's tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="floorless-doctor-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def run_as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [_setpriv(), "--reuid=65534", "--regid=65534", "--clear-groups",
+        pytest.skip("needs root and setpriv to take file privileges away")
+    command = [found, "--bounding-set=-dac_override,-dac_read_search,-fowner", "--",
                sys.executable, "-m", "floorless", "doctor", *args]  # fmt: skip
     env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", "LC_ALL": "C"}
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
 
-def test_an_unreadable_app_ini(shared_dir):
-    ini = write(shared_dir / "app.ini", "[server]\n")
-    ini.chmod(0o600)
-    done = run_as_nobody("--forgejo", str(ini))
-    if "No module named" in done.stderr:
-        pytest.skip("the package is not readable by the unprivileged user here")
+def test_an_unreadable_app_ini(tmp_path):
+    ini = write(tmp_path / "app.ini", "[server]\n")
+    ini.chmod(0o000)
+    done = run_without_file_privileges("--forgejo", str(ini))
     assert done.returncode == 3, done.stderr
     assert "permission denied" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_no_permission_on_a_directory(shared_dir):
-    build_one(shared_dir / "repos" / "alice" / "one.git")
-    (shared_dir / "repos").chmod(0o700)  # root's alone
-    (shared_dir / "home").mkdir(mode=0o755)
+def test_no_permission_on_a_directory(tmp_path):
+    build_one(tmp_path / "repos" / "alice" / "one.git")
+    (tmp_path / "home").mkdir(exist_ok=True)
     ini = write(
-        shared_dir / "app.ini",
-        f"WORK_PATH = {shared_dir}\n[repository]\nROOT = {shared_dir}/repos\n"
-        f"[git]\nHOME_PATH = {shared_dir}/home\n",
+        tmp_path / "app.ini",
+        f"WORK_PATH = {tmp_path}\n[repository]\nROOT = {tmp_path}/repos\n"
+        f"[git]\nHOME_PATH = {tmp_path}/home\n",
     )
-    done = run_as_nobody("--forgejo", str(ini), "--runs", "1")
-    if "No module named" in done.stderr:
-        pytest.skip("the package is not readable by the unprivileged user here")
+    (tmp_path / "repos").chmod(0o000)
+    try:
+        done = run_without_file_privileges("--forgejo", str(ini), "--runs", "1")
+    finally:
+        (tmp_path / "repos").chmod(0o755)  # so pytest can remove it
     assert done.returncode == 2, done.stdout + done.stderr
     assert "repositories" in done.stdout and "permission denied" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
