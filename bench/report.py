@@ -54,8 +54,13 @@ def _slow_vs_local(results: Results) -> Check:
             slow, local = (page(results, "floorless", s, name) for s in ("slow", "local"))
             if slow and local:
                 pairs[name] = (slow, local)
+    failed = [
+        name for name, (slow, local) in pairs.items() if slow.status != 200 or local.status != 200
+    ]
+    if failed:
+        return Check(target, False, f"{how}; not answered 200: {', '.join(failed)}")
     if not pairs:
-        return Check(target, None, "needs both scenarios")
+        return Check(target, None, "needs floorless on both storages")
     ratios = {name: slow.p50_ms / local.p50_ms for name, (slow, local) in pairs.items()}
     worst = max(ratios, key=lambda k: ratios[k])
     detail = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
@@ -170,7 +175,9 @@ def table(results: Results) -> str:
     if results.paired is not None:
         lines.append("\nfloorless, local and slow interleaved: p50 ms (slow / local)")
         for name, slow in results.paired.slow.items():
-            local = results.paired.local[name]
+            local = results.paired.local.get(name)
+            if local is None:
+                continue
             lines.append(
                 f"{name:9}{local.p50_ms:10.3f}{slow.p50_ms:10.3f}{slow.p50_ms / local.p50_ms:9.2f}x"
             )

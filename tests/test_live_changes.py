@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
-from gitfixtures import EPOCH_START, build_one, git, git_text, git_text_input
+from gitfixtures import EPOCH_START, build_one, build_solo, git, git_text, git_text_input
 
 import floorless.forge
 import floorless.repos
@@ -164,6 +164,26 @@ def test_repositories_added_and_removed_behind_the_back(live, repos, tmp_path):
     assert client.simulate_get("/alice/demo").status_code == 200
     assert scans.here() == scans_before  # the scans ran in the background
     assert scans.elsewhere() > 0
+
+
+def test_a_repository_replaced_at_the_same_path_shows_nothing_of_the_old(live, repos, tmp_path):
+    """The handle to a removed repository is dropped with it: a new repository at the same
+    path must not answer for the old one's objects (its pack files stay readable through
+    an open handle after they are deleted)."""
+    _forge, client, _ref_reads, _scans = live
+    one = repos / "alice" / "one.git"
+    old = git_text(one, "rev-parse", "main")
+    assert client.simulate_get(f"/alice/one/commit/{old}").status_code == 200
+    git(one, "repack", "-adq")  # its objects in a pack the handle maps
+    assert client.simulate_get(f"/alice/one/commit/{old}").status_code == 200
+    shutil.rmtree(one)
+    wait_for(lambda: client.simulate_get("/alice/one").status_code == 404, timeout=30)
+    staging = tmp_path / "staging" / "one.git"
+    build_solo(staging)  # other content, so other object ids
+    staging.rename(one)
+    wait_for(lambda: "No owner." in client.simulate_get("/alice/one").text, timeout=30)
+    assert git_text(one, "rev-parse", "main") != old
+    assert client.simulate_get(f"/alice/one/commit/{old}").status_code == 404
 
 
 def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):

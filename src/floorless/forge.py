@@ -100,14 +100,17 @@ class Forge:
         for path in set(self._repo_of_path) - set(current):
             gone = self._repo_of_path.pop(path)
             self.refs.invalidate(path)
+            self.handles.forget(path)
             self.indexer.forget(gone.id)
         for path, repo in current.items():
             known = self._repo_of_path.get(path)
             self._repo_of_path[path] = repo
             # updated_at is None too when a request read the refs before adoption got here
             if known is None or known.id != repo.id or repo.updated_at is None:
-                if known is not None and known.id != repo.id:
+                if known is not None and known.id != repo.id:  # another repository, same path
                     self.indexer.forget(known.id)
+                    self.refs.invalidate(path)
+                    self.handles.forget(path)
                 self._index_soon(repo)
 
     def advertisement(self) -> bytes:
@@ -142,8 +145,8 @@ class Forge:
                 names = sorted(handle.branches.local)
                 current_name = str(handle.references["HEAD"].target).removeprefix("refs/heads/")
                 for choice in (current_name, "main", "master", names[0]):
-                    if choice in names:
-                        handle.set_head(f"refs/heads/{choice}")
+                    if choice in names:  # not set_head: it lets go of the GIL
+                        handle.create_reference_symbolic("HEAD", f"refs/heads/{choice}", True)
                         break
         except (pygit2.GitError, FloorlessError, KeyError, OSError) as exc:
             log.warning("%s: after push: %s", repo.full_name, exc)
@@ -201,6 +204,7 @@ class Forge:
                 self.check_refs()
                 if time.monotonic() - self.last_scan >= self.settings.rescan_interval:
                     self.rescan()
+                self.handles.collect()
             except (FloorlessError, pygit2.GitError, OSError) as exc:
                 log.warning("background maintenance: %s", exc)
 

@@ -5,13 +5,19 @@ with the interpreter held (pygit2 keeps the GIL through every call floorless mak
 storage that is most of a second, so a handle per thread would make each new server thread
 stall the whole process once per repository, and would keep one object cache per thread.
 One shared handle is opened once, off the request path when the forge adopts the
-repository, and every thread's reads warm the same object cache. Sharing is safe because
-floorless never calls into libgit2 without the GIL (it walks history itself, not through
-``pygit2.Walker``, the one reader that lets go of it), so no two calls overlap.
+repository, and every thread's reads warm the same object cache.
+
+Sharing is safe because every call floorless makes on a handle holds the GIL, so no two
+overlap: the calls pygit2 implements in its C extension keep it (but ``Walker`` iteration
+and ``BlobIO``, which floorless does not use), while those it makes through cffi
+(``Repository.config``, ``set_head``, ...) release it, so they are not used on a shared
+handle: the one config value pages need is read here, before the handle is shared, and HEAD
+is moved with ``create_reference_symbolic``.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -34,14 +40,21 @@ def open_repository(path: Path) -> pygit2.Repository:
 
 class HandlePool:
     """Open ``pygit2.Repository`` handles keyed by git directory, least recently used
-    dropped beyond ``size``. A dropped handle is not freed: a thread may still be reading
-    through it, and it closes when the last reference goes."""
+    dropped beyond ``size``.
+
+    A dropped handle is not freed at once, since a thread may still be reading through it:
+    pygit2 keeps a reference cycle inside each handle, so it closes (its pack files and
+    object cache with it) only when the cycle collector runs, which ``collect`` asks for.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._handles: OrderedDict[Path, pygit2.Repository] = OrderedDict()
+        self._extended: dict[Path, bool] = {}
         self._lock = threading.Lock()
         self._opening: dict[Path, threading.Lock] = {}
+        self._generation: dict[Path, int] = {}
+        self._dropped = 0
 
     def get(self, git_dir: Path) -> pygit2.Repository:
         with self._lock:
@@ -50,26 +63,52 @@ class HandlePool:
                 self._handles.move_to_end(git_dir)
                 return handle
             opening = self._opening.setdefault(git_dir, threading.Lock())
-        # one thread opens; the others wanting the same repository wait for its handle
-        with opening:
-            with self._lock:
-                handle = self._handles.get(git_dir)
-            if handle is None:
-                with timing.phase("git"):
-                    handle = open_repository(git_dir)
+        try:
+            # one thread opens; the others wanting the same repository wait for its handle
+            with opening:
                 with self._lock:
-                    self._handles[git_dir] = handle
-                    while len(self._handles) > self.size:
-                        self._handles.popitem(last=False)
-        with self._lock:
-            if self._opening.get(git_dir) is opening and not opening.locked():
-                del self._opening[git_dir]
+                    handle = self._handles.get(git_dir)
+                    generation = self._generation.get(git_dir, 0)
+                if handle is None:
+                    with timing.phase("git"):
+                        handle = open_repository(git_dir)
+                        # read while no other thread has the handle (cffi lets go of the GIL)
+                        extended = "extensions.objectformat" in handle.config
+                    with self._lock:
+                        if self._generation.get(git_dir, 0) == generation:  # not forgotten since
+                            self._handles[git_dir] = handle
+                            self._extended[git_dir] = extended
+                        while len(self._handles) > self.size:
+                            old, _ = self._handles.popitem(last=False)
+                            self._extended.pop(old, None)
+                            self._dropped += 1
+        finally:
+            with self._lock:
+                if self._opening.get(git_dir) is opening and not opening.locked():
+                    del self._opening[git_dir]
         return handle
+
+    def extended_format(self, git_dir: Path) -> bool:
+        """Whether the repository sets ``extensions.objectformat`` (a SHA-256 repository):
+        known from when its handle was opened."""
+        self.get(git_dir)
+        with self._lock:
+            return self._extended.get(git_dir, False)
 
     def forget(self, git_dir: Path) -> None:
         """Drop the handle (the repository moved or went away; the next use reopens it)."""
         with self._lock:
-            self._handles.pop(git_dir, None)
+            self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
+            if self._handles.pop(git_dir, None) is not None:
+                self._extended.pop(git_dir, None)
+                self._dropped += 1
+
+    def collect(self) -> None:
+        """Close the handles dropped since the last call (from a background thread)."""
+        with self._lock:
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            gc.collect()
 
     def __len__(self) -> int:
         return len(self._handles)

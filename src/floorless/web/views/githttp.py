@@ -97,11 +97,13 @@ class InfoRefs(GitView):
         resp.content_type = f"application/x-{service}-advertisement"
         resp.cache_control = _NO_CACHE
         env = self.environment(req)
-        if service == "git-upload-pack" and protocol.wants_v2(env.get("GIT_PROTOCOL")):
-            handle = self.forge.open(found)
-            if "extensions.objectformat" not in handle.config:
-                resp.data = self.advertisement()
-                return
+        if (
+            service == "git-upload-pack"
+            and protocol.wants_v2(env.get("GIT_PROTOCOL"))
+            and not self.forge.handles.extended_format(found.path)
+        ):
+            resp.data = self.advertisement()
+            return
         proc = self.forge.git.popen(
             found.path,
             protocol.advertise_args(service, found.path),
