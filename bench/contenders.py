@@ -247,11 +247,15 @@ def _tail(path: Path, limit: int = 2000) -> str:
     return f"\n--- {path.name}:\n{text[-limit:]}" if text.strip() else ""
 
 
-def _wait_ready(url: str, procs: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
-    """Poll ``url`` until it answers 200, while every process stays alive."""
-    deadline = time.monotonic() + READY_TIMEOUT
+def _wait_ready(
+    url: str, procs: list[subprocess.Popen[bytes]], logs: list[Path], timeout: float
+) -> None:
+    """Poll ``url`` until it answers 200, while every process stays alive. One request may
+    take up to what is left of ``timeout`` (on slow storage a CGI's first page takes tens of
+    seconds: giving up on it early would only start another behind it)."""
+    deadline = time.monotonic() + timeout
     last = "no answer"
-    while time.monotonic() < deadline:
+    while (left := deadline - time.monotonic()) > 0:
         for proc in procs:
             if proc.poll() is not None:
                 raise _EarlyExit(
@@ -259,7 +263,7 @@ def _wait_ready(url: str, procs: list[subprocess.Popen[bytes]], logs: list[Path]
                     + "".join(_tail(log) for log in logs)
                 )
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (http only)
+            with urllib.request.urlopen(url, timeout=max(left, 1)) as response:  # noqa: S310
                 if response.status == 200:
                     return
                 last = f"HTTP {response.status}"
@@ -269,7 +273,7 @@ def _wait_ready(url: str, procs: list[subprocess.Popen[bytes]], logs: list[Path]
             last = str(error)
         time.sleep(0.01)
     raise ContenderError(
-        f"{url} not ready in {READY_TIMEOUT:.0f} s ({last})" + "".join(_tail(log) for log in logs)
+        f"{url} not ready in {timeout:.0f} s ({last})" + "".join(_tail(log) for log in logs)
     )
 
 
@@ -557,6 +561,7 @@ def start(
     git_home: Path,
     workdir: Path,
     cgit_cache: bool = False,
+    ready_timeout: float = READY_TIMEOUT,
 ) -> Contender:
     """Start contender ``name`` over the bare repositories below ``repos`` and wait until it
     answers; ``repo`` ("owner/name", the bare ``repos/owner/name.git``) is the repository
@@ -582,7 +587,7 @@ def start(
                 _start_klaus(launch, port, repos, pages, git_home)
             else:
                 _start_cgi(launch, name, port, repos, pages, git_home, cgit_cache)
-            _wait_ready(base_url + "/", launch.procs, launch.logs)
+            _wait_ready(base_url + "/", launch.procs, launch.logs, ready_timeout)
         except _EarlyExit:
             launch.stop()
             if attempt >= START_ATTEMPTS:  # not a lost race for the port, then

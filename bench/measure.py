@@ -57,7 +57,7 @@ def percentile(samples: list[float], fraction: float) -> float:
 class Client:
     """One keep-alive HTTP/1.1 connection; reconnects when the server closes it."""
 
-    def __init__(self, base_url: str, timeout: float = 120.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 600.0) -> None:
         parts = urlsplit(base_url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80

@@ -256,10 +256,13 @@ def markdown(results: Results, command: str) -> str:
             f"{_ms(run.cold_push_ms)} | "
             f"{'-' if run.push_visible_after_s is None else f'{run.push_visible_after_s:.2f}'} |"
         )
-    skipped = [r for r in results.runs if r.skipped]
+    skipped = [r for r in results.runs if r.skipped or r.errors]
     if skipped:
         out += ["", "## Skipped", ""]
-        out += [f"- {r.contender} ({r.scenario}): {r.skipped}" for r in skipped]
+        out += [f"- {r.contender} ({r.scenario}): {r.skipped}" for r in skipped if r.skipped]
+        out += [
+            f"- {r.contender} ({r.scenario}), page {error}" for r in skipped for error in r.errors
+        ]
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,7 @@ others get the HOME they would have on such a machine: the storage under test.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import shutil
 import socket
@@ -73,6 +74,7 @@ class ContenderRun:
     cold_push_ms: float | None = None
     push_visible_after_s: float | None = None
     pages: dict[str, PageResult] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # pages that could not be measured
 
 
 @dataclass
@@ -283,7 +285,14 @@ def prepare_store(store: Path, source_repo: Path, name: str) -> tuple[Path, Path
 
 
 def start_contender(
-    name: str, repos: Path, home: Path, data: Path, repo: Target, commit: str, workdir: Path
+    name: str,
+    repos: Path,
+    home: Path,
+    data: Path,
+    repo: Target,
+    commit: str,
+    workdir: Path,
+    ready_timeout: float,
 ) -> tuple[Served, Callable[[], None]]:
     if name == "floorless":
         served, _ = start_floorless(repos, data, repo, commit)
@@ -306,6 +315,7 @@ def start_contender(
         git_home=home,
         workdir=workdir,
         cgit_cache=name == "cgit-cache",
+        ready_timeout=ready_timeout,
     )
     return Served(peer.base_url, dict(peer.urls), peer.stop), peer.stop
 
@@ -339,7 +349,18 @@ def run_contender(
         return result
     if mount is not None:
         mount.reset()
-    served, stop = start_contender(name, repos, home, data, repo, commit, workdir)
+    from bench.contenders import ContenderError
+
+    # on slow storage a CGI's first answer (its readiness check) takes tens of seconds
+    ready_timeout = 900.0 if mount is not None else 60.0
+    try:
+        served, stop = start_contender(
+            name, repos, home, data, repo, commit, workdir, ready_timeout
+        )
+    except ContenderError as exc:
+        result.skipped = f"did not start: {str(exc).splitlines()[0]}"
+        log(f"  {name}: {result.skipped}")
+        return result
     try:
         port = int(served.base_url.rsplit(":", 1)[1])
         wait_listening(port, None, 120)
@@ -350,15 +371,20 @@ def run_contender(
             url = served.urls.get(page)
             if url is None:
                 continue
-            outcome = measure.measure_page(
-                page,
-                url,
-                options.requests,
-                options.warmup,
-                slowfs_total=mount.request_total if mount is not None else None,
-                slowfs_reset=mount.reset if mount is not None else None,
-                deadline_seconds=options.page_deadline,
-            )
+            try:
+                outcome = measure.measure_page(
+                    page,
+                    url,
+                    options.requests,
+                    options.warmup,
+                    slowfs_total=mount.request_total if mount is not None else None,
+                    slowfs_reset=mount.reset if mount is not None else None,
+                    deadline_seconds=options.page_deadline,
+                )
+            except (OSError, http.client.HTTPException) as exc:
+                result.errors.append(f"{page}: {exc or type(exc).__name__}")
+                log(f"  {name:10} {page:8} not measured: {result.errors[-1]}")
+                continue
             too_slow = outcome.p50_ms > options.throughput_seconds * 1000 / 4
             if too_slow and page in options.throughput_pages:
                 # Requests left queued by the load would still run when the next page is
