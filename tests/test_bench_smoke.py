@@ -51,8 +51,17 @@ def test_every_page_measured_for_both_contenders_on_both_storages(results) -> No
     for contender in ("floorless", "reference"):
         for scenario in ("local", "slow"):
             found = by(results, contender, scenario)
-            assert set(found.pages) == {"home", "dir", "file", "raw", "commits", "history",
-                                        "commit", "blame", "explore"}
+            assert set(found.pages) == {
+                "home",
+                "dir",
+                "file",
+                "raw",
+                "commits",
+                "history",
+                "commit",
+                "blame",
+                "explore",
+            }
             assert all(p.status == 200 and p.requests == 3 for p in found.pages.values())
             assert found.cold_start_ms is not None and found.cold_push_ms is not None
             raw = found.pages["raw"]
@@ -76,8 +85,11 @@ def test_the_reference_spawns_and_reaches_the_slow_filesystem_floorless_does_not
 def test_local_and_slow_floorless_measured_interleaved(results) -> None:
     paired = results.paired
     assert paired is not None
-    assert set(paired.local) == set(paired.slow) == {"home", "dir", "file", "raw", "commits",
-                                                     "history", "commit", "blame", "explore"}
+    assert (
+        set(paired.local)
+        == set(paired.slow)
+        == {"home", "dir", "file", "raw", "commits", "history", "commit", "blame", "explore"}
+    )
     for name, slow in paired.slow.items():
         local = paired.local[name]
         assert slow.status == local.status == 200 and slow.requests == local.requests == 3
@@ -105,3 +117,6 @@ def test_outputs(results, tmp_path: Path) -> None:
     assert "## Slow against local storage, interleaved" in page
     assert body["paired"]["slow"]["raw"]["slowfs_ops_per_request"] == 0
     assert "no process spawned on any browse page" in report.table(results)
+    # a run's JSON renders the same page again
+    again = report.from_json((tmp_path / "r.json").read_text())
+    assert report.markdown(again, "python -m bench --smoke") == page
