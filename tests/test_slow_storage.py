@@ -5,10 +5,12 @@ itself, per calling thread, leaving out floorless's own background threads."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from conftest import start_forge, wait_indexed
@@ -53,7 +55,9 @@ PAGES = [
 ]
 
 
-def test_warm_pages_make_no_storage_operation(fuse, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _served_from_slow_storage(tmp_path: Path) -> Iterator[tuple[testing.TestClient, slowfs.Mount]]:
+    """A forge over the loose repository on the simulator, indexed and ready."""
     source, mountpoint = tmp_path / "source", tmp_path / "mnt"
     _loose_repository(source / "me" / "loose")
     mountpoint.mkdir()
@@ -61,44 +65,39 @@ def test_warm_pages_make_no_storage_operation(fuse, tmp_path: Path) -> None:
         forge = start_forge(mountpoint, tmp_path / "data")
         try:
             wait_indexed(forge)
-            client = testing.TestClient(create_app(forge))
-            for url in PAGES:
-                assert client.simulate_get(url).status_code == 200, url  # cold: reads
-                mount.reset()
-                for _ in range(5):
-                    assert client.simulate_get(url).status_code == 200, url
-                assert mount.request_total() == 0, (url, mount.counts())
+            yield testing.TestClient(create_app(forge)), mount
+            assert len(forge.handles) == 1  # one handle, whichever threads served
         finally:
             forge.stop()
+
+
+def test_warm_pages_make_no_storage_operation(fuse, tmp_path: Path) -> None:
+    with _served_from_slow_storage(tmp_path) as (client, mount):
+        for url in PAGES:
+            assert client.simulate_get(url).status_code == 200, url  # cold: reads
+            mount.reset()
+            for _ in range(5):
+                assert client.simulate_get(url).status_code == 200, url
+            assert mount.request_total() == 0, (url, mount.counts())
 
 
 def test_a_new_server_thread_makes_no_storage_operation(fuse, tmp_path: Path) -> None:
     """A server thread's first request reads through the handle the forge already holds: a
     handle per thread would reopen the repository (config, HEAD, objects) on each new thread,
     with the interpreter held, stalling every other request on slow storage."""
-    source, mountpoint = tmp_path / "source", tmp_path / "mnt"
-    _loose_repository(source / "me" / "loose")
-    mountpoint.mkdir()
-    with slowfs.mounted(source, mountpoint, delay_ms=0) as mount:
-        forge = start_forge(mountpoint, tmp_path / "data")
-        try:
-            wait_indexed(forge)
-            client = testing.TestClient(create_app(forge))
-            for url in PAGES:
-                assert client.simulate_get(url).status_code == 200, url
-            mount.reset()
-            statuses: list[int] = []
+    with _served_from_slow_storage(tmp_path) as (client, mount):
+        for url in PAGES:
+            assert client.simulate_get(url).status_code == 200, url
+        mount.reset()
+        statuses: list[int] = []
 
-            def first_requests() -> None:
-                statuses.extend(client.simulate_get(url).status_code for url in PAGES)
+        def first_requests() -> None:
+            statuses.extend(client.simulate_get(url).status_code for url in PAGES)
 
-            threads = [threading.Thread(target=first_requests) for _ in range(6)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=60)
-            assert statuses == [200] * len(PAGES) * len(threads)
-            assert mount.request_total() == 0, mount.counts()
-            assert len(forge.handles) == 1
-        finally:
-            forge.stop()
+        threads = [threading.Thread(target=first_requests) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert statuses == [200] * len(PAGES) * len(threads)
+        assert mount.request_total() == 0, mount.counts()
