@@ -98,19 +98,16 @@ class Forge:
     def _adopt_new(self) -> None:
         current = {repo.path: repo for repo in self.registry.all()}
         for path in set(self._repo_of_path) - set(current):
-            gone = self._repo_of_path.pop(path)
-            self.refs.invalidate(path)
-            self.handles.forget(path)
-            self.indexer.forget(gone.id)
+            self.indexer.forget(self._repo_of_path[path].id)
+            self._forget_path(path)
         for path, repo in current.items():
             known = self._repo_of_path.get(path)
+            if known is not None and known.id != repo.id:  # another repository, same path
+                self.indexer.forget(known.id)
+                self._forget_path(path)
             self._repo_of_path[path] = repo
             # updated_at is None too when a request read the refs before adoption got here
             if known is None or known.id != repo.id or repo.updated_at is None:
-                if known is not None and known.id != repo.id:  # another repository, same path
-                    self.indexer.forget(known.id)
-                    self.refs.invalidate(path)
-                    self.handles.forget(path)
                 self._index_soon(repo)
 
     def advertisement(self) -> bytes:

@@ -49,58 +49,56 @@ class HandlePool:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._handles: OrderedDict[Path, pygit2.Repository] = OrderedDict()
-        self._extended: dict[Path, bool] = {}
+        # each handle with whether its repository sets extensions.objectformat (SHA-256)
+        self._handles: OrderedDict[Path, tuple[pygit2.Repository, bool]] = OrderedDict()
         self._lock = threading.Lock()
         self._opening: dict[Path, threading.Lock] = {}
         self._generation: dict[Path, int] = {}
         self._dropped = 0
 
     def get(self, git_dir: Path) -> pygit2.Repository:
+        return self._entry(git_dir)[0]
+
+    def extended_format(self, git_dir: Path) -> bool:
+        """Whether the repository sets ``extensions.objectformat`` (a SHA-256 repository):
+        known from when its handle was opened."""
+        return self._entry(git_dir)[1]
+
+    def _entry(self, git_dir: Path) -> tuple[pygit2.Repository, bool]:
         with self._lock:
-            handle = self._handles.get(git_dir)
-            if handle is not None:
+            entry = self._handles.get(git_dir)
+            if entry is not None:
                 self._handles.move_to_end(git_dir)
-                return handle
+                return entry
             opening = self._opening.setdefault(git_dir, threading.Lock())
         try:
             # one thread opens; the others wanting the same repository wait for its handle
             with opening:
                 with self._lock:
-                    handle = self._handles.get(git_dir)
+                    entry = self._handles.get(git_dir)
                     generation = self._generation.get(git_dir, 0)
-                if handle is None:
+                if entry is None:
                     with timing.phase("git"):
                         handle = open_repository(git_dir)
                         # read while no other thread has the handle (cffi lets go of the GIL)
-                        extended = "extensions.objectformat" in handle.config
+                        entry = (handle, "extensions.objectformat" in handle.config)
                     with self._lock:
                         if self._generation.get(git_dir, 0) == generation:  # not forgotten since
-                            self._handles[git_dir] = handle
-                            self._extended[git_dir] = extended
+                            self._handles[git_dir] = entry
                         while len(self._handles) > self.size:
-                            old, _ = self._handles.popitem(last=False)
-                            self._extended.pop(old, None)
+                            self._handles.popitem(last=False)
                             self._dropped += 1
         finally:
             with self._lock:
                 if self._opening.get(git_dir) is opening and not opening.locked():
                     del self._opening[git_dir]
-        return handle
-
-    def extended_format(self, git_dir: Path) -> bool:
-        """Whether the repository sets ``extensions.objectformat`` (a SHA-256 repository):
-        known from when its handle was opened."""
-        self.get(git_dir)
-        with self._lock:
-            return self._extended.get(git_dir, False)
+        return entry
 
     def forget(self, git_dir: Path) -> None:
         """Drop the handle (the repository moved or went away; the next use reopens it)."""
         with self._lock:
             self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
             if self._handles.pop(git_dir, None) is not None:
-                self._extended.pop(git_dir, None)
                 self._dropped += 1
 
     def collect(self) -> None:
