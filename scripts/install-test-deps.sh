@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install the Debian packages the test-suite needs (git for the fixture repositories,
-# chromium and chromium-driver for the browser tests), only those that are missing.
-# Python packages are installed separately (pip install -e '.[test]').
+# Install the Debian packages the test-suite needs, only those that are missing: git for the
+# fixture repositories, chromium and chromium-driver for the browser tests, fuse3 (libfuse3
+# and fusermount3) for the slow-filesystem simulator the slow-storage tests mount.
+# Python packages are installed separately (pip install -e '.[test,bench]').
 set -euo pipefail
-exec bash "$(dirname "$0")/apt-install-missing.sh" install-test-deps git chromium chromium-driver
+exec bash "$(dirname "$0")/apt-install-missing.sh" install-test-deps \
+  git chromium chromium-driver fuse3

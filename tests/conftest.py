@@ -28,7 +28,7 @@ _HOME_SAFE_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NO
 @pytest.fixture(scope="session")
 def fuse() -> None:
     """FUSE for the slow-storage simulator: skipped without it, except under CI, which must
-    have it (scripts/install-bench-deps.sh installs it)."""
+    have it (scripts/install-test-deps.sh installs it)."""
     from bench import slowfs
 
     reason = slowfs.fuse_available()
@@ -46,9 +46,19 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def patience(seconds: float) -> float:
+    """A deadline for work whose duration depends on the machine: ``seconds`` on an idle one
+    with cores to spare, longer in proportion to the load on a busy or small one. Deadlines
+    only catch a hang; no test asserts how fast anything was."""
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0] / cores
+    return seconds * max(1.0, load) * (2.0 if cores <= 2 else 1.0)
+
+
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.02) -> None:
-    """Poll ``predicate`` until it is true, failing after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll ``predicate`` until it is true, failing after ``timeout`` seconds (scaled by
+    ``patience`` to the machine)."""
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")

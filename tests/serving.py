@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import patience
 
 STARTUP_TIMEOUT = 60.0
 
@@ -62,7 +63,7 @@ def run_admin(
         capture_output=True,
         text=True,
         env=clean_env(),
-        timeout=60,
+        timeout=patience(60),
         check=False,
     )
 
@@ -139,7 +140,7 @@ def serving(repos: Path, data: Path, *extra: str) -> Iterator[Server]:
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
+        deadline = time.monotonic() + patience(STARTUP_TIMEOUT)
         while not _answers(port):
             if proc.poll() is not None:
                 pytest.fail(

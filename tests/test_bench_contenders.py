@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from gitfixtures import FastImportStream, git_env, git_text
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.bench]
 
 # bench/ sits beside src/ and is not installed: import it from the checkout.
 sys.path.append(str(Path(__file__).resolve().parents[1]))

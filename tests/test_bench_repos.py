@@ -25,6 +25,8 @@ if str(ROOT) not in sys.path:  # bench/ sits beside src/, outside the installed 
 from bench import reference  # noqa: E402
 from bench.repos import RARE_PATH, BenchRepo, build, ensure, from_path  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 OWNER = "bench"
 
 

@@ -24,6 +24,8 @@ if str(ROOT) not in sys.path:  # bench/ sits beside src/, outside the installed 
 
 from bench import slowfs  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 DELAY_MS = 5
 
 

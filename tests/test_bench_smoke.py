@@ -12,6 +12,8 @@ import pytest
 from bench import report, slowfs
 from bench.run import Options, run
 
+pytestmark = pytest.mark.bench
+
 
 def fuse_or_skip() -> None:
     reason = slowfs.fuse_available()

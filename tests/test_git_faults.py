@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import patience, wait_for
 from serving import Server, serving
 from test_git_http import PASSWORD, commit, git, rev
 
@@ -90,7 +90,7 @@ def test_two_pushes_to_one_branch_at_once(server: Server, tmp_path: Path) -> Non
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=patience(120))
     won = [name for name, r in results.items() if r.returncode == 0]
     assert len(won) == 1, {n: r.stderr for n, r in results.items()}
     lost = next(name for name in results if name not in won)
@@ -112,7 +112,12 @@ def git_bytes(work: Path, *args: str, stdin: bytes) -> bytes:
     import subprocess
 
     return subprocess.run(
-        ["git", *args], cwd=work, input=stdin, capture_output=True, check=True, timeout=120
+        ["git", *args],
+        cwd=work,
+        input=stdin,
+        capture_output=True,
+        check=True,
+        timeout=patience(120),
     ).stdout
 
 

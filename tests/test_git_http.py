@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import patience
 from serving import Server, serving
 
 pytestmark = pytest.mark.network
@@ -40,7 +41,7 @@ def git(
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patience(120),
         check=False,
     )
     if check and result.returncode != 0:

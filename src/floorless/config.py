@@ -179,6 +179,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1024,
     ),
     Setting(
+        "max_form_bytes",
+        int,
+        1024**2,
+        "Largest request body of anything but git's push, clone and fetch (a form, a sign-in).",
+        minimum=1024,
+    ),
+    Setting(
+        "client_timeout",
+        float,
+        30.0,
+        "Seconds a client may go without sending the next piece of its request body, or without taking the next piece of a streamed answer (a clone, an archive), before it is cut off. No request thread waits on a client meanwhile.",
+        minimum=1,
+    ),
+    Setting(
         "blame_timeout",
         float,
         60.0,
@@ -221,6 +235,8 @@ class Settings:
     signin_window: float
     max_push_bytes: int
     max_fetch_request_bytes: int
+    max_form_bytes: int
+    client_timeout: float
     blame_timeout: float
 
     @property

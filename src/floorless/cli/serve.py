@@ -50,13 +50,17 @@ def serve(
             "floorless: no accounts yet; create the first administrator with\n"
             f"  floorless admin user create NAME --email EMAIL --admin --password-stdin{options}"
         )
+    # One worker process, which granian starts again should it die (a pack file truncated
+    # under a mapped handle raises SIGBUS, which no Python code can catch); the listening
+    # socket stays open meanwhile, so clients wait rather than fail.
     Granian(
-        "floorless.web.wsgi:application",
+        "floorless.web.asgi:application",
         address=settings.host,
         port=settings.port,
-        interface=Interfaces.WSGI,
+        interface=Interfaces.ASGI,
         workers=1,
-        blocking_threads=settings.threads,
         factory=True,
         log_access=False,
+        respawn_failed_workers=True,
+        respawn_interval=0.5,
     ).serve()

@@ -1,0 +1,33 @@
+"""The entry point a server worker imports: settings from ``FLOORLESS_*`` variables.
+
+granian calls ``application()`` once in each worker process (and again in a worker it starts
+after one died); the forge starts there, and stops when the server shuts the worker down.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+
+from floorless.config import Settings
+from floorless.forge import Forge
+from floorless.web.app import create_app
+from floorless.web.gateway import Gateway, Limits
+
+
+def application() -> Gateway:
+    """Factory: build and start a forge from the environment, and return its gateway."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = Settings.load()
+    forge = Forge(settings)
+    forge.start()
+    atexit.register(forge.stop)
+    limits = Limits(
+        client_timeout=settings.client_timeout,
+        push_bytes=settings.max_push_bytes,
+        fetch_bytes=settings.max_fetch_request_bytes,
+        form_bytes=settings.max_form_bytes,
+    )
+    return Gateway(create_app(forge), limits, settings.threads, forge.git.tmp, forge.stop)
