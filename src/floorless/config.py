@@ -123,10 +123,17 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
-        "page_cache_entries",
+        "page_cache_bytes",
         int,
-        512,
-        "Rendered pages kept in memory (file, commits, commit and blame pages, keyed by the repository's refs, the URL and the viewer); 0 keeps none.",
+        64 * 1024 * 1024,
+        "Bytes of rendered pages kept in memory (home, file, commits, commit and blame pages, keyed by the repository's refs, the path, the query parameters the page reads and the viewer; never the Host); 0 keeps none.",
+        minimum=0,
+    ),
+    Setting(
+        "render_cache_bytes",
+        int,
+        32 * 1024 * 1024,
+        "Bytes kept in memory by each of the caches of rendered fragments keyed by object ids (highlighted files and blames, READMEs, commit diffs); 0 keeps none.",
         minimum=0,
     ),
     Setting(
@@ -227,7 +234,8 @@ class Settings:
     max_diff_files: int
     commits_per_page: int
     repos_per_page: int
-    page_cache_entries: int
+    page_cache_bytes: int
+    render_cache_bytes: int
     page_cache_seconds: float
     session_days: float
     secure_cookies: str

@@ -13,15 +13,16 @@ import hashlib
 import json
 import logging
 import queue
+import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pygit2
 
 from floorless import background
+from floorless.caches import Cache
 from floorless.db import Database
 from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.history import CommitGraph, Page
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 INLINE_BUDGET = 20_000  # commits a page may visit answering from the index before deferring
 _BATCH = 2000
 DEFERRED_WALKS = 2  # background last-commit walks running at once
+ANSWER_MEMORY_BYTES = 32 * 1024 * 1024  # answers kept in memory, before the database
+_ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
 
 
 @dataclass(frozen=True)
@@ -43,23 +46,22 @@ class IndexJob:
 
 
 class AnswerCache:
-    """Answers keyed by object ids: in memory (LRU), then the database. Never invalidated."""
+    """Answers keyed by object ids: in memory (LRU, ``size_bytes`` of them), then the
+    database. Never invalidated."""
 
-    def __init__(self, db: Database, size: int = 4096) -> None:
+    def __init__(self, db: Database, size_bytes: int = ANSWER_MEMORY_BYTES) -> None:
         self.db = db
-        self.size = size
-        self._memory: OrderedDict[tuple[int, str, bytes], str] = OrderedDict()
+        self._memory: Cache[tuple[int, str, bytes], str] = Cache.lru(
+            size_bytes, getsizeof=lambda value: sys.getsizeof(value) + _ANSWER_KEY_BYTES
+        )
         self.hits = 0
         self.misses = 0
-        self._lock = threading.Lock()
 
     def get(self, repo_id: int, kind: str, key: bytes) -> str | None:
-        with self._lock:
-            value = self._memory.get((repo_id, kind, key))
-            if value is not None:
-                self._memory.move_to_end((repo_id, kind, key))
-                self.hits += 1
-                return value
+        value = self._memory.get((repo_id, kind, key))
+        if value is not None:
+            self.hits += 1
+            return value
         row = self.db.one(
             "SELECT value FROM answers WHERE repo_id = ? AND kind = ? AND key = ?",
             (repo_id, kind, key),
@@ -79,10 +81,7 @@ class AnswerCache:
         self._remember((repo_id, kind, key), value)
 
     def _remember(self, key: tuple[int, str, bytes], value: str) -> None:
-        with self._lock:
-            self._memory[key] = value
-            while len(self._memory) > self.size:
-                self._memory.popitem(last=False)
+        self._memory.put(key, value)
 
 
 class Indexer:

@@ -11,8 +11,11 @@ from prometheus_client.registry import Collector
 
 
 class HitCounting(Protocol):
-    hits: int
-    misses: int
+    @property
+    def hits(self) -> int: ...
+
+    @property
+    def misses(self) -> int: ...
 
 
 class CacheCollector(Collector):

@@ -8,7 +8,7 @@ from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.web import auth, errors
-from floorless.web.pages import PageCache, page_etag
+from floorless.web.pages import page_etag
 from floorless.web.render import Renderer
 from floorless.web.views import (
     account,
@@ -84,7 +84,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
     renderer = Renderer(forge.settings.site_name)
-    renderer.pages = PageCache(forge.settings.page_cache_entries, forge.settings.page_cache_seconds)
+    renderer.configure(forge.settings)
     authenticator = auth.Authenticator(forge)
     metrics = Metrics(
         lambda: {**renderer.caches, "pages": renderer.pages, "answers": forge.indexer.answers}

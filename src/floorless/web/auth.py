@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -23,6 +23,7 @@ import falcon
 
 from floorless.access import ANONYMOUS, Viewer
 from floorless.accounts import TOKEN_PREFIX, Account
+from floorless.caches import Cache
 from floorless.errors import Forbidden, Throttled, Unauthorized
 from floorless.forge import Forge
 
@@ -99,9 +100,10 @@ class Authenticator:
         self.forge = forge
         self.accounts = forge.accounts
         self.throttle = Throttle(forge.settings.signin_attempts, forge.settings.signin_window)
-        # verified passwords: (account id, its password hash then, remembered until)
-        self._verified: OrderedDict[bytes, tuple[int, str, float]] = OrderedDict()
-        self._lock = threading.Lock()
+        # verified passwords: (account id, its password hash then), for _PASSWORD_MEMORY seconds
+        self._verified: Cache[bytes, tuple[int, str]] = Cache.lru_ttl(
+            _PASSWORD_MEMORY_SIZE, _PASSWORD_MEMORY
+        )
 
     def identify(self, req: falcon.Request) -> Viewer:
         header = req.get_header("Authorization")
@@ -165,9 +167,8 @@ class Authenticator:
 
     def _remembered(self, name: str, password: str) -> Account | None:
         key = self._memory_key(name, password)
-        with self._lock:
-            entry = self._verified.get(key)
-        if entry is None or entry[2] < time.monotonic():
+        entry = self._verified.get(key)
+        if entry is None:
             return None
         # a password changed since (by any process) no longer matches the hash it had
         account = self.accounts.with_password_hash(entry[0], entry[1])
@@ -177,10 +178,7 @@ class Authenticator:
 
     def _remember(self, name: str, password: str, account: Account, stored: str) -> None:
         key = self._memory_key(name, password)
-        with self._lock:
-            self._verified[key] = (account.id, stored, time.monotonic() + _PASSWORD_MEMORY)
-            while len(self._verified) > _PASSWORD_MEMORY_SIZE:
-                self._verified.popitem(last=False)
+        self._verified.put(key, (account.id, stored))
 
     # -- CSRF ---------------------------------------------------------------------------------
 

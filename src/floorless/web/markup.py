@@ -6,9 +6,7 @@ Both are pure functions of an object's bytes and so are cached by object id.
 from __future__ import annotations
 
 import posixpath
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from urllib.parse import quote, unquote, urlsplit
 
 import cmarkgfm
@@ -36,31 +34,6 @@ _ATTRIBUTES = {
     "h3": {"id"},
     "h4": {"id"},
 }
-
-
-class LRU:
-    """A small thread-safe LRU for results keyed by object id."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.hits = 0
-        self.misses = 0
-        self._data: OrderedDict[object, object] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get_or_make(self, key: object, make: Callable[[], object]) -> object:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                self.hits += 1
-                return self._data[key]
-        self.misses += 1
-        value = make()
-        with self._lock:
-            self._data[key] = value
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-        return value
 
 
 def is_markdown(name: str) -> bool:

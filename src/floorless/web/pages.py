@@ -1,28 +1,40 @@
 """Rendered pages, kept while nothing they show can have changed.
 
 A page's key names everything it shows: the view, the repository row (name, description,
-visibility), the URL, and who asks (their session, whose CSRF token the page carries, and
-their access level). Its value is valid only with the very ref snapshot it was rendered from:
-any ref change makes a new snapshot, so a hit can never show an old branch. What else ages, the
-relative dates, ages at most ``page_cache_seconds``. Only pages whose content is final say so
+visibility), the canonical URL, and who asks (their session, whose CSRF token the page
+carries, and their access level). The canonical URL is the exact path and only the query
+parameters the view reads (``View.query``): ``?v=1`` and ``?v=2`` are one page, served from
+one entry. The Host header is no part of it; the one thing a page shows that follows the
+address it was asked at, the forge's public URL (in the clone URL), is a mark in the stored
+page, filled in for each request.
+
+Its value is valid only with the very ref snapshot it was rendered from: any ref change makes
+a new snapshot, so a hit can never show an old branch. What else ages, the relative dates,
+ages at most ``page_cache_seconds``. Only pages whose content is final say so
 (``req.context.final_page``): not a tree whose last-commit column the index has yet to fill.
+The cache holds at most ``page_cache_bytes`` of pages, least recently used leaving first.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
-import time
-from collections import OrderedDict
+import secrets
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import unquote_plus, unquote_to_bytes
 
 import falcon
 
 from floorless.access import Viewer
+from floorless.caches import Cache
 from floorless.git.refs import RefSnapshot
 from floorless.repos import Repo
 
 Key = tuple[object, ...]
+
+# What an entry costs beyond its text: its key, the entry and the cache's own bookkeeping.
+ENTRY_OVERHEAD = 1024
 
 
 def page_etag(text: str) -> str:
@@ -32,66 +44,97 @@ def page_etag(text: str) -> str:
 @dataclass(frozen=True)
 class _Entry:
     snapshot: RefSnapshot
-    text: str
-    etag: str
-    expires: float
+    parts: tuple[str, ...]  # the page split at each public URL mark
+    etag: str  # of the page with its marks
+
+    @property
+    def size(self) -> int:
+        return ENTRY_OVERHEAD + sum(sys.getsizeof(part) for part in self.parts)
+
+
+def _filled(parts: tuple[str, ...], etag: str, public: str) -> tuple[str, str]:
+    """The page for a request whose public URL is ``public``, and its ETag."""
+    if len(parts) == 1:
+        return parts[0], etag
+    return public.join(parts), page_etag(f"{etag}\0{public}")
 
 
 class PageCache:
-    def __init__(self, entries: int, seconds: float) -> None:
-        self.entries = entries
-        self.seconds = seconds
-        self.hits = 0
-        self.misses = 0
-        self._data: OrderedDict[Key, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, size_bytes: int, seconds: float) -> None:
+        self.entries: Cache[Key, _Entry] = Cache.lru_ttl(
+            size_bytes, max(seconds, 0.0), getsizeof=lambda entry: entry.size
+        )
+        # Stands for the public URL in a rendered page: random, so no repository content
+        # can contain it (and have the public URL put in its place).
+        self.public_mark = f"floorless-public-{secrets.token_hex(12)}"
+
+    @property
+    def hits(self) -> int:
+        return self.entries.hits
+
+    @property
+    def misses(self) -> int:
+        return self.entries.misses
 
     @staticmethod
     def key(
-        view: str, repo: Repo, req: falcon.Request, viewer: Viewer, level: int
-    ) -> tuple[object, ...]:
-        # the host too: a page's links and clone URL follow the address it was asked at
-        where = (req.scheme, req.netloc, req.relative_uri)
-        return (view, repo, *where, viewer.session, viewer.name, viewer.scope, level)
+        view: str,
+        repo: Repo,
+        req: falcon.Request,
+        query: Iterable[str],
+        viewer: Viewer,
+        level: int,
+    ) -> Key:
+        """The page's canonical key. ``query`` names the parameters the view reads: no other
+        parameter can change the page, so none other is in the key."""
+        # the exact bytes of the path (PATH_INFO is latin-1 text of them: ``req.path`` has
+        # replaced what is not UTF-8), leading slashes folded as the router folds them
+        path = "/" + str(req.env.get("PATH_INFO", "")).lstrip("/")
+        params = _params(req, frozenset(query)) if req.query_string else ()
+        return (view, repo, path, params, viewer.session, viewer.name, viewer.scope, level)
 
-    def serve(self, key: Key, snapshot: RefSnapshot, resp: falcon.Response) -> bool:
+    def serve(self, key: Key, snapshot: RefSnapshot, resp: falcon.Response, public: str) -> bool:
         """Answer from the cache if it holds this page for this snapshot; True if it did."""
-        if not self.entries:
+        if not self.entries.maxsize:
             return False
-        with self._lock:
-            entry = self._data.get(key)
-            if (
-                entry is not None
-                and entry.snapshot is snapshot
-                and entry.expires > time.monotonic()
-            ):
-                self._data.move_to_end(key)
-                self.hits += 1
-            else:
-                entry = None
-                self.misses += 1
+        entry = self.entries.get(key, valid=lambda entry: entry.snapshot is snapshot)
         if entry is None:
             return False
         resp.content_type = "text/html; charset=utf-8"
-        resp.text = entry.text
-        resp.etag = entry.etag
+        resp.text, resp.etag = _filled(entry.parts, entry.etag, public)
         return True
 
     def keep(
         self,
-        key: tuple[object, ...],
+        key: Key,
         snapshot: RefSnapshot,
         req: falcon.Request,
         resp: falcon.Response,
+        public: str,
     ) -> None:
-        """Keep the page just rendered, if its view said it is final."""
-        if not self.entries or not req.context.get("final_page") or resp.status_code != 200:
+        """Fill in the public URL of the page just rendered, and keep the page if its view
+        said it is final."""
+        text = resp.text
+        if not isinstance(text, str):
             return
-        if not isinstance(resp.text, str):
+        parts = tuple(text.split(self.public_mark))
+        final = req.context.get("final_page") and resp.status_code == 200
+        if not final or not self.entries.maxsize:
+            resp.text = public.join(parts)
             return
-        resp.etag = page_etag(resp.text)
-        entry = _Entry(snapshot, resp.text, resp.etag, time.monotonic() + self.seconds)
-        with self._lock:
-            self._data[key] = entry
-            while len(self._data) > self.entries:
-                self._data.popitem(last=False)
+        etag = page_etag(text)
+        resp.text, resp.etag = _filled(parts, etag, public)
+        self.entries.put(key, _Entry(snapshot, parts, etag))
+
+
+def _params(req: falcon.Request, names: frozenset[str]) -> tuple[tuple[str, bytes], ...]:
+    """Each parameter named in ``names``, in order, with the exact bytes of its value: two
+    values that differ only in bytes that are not UTF-8 are different pages (``req.params``
+    has replaced those bytes)."""
+    found = []
+    for part in req.query_string.split("&"):
+        name, _, value = part.partition("=")
+        name = unquote_plus(name)
+        if name in names:
+            found.append((name, unquote_to_bytes(value.replace("+", " "))))
+    return tuple(found)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -10,8 +11,9 @@ from urllib.parse import quote
 import jinja2
 
 from floorless import timing
+from floorless.caches import Cache, approximate_size
+from floorless.config import Settings
 from floorless.web import auth
-from floorless.web.markup import LRU
 from floorless.web.pages import PageCache
 
 
@@ -77,6 +79,14 @@ def filesize(n: int) -> str:
     return f"{n} B"
 
 
+def _fragment_caches(size_bytes: int) -> dict[str, Cache[Hashable, object]]:
+    """Highlighted files and blames, READMEs, commit diffs: ``size_bytes`` each."""
+    return {
+        name: Cache.lru(size_bytes, getsizeof=approximate_size)
+        for name in ("highlight", "readme", "diff")
+    }
+
+
 class Renderer:
     def __init__(self, site_name: str) -> None:
         self.env = jinja2.Environment(
@@ -98,9 +108,15 @@ class Renderer:
             filesize=filesize,
         )
         self.env.globals["site_name"] = site_name
-        # Rendered fragments keyed by object ids: they never need invalidating.
-        self.caches = {"highlight": LRU(256), "readme": LRU(512), "diff": LRU(128)}
-        self.pages = PageCache(0, 0.0)  # create_app sizes it from the settings
+        # Rendered fragments keyed by object ids: they never need invalidating. None keeps
+        # anything until create_app sizes them from the settings (configure).
+        self.caches = _fragment_caches(0)
+        self.pages = PageCache(0, 0.0)
+
+    def configure(self, settings: Settings) -> None:
+        """Make the caches anew, sized from ``settings``."""
+        self.caches = _fragment_caches(settings.render_cache_bytes)
+        self.pages = PageCache(settings.page_cache_bytes, settings.page_cache_seconds)
 
     def page(self, template: str, **context: Any) -> str:
         requester = auth.current()

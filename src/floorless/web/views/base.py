@@ -20,6 +20,10 @@ _HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.?)*|\[[0-9A-Fa-f:.]+\]
 
 
 class View:
+    # The query parameters the view reads: the page cache keys its pages by these alone, so
+    # that ``?v=1`` and ``?v=2`` are one page.
+    query: tuple[str, ...] = ()
+
     def __init__(self, forge: Forge, renderer: Renderer) -> None:
         self.forge = forge
         self.renderer = renderer
@@ -33,13 +37,15 @@ class View:
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, render: Callable[[], None]
     ) -> None:
         """Answer from the page cache; otherwise ``render``, and keep the page if the view
-        marked it final (``req.context.final_page``)."""
+        marked it final (``req.context.final_page``). A page shows the public URL as
+        ``self.renderer.pages.public_mark``, filled in here for each request."""
         pages = self.renderer.pages
-        key = pages.key(type(self).__name__, view.repo, req, viewer_of(req), view.level)
-        if pages.serve(key, view.snapshot, resp):
+        key = pages.key(type(self).__name__, view.repo, req, self.query, viewer_of(req), view.level)
+        public = self.public_url(req)
+        if pages.serve(key, view.snapshot, resp, public):
             return
         render()
-        pages.keep(key, view.snapshot, req, resp)
+        pages.keep(key, view.snapshot, req, resp, public)
 
     def public_url(self, req: falcon.Request) -> str:
         """The forge's public base URL (no trailing slash): ``base_url`` when set, else the

@@ -106,6 +106,8 @@ def history_page(
 
 
 class Commits(RefPage):
+    query = ("after", "seen", "skew")
+
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:

@@ -16,16 +16,20 @@ from floorless.web.views.tree import tree_context
 
 
 class Home(View):
+    query = ("go-get",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        public = self.public_url(req)
-        clone_url = f"{public}{view.base}.git"
         if req.get_param("go-get") == "1":
+            public = self.public_url(req)
             host = public.split("://", 1)[-1]
+            clone_url = f"{public}{view.base}.git"
             self.html(
                 resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
             )
             return
+        # the page is cached for every Host: cached_page fills in the public URL
+        clone_url = f"{self.renderer.pages.public_mark}{view.base}.git"
         self.cached_page(req, resp, view, lambda: self.page(req, resp, view, clone_url))
 
     def page(

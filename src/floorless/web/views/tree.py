@@ -3,15 +3,17 @@ repository home and the tree pages."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import pygit2
 
+from floorless.caches import Cache
 from floorless.git import objects
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView
-from floorless.web.markup import LRU, is_markdown, render_markdown
+from floorless.web.markup import is_markdown, render_markdown
 from floorless.web.render import text, urlpath
 
 README_NAMES = ("readme.md", "readme.markdown", "readme", "readme.txt", "readme.rst")
@@ -25,7 +27,11 @@ class Row:
 
 
 def tree_context(
-    view: RepoView, kind: str, resolved: Resolved, tree: pygit2.Tree, cache: LRU
+    view: RepoView,
+    kind: str,
+    resolved: Resolved,
+    tree: pygit2.Tree,
+    cache: Cache[Hashable, object],
 ) -> dict[str, Any]:
     entries = objects.list_tree(tree, resolved.path)
     last = view.forge.indexer.last_commits(
@@ -52,7 +58,11 @@ def tree_context(
 
 
 def readme(
-    view: RepoView, tree: pygit2.Tree, ref_base: str, directory: bytes, cache: LRU
+    view: RepoView,
+    tree: pygit2.Tree,
+    ref_base: str,
+    directory: bytes,
+    cache: Cache[Hashable, object],
 ) -> dict[str, Any] | None:
     candidates = {
         (e.raw_name or b"").lower(): e for e in tree if e.filemode in (0o100644, 0o100755)
