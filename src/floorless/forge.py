@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pygit2
 
+from floorless import dates
 from floorless.access import Policy
 from floorless.accounts import Accounts, SecretKey
 from floorless.background import start as start_thread
@@ -180,13 +181,17 @@ class Forge:
         self.indexer.schedule(repo, snapshot)
 
     def _record_update(self, repo: Repo, snapshot: RefSnapshot) -> None:
+        """Store the newest branch tip's commit date as the repository's ``updated_at``: in
+        range whatever the commit says, and never later than now (a commit dated in the year
+        99999 must not keep a repository first among the recently updated)."""
         handle = self.handles.get(repo.path)
         times: list[int] = []
         for commit in snapshot.branches.values():
             obj = handle.get(pygit2.Oid(raw=commit))
             if isinstance(obj, pygit2.Commit):
                 times.append(obj.commit_time)
-        self.registry.set_updated(repo.id, float(max(times)) if times else None)
+        updated = min(dates.clamp(max(times)), time.time()) if times else None
+        self.registry.set_updated(repo.id, updated)
 
     # -- background ---------------------------------------------------------------------------
 

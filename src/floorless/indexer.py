@@ -465,26 +465,33 @@ def _compare_trees(
     out: set[bytes],
 ) -> None:
     """Add to ``out`` every file path that differs between two trees (a tree that is absent
-    on one side contributes all its files)."""
-    before = {e.raw_name: e for e in old} if old is not None else {}
-    after = {e.raw_name: e for e in new} if new is not None else {}
-    for name in before.keys() | after.keys():
-        a, b = before.get(name), after.get(name)
-        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
-            continue
-        path = prefix + (name or b"")
-        a_tree = a is not None and a.filemode == MODE_TREE
-        b_tree = b is not None and b.filemode == MODE_TREE
-        if a_tree or b_tree:
-            _compare_trees(
-                repo,
-                _tree(repo, a.id) if a is not None and a_tree else None,
-                _tree(repo, b.id) if b is not None and b_tree else None,
-                path + b"/",
-                out,
-            )
-        if not (a_tree and b_tree):  # a file (or submodule, or link) on at least one side
-            out.add(path)
+    on one side contributes all its files).
+
+    The walk keeps its own stack: a pushed tree may nest thousands of levels deep, past
+    Python's recursion limit, and indexing must still finish.
+    """
+    pending: list[tuple[pygit2.Tree | None, pygit2.Tree | None, bytes]] = [(old, new, prefix)]
+    while pending:
+        old, new, prefix = pending.pop()
+        before = {e.raw_name: e for e in old} if old is not None else {}
+        after = {e.raw_name: e for e in new} if new is not None else {}
+        for name in before.keys() | after.keys():
+            a, b = before.get(name), after.get(name)
+            if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+                continue
+            path = prefix + (name or b"")
+            a_tree = a is not None and a.filemode == MODE_TREE
+            b_tree = b is not None and b.filemode == MODE_TREE
+            if a_tree or b_tree:
+                pending.append(
+                    (
+                        _tree(repo, a.id) if a is not None and a_tree else None,
+                        _tree(repo, b.id) if b is not None and b_tree else None,
+                        path + b"/",
+                    )
+                )
+            if not (a_tree and b_tree):  # a file (or submodule, or link) on at least one side
+                out.add(path)
 
 
 def _tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:

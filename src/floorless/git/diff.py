@@ -3,14 +3,14 @@ rename detection, hunks with line numbers, truncated per file and in total."""
 
 from __future__ import annotations
 
-import email.utils
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import pygit2
 from pygit2.enums import DeltaStatus, DiffFind, DiffOption
 
-from floorless import timing
+from floorless import dates, timing
+from floorless.git.objects import commit_info
 
 STATUS = {
     DeltaStatus.ADDED: "added",
@@ -145,10 +145,10 @@ def _raw_patch(diff: pygit2.Diff) -> bytes:
 def format_patch(repo: pygit2.Repository, commit: pygit2.Commit) -> bytes:
     """The commit as ``git format-patch`` would mail it."""
     diff = _diff(repo, commit)
-    author = commit.author
-    message = commit.raw_message.decode("utf-8", "replace")
-    subject, _, body = message.partition("\n")
-    date = email.utils.formatdate(author.time, localtime=False)
+    info = commit_info(commit)
+    author = info.author
+    subject, _, body = info.message.partition("\n")
+    date = dates.rfc2822(author.when)
     with timing.phase("git"):
         stats = diff.stats.format(
             pygit2.enums.DiffStatsFormat.FULL | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import codecs
+import functools
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 import pygit2
 
-from floorless import timing
+from floorless import dates, timing
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
 
 MODE_TREE = 0o040000
@@ -16,19 +18,59 @@ MODE_SUBMODULE = 0o160000
 MODE_EXEC = 0o100755
 
 
+# Python codecs that are no character set: they transform text (idna, punycode), read
+# backslash escapes, or refuse every input. A commit naming one is read as UTF-8.
+_NOT_CHARSETS = frozenset({"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape"})
+
+
+@functools.lru_cache(maxsize=256)
+def charset(name: str | None) -> str:
+    """The Python codec for a commit's ``encoding`` header: UTF-8 (git's default) when there
+    is none, or when it names nothing Python can decode a message with."""
+    if not name:
+        return "utf-8"
+    try:
+        found = codecs.lookup(name)
+    except (LookupError, ValueError):  # unknown, or a name with a NUL in it
+        return "utf-8"
+    if not getattr(found, "_is_text_encoding", True) or found.name in _NOT_CHARSETS:
+        return "utf-8"  # rot13, base64, zlib ...: bytes-to-bytes transforms
+    return found.name
+
+
+def decode_text(raw: bytes, encoding: str | None) -> str:
+    """A commit's message, name or e-mail as text, in the commit's ``encoding``: what git
+    shows, with replacement characters for bytes that do not decode. Never raises."""
+    codec = charset(encoding)
+    try:
+        return raw.decode(codec, "replace")
+    except (UnicodeError, LookupError):  # a codec that refuses "replace" or every input
+        return raw.decode("utf-8", "replace")
+
+
+def message_encoding(commit: pygit2.Commit) -> str | None:
+    """The commit's ``encoding`` header (pygit2 raises on one that is not ASCII)."""
+    try:
+        return commit.message_encoding
+    except (UnicodeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class Person:
     name: str
     email: str
     when: datetime
+    clamped: bool = False  # the date (or its offset) git holds is out of range: ``when`` is near
 
     @classmethod
-    def of(cls, sig: pygit2.Signature) -> Person:
-        tz = timezone(timedelta(minutes=sig.offset))
+    def of(cls, sig: pygit2.Signature, encoding: str | None = None) -> Person:
+        stamp = dates.moment(sig.time, sig.offset)
         return cls(
-            name=sig.raw_name.decode("utf-8", "replace"),
-            email=sig.raw_email.decode("utf-8", "replace"),
-            when=datetime.fromtimestamp(sig.time, tz),
+            name=decode_text(sig.raw_name, encoding),
+            email=decode_text(sig.raw_email, encoding),
+            when=stamp.when,
+            clamped=stamp.clamped,
         )
 
 
@@ -80,23 +122,16 @@ class Entry:
 
 
 def commit_info(commit: pygit2.Commit) -> CommitInfo:
+    """A commit as pages show it; any date, offset or ``encoding`` header renders."""
+    encoding = message_encoding(commit)
     return CommitInfo(
         id=str(commit.id),
         parents=tuple(str(p) for p in commit.parent_ids),
-        author=Person.of(commit.author),
-        committer=Person.of(commit.committer),
-        message=commit.raw_message.decode(_encoding(commit), "replace"),
+        author=Person.of(commit.author, encoding),
+        committer=Person.of(commit.committer, encoding),
+        message=decode_text(commit.raw_message, encoding),
         tree=str(commit.tree_id),
     )
-
-
-def _encoding(commit: pygit2.Commit) -> str:
-    encoding = commit.message_encoding or "utf-8"
-    try:
-        "".encode(encoding)
-    except LookupError:
-        return "utf-8"
-    return encoding
 
 
 def get_commit(repo: pygit2.Repository, commit_id: bytes) -> pygit2.Commit:

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from floorless import timing
+from floorless import dates, timing
 from floorless.caches import Cache, approximate_size
 from floorless.config import Settings
 from floorless.web import auth
@@ -42,10 +42,8 @@ def urlpath(value: bytes | str) -> str:
 def reltime(when: datetime | float | None, now: datetime | None = None) -> str:
     if when is None:
         return "never"
-    if not isinstance(when, datetime):
-        when = datetime.fromtimestamp(when, UTC)
     now = now or datetime.now(UTC)
-    seconds = int((now - when).total_seconds())
+    seconds = int((now - dates.to_datetime(when)).total_seconds())
     if seconds < 0:
         return "in the future"
     for unit, size in (
@@ -65,9 +63,7 @@ def reltime(when: datetime | float | None, now: datetime | None = None) -> str:
 def isotime(when: datetime | float | None) -> str:
     if when is None:
         return ""
-    if not isinstance(when, datetime):
-        when = datetime.fromtimestamp(when, UTC)
-    return when.isoformat()
+    return dates.to_datetime(when).isoformat()
 
 
 def filesize(n: int) -> str:
@@ -105,6 +101,8 @@ class Renderer:
             urlpath=urlpath,
             reltime=reltime,
             isotime=isotime,
+            stamp=dates.display,
+            rfc2822=dates.rfc2822,
             filesize=filesize,
         )
         self.env.globals["site_name"] = site_name
