@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import sys
 import tempfile
@@ -118,7 +119,6 @@ class Gateway:
 
     async def _http(self, scope: Message, receive: Receive, send: Send) -> None:
         loop = asyncio.get_running_loop()
-        timeout = self.limits.client_timeout
         try:
             body, length = await self._read_body(scope, receive)
         except _Refused as refused:
@@ -129,16 +129,20 @@ class Gateway:
             answer = await loop.run_in_executor(self.requests, self._run, environ)
         finally:
             body.close()
+        if answer.rest is None:  # a whole answer: handed over at once, nothing to wait for
+            await _start(send, answer, more=False)
+            return
         try:
-            await asyncio.wait_for(_start(send, answer, more=answer.rest is not None), timeout)
-            while answer.rest is not None:
-                piece = await loop.run_in_executor(self.streams, next, answer.rest, None)
-                if piece is None:
-                    break
+            async with asyncio.timeout(self.limits.client_timeout):
+                await _start(send, answer, more=True)
+            while (
+                piece := await loop.run_in_executor(self.streams, next, answer.rest, None)
+            ) is not None:
                 if piece:
-                    await asyncio.wait_for(_piece(send, piece, more=True), timeout)
-            if answer.rest is not None:
-                await asyncio.wait_for(_piece(send, b"", more=False), timeout)
+                    async with asyncio.timeout(self.limits.client_timeout):
+                        await _piece(send, piece, more=True)
+            async with asyncio.timeout(self.limits.client_timeout):
+                await _piece(send, b"", more=False)
         except (TimeoutError, OSError, RuntimeError) as exc:
             # the client stopped reading, or went away: drop it (granian closes the connection)
             reason = str(exc) or "timed out"
@@ -149,21 +153,22 @@ class Gateway:
 
     async def _read_body(self, scope: Message, receive: Receive) -> tuple[IO[bytes], int]:
         """The whole request body, read on the event loop with a deadline for each piece."""
-        limit = self.limits.body_limit(scope["path"])
         declared = _header(scope, b"content-length")
+        if declared is None and _header(scope, b"transfer-encoding") is None:
+            return io.BytesIO(), 0  # no body: nothing to wait for
+        limit = self.limits.body_limit(scope["path"])
         if declared is not None:
             if not declared.isdigit():
                 raise _Refused(400, "Content-Length is not a number")
             if int(declared) > limit:
                 raise _Refused(413, f"the request body is over the limit of {limit} bytes")
-        spool: IO[bytes] = tempfile.SpooledTemporaryFile(  # noqa: SIM115 (the caller closes it)
-            max_size=SPOOL_MEMORY, mode="w+b", dir=str(self.spool_dir)
-        )
+        spool: IO[bytes] = io.BytesIO()
         total = 0
         try:
             while True:
                 try:
-                    message = await asyncio.wait_for(receive(), self.limits.client_timeout)
+                    async with asyncio.timeout(self.limits.client_timeout):
+                        message = await receive()
                 except TimeoutError as exc:
                     raise _Refused(408, "the request body did not arrive in time") from exc
                 if message["type"] == "http.disconnect":
@@ -172,8 +177,9 @@ class Gateway:
                 total += len(piece)
                 if total > limit:
                     raise _Refused(413, f"the request body is over the limit of {limit} bytes")
-                if piece:
-                    spool.write(piece)
+                if total > SPOOL_MEMORY and isinstance(spool, io.BytesIO):
+                    spool = self._to_disk(spool)
+                spool.write(piece)
                 if not message.get("more_body", False):
                     break
         except BaseException:
@@ -181,6 +187,13 @@ class Gateway:
             raise
         spool.seek(0)
         return spool, total
+
+    def _to_disk(self, memory: io.BytesIO) -> IO[bytes]:
+        """A body past ``SPOOL_MEMORY`` goes on in a file of the runtime directory."""
+        disk = tempfile.TemporaryFile(dir=self.spool_dir)  # noqa: SIM115 (the caller closes it)
+        disk.write(memory.getbuffer())
+        memory.close()
+        return disk
 
     def _run(self, environ: dict[str, Any]) -> _Answer:
         """On a request thread: call the app, and take the first piece of its answer."""
