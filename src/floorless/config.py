@@ -114,6 +114,55 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=10,
     ),
     Setting("max_diff_files", int, 300, "Files whose diff is shown on a commit page.", minimum=1),
+    Setting(
+        "max_diff_listed",
+        int,
+        3000,
+        "Changed files listed on a commit page (those past `max_diff_files` without their diff); beyond them only their number is given.",
+        minimum=1,
+    ),
+    Setting(
+        "max_diff_file_bytes",
+        int,
+        1_048_576,
+        "Largest file, in bytes (before or after the commit), whose diff is made for a commit page; a larger one is listed as a large file without its diff. Diffing runs with the interpreter held: other requests wait meanwhile.",
+        minimum=1024,
+    ),
+    Setting(
+        "max_diff_bytes",
+        int,
+        8_388_608,
+        "Bytes of file contents (before and after) diffed for one commit page; the files past this budget are listed without their diff. Also the largest commit whose `.diff` and `.patch` are made in-process: a larger one is streamed from a `git diff-tree` child, under the same limit as archives.",
+        minimum=1024,
+    ),
+    Setting(
+        "max_tree_entries",
+        int,
+        2000,
+        "Entries listed on one page of a directory; a larger directory continues on further pages (`?after=NAME`) and is shown without each entry's last commit.",
+        minimum=10,
+    ),
+    Setting(
+        "max_blob_page_bytes",
+        int,
+        4_194_304,
+        "Largest file, in bytes, read for a file page; a larger file is not read at all (reading holds the interpreter, so other requests would wait): the page gives its size and links to the raw bytes.",
+        minimum=1024,
+    ),
+    Setting(
+        "max_blame_bytes",
+        int,
+        1_048_576,
+        "Largest file, in bytes, that the blame page blames; a larger one is not read, and the page says so.",
+        minimum=1024,
+    ),
+    Setting(
+        "max_raw_in_process_bytes",
+        int,
+        8_388_608,
+        "Largest file, in bytes, that a raw download serves from memory; a larger one is streamed by a `git cat-file` child, at most `threads` / 2 at once together with archives and blames (beyond that: 503 with `Retry-After`).",
+        minimum=1024,
+    ),
     Setting("commits_per_page", int, 50, "Commits per page of a commits list.", minimum=1),
     Setting(
         "repos_per_page",
@@ -232,6 +281,13 @@ class Settings:
     max_diff_lines: int
     max_diff_total_lines: int
     max_diff_files: int
+    max_diff_listed: int
+    max_diff_file_bytes: int
+    max_diff_bytes: int
+    max_tree_entries: int
+    max_blob_page_bytes: int
+    max_blame_bytes: int
+    max_raw_in_process_bytes: int
     commits_per_page: int
     repos_per_page: int
     page_cache_bytes: int

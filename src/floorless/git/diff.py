@@ -1,8 +1,16 @@
 """A commit's changes against its first parent (or the empty tree): files with stats and
-rename detection, hunks with line numbers, truncated per file and in total."""
+rename detection, hunks with line numbers, truncated per file and in total.
+
+libgit2 holds the interpreter while it reads and diffs blobs, so the work a page does is
+budgeted before it starts: the list of changed files is cheap (tree against tree), but a
+file's patch is made only when its blobs, by their headers, are small enough, and only until
+a page's budget of files, bytes and lines is spent. Rename detection compares contents only
+when the added and deleted files are few and small; otherwise it matches identical files
+alone. A commit too large for the budget has its ``.diff`` and ``.patch`` made by git."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -10,6 +18,7 @@ import pygit2
 from pygit2.enums import DeltaStatus, DiffFind, DiffOption
 
 from floorless import dates, timing
+from floorless.git import objects
 from floorless.git.objects import commit_info
 
 STATUS = {
@@ -23,9 +32,12 @@ STATUS = {
 
 
 class Limits(NamedTuple):
-    files: int
+    files: int  # files whose patch may be made
     lines_per_file: int
     lines_total: int
+    listed: int = 3000  # files listed at all
+    file_bytes: int = 1 << 20  # a file larger than this (either side) gets no patch
+    total_bytes: int = 8 << 20  # bytes of blobs diffed in all
 
 
 @dataclass
@@ -54,6 +66,7 @@ class FileDiff:
     hunks: list[Hunk] = field(default_factory=list)
     truncated: bool = False
     shown: bool = True
+    too_large: bool = False  # a blob past ``Limits.file_bytes``: no patch was made
 
 
 @dataclass
@@ -63,76 +76,159 @@ class CommitDiff:
     deletions: int
     total_files: int
     truncated: bool
+    complete_stats: bool = True  # additions and deletions count every file's patch
 
 
-def _diff(repo: pygit2.Repository, commit: pygit2.Commit) -> pygit2.Diff:
+def _diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> pygit2.Diff:
     with timing.phase("git"):
         if commit.parents:
             diff = commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
         else:
             diff = commit.tree.diff_to_tree(swap=True)
-        diff.find_similar(flags=DiffFind.FIND_RENAMES)
-        return diff
+    if _small_renames(repo, diff, limits):
+        flags, rename_limit = DiffFind.FIND_RENAMES, 1000
+    else:  # comparing contents would read every added and deleted blob: identical ones only
+        flags, rename_limit = DiffFind.FIND_RENAMES | DiffFind.FIND_EXACT_MATCH_ONLY, limits.files
+    with timing.phase("git"):
+        diff.find_similar(flags=flags, rename_limit=rename_limit)
+    return diff
+
+
+def _small_renames(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> bool:
+    """Whether the files that may be renames (added and deleted) are few and small enough
+    to compare their contents within the budget."""
+    with timing.phase("git"):
+        sides = [
+            d.new_file if d.status == DeltaStatus.ADDED else d.old_file
+            for d in diff.deltas
+            if d.status in (DeltaStatus.ADDED, DeltaStatus.DELETED)
+        ]
+    if len(sides) > limits.files:
+        return False
+    total = 0
+    for side in sides:
+        size = objects.object_size(repo, side.id) or 0
+        if size > limits.file_bytes:
+            return False
+        total += size
+    return total <= limits.total_bytes
+
+
+def _sizes(repo: pygit2.Repository, delta: pygit2.DiffDelta) -> int:
+    """The larger of a change's two blobs, from their headers (0 for none, or a submodule)."""
+    return max(
+        objects.object_size(repo, f.id) or 0 if f.mode != objects.MODE_SUBMODULE else 0
+        for f in (delta.old_file, delta.new_file)
+    )
+
+
+def fits_in_process(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> bool:
+    """Whether the whole diff (``.diff``, ``.patch``) is small enough to make in-process: no
+    more files than a page diffs, and no more bytes of blobs than its budget."""
+    with timing.phase("git"):
+        if commit.parents:
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)
+        deltas = list(diff.deltas) if len(diff) <= limits.files else None
+    if deltas is None:
+        return False
+    total = 0
+    for delta in deltas:
+        for side in (delta.old_file, delta.new_file):
+            if side.mode != objects.MODE_SUBMODULE:
+                total += objects.object_size(repo, side.id) or 0
+    return total <= limits.total_bytes
+
+
+def git_diff_args(commit: pygit2.Commit, stat: bool = False) -> list[str]:
+    """``git diff-tree`` arguments printing what ``patch_text`` does (with ``stat``, the
+    diffstat and summary ``format_patch`` puts before it), for commits past the budget."""
+    args = ["diff-tree", "--no-commit-id", "-p", "-M", "--no-color", "--no-ext-diff"]
+    if stat:
+        args += ["--stat=72", "--summary"]
+    if commit.parents:
+        return [*args, str(commit.parent_ids[0]), str(commit.id)]
+    return [*args, "--root", str(commit.id)]
 
 
 def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> CommitDiff:
-    diff = _diff(repo, commit)
+    diff = _diff(repo, commit, limits)
     files: list[FileDiff] = []
-    total_lines = 0
+    total_lines = total_bytes = additions = deletions = 0
     truncated = False
+    complete = True
     with timing.phase("git"):
-        stats = diff.stats
-        additions, deletions = stats.insertions, stats.deletions
-        for i, delta in enumerate(diff.deltas):
-            fd = FileDiff(
-                old_path=delta.old_file.raw_path,
-                new_path=delta.new_file.raw_path,
-                status=STATUS.get(delta.status, "modified"),
-                additions=None,
-                deletions=None,
-                binary=bool(delta.is_binary),
-                similarity=delta.similarity,
-            )
-            files.append(fd)
-            if i >= limits.files or total_lines >= limits.lines_total:
-                fd.shown = False
-                truncated = True
-                continue
+        total_files = len(diff)
+        deltas = list(itertools.islice(diff.deltas, limits.listed))
+    for i, delta in enumerate(deltas):
+        fd = FileDiff(
+            old_path=delta.old_file.raw_path,
+            new_path=delta.new_file.raw_path,
+            status=STATUS.get(delta.status, "modified"),
+            additions=None,
+            deletions=None,
+            binary=bool(delta.is_binary),
+            similarity=delta.similarity,
+        )
+        files.append(fd)
+        if i >= limits.files or total_lines >= limits.lines_total:
+            fd.shown = False
+            truncated = True
+            continue
+        size = _sizes(repo, delta)
+        if size > limits.file_bytes:
+            fd.too_large = True
+            complete = False
+            continue
+        if total_bytes + size > limits.total_bytes:
+            fd.shown = False
+            truncated = True
+            continue
+        total_bytes += size
+        with timing.phase("git"):
             patch = diff[i]
-            if patch is None:  # libgit2 found nothing to show for this delta
-                continue
-            _, fd.additions, fd.deletions = patch.line_stats
-            fd.binary = bool(patch.delta.is_binary)
-            if fd.binary:
-                continue
-            count = 0
-            for hunk in patch.hunks:
-                h = Hunk(hunk.header.rstrip("\n"))
-                for line in hunk.lines:
-                    if count >= limits.lines_per_file or total_lines >= limits.lines_total:
-                        fd.truncated = True
-                        break
-                    content = line.raw_content.decode("utf-8", "replace").rstrip("\n")
-                    h.lines.append(
-                        Line(
-                            line.origin if line.origin in "+- " else "\\",
-                            line.old_lineno if line.old_lineno > 0 else None,
-                            line.new_lineno if line.new_lineno > 0 else None,
-                            content,
-                        )
+        if patch is None:  # libgit2 found nothing to show for this delta
+            continue
+        _, fd.additions, fd.deletions = patch.line_stats
+        additions += fd.additions
+        deletions += fd.deletions
+        fd.binary = bool(patch.delta.is_binary)
+        if fd.binary:
+            continue
+        fd.truncated = _hunks(fd, patch, limits, total_lines)
+        total_lines += sum(len(h.lines) for h in fd.hunks)
+        truncated = truncated or fd.truncated
+    complete = complete and not truncated and total_files == len(files)
+    return CommitDiff(files, additions, deletions, total_files, truncated, complete)
+
+
+def _hunks(fd: FileDiff, patch: pygit2.Patch, limits: Limits, total_lines: int) -> bool:
+    """Fill ``fd.hunks`` from ``patch`` within the line limits; True if it was cut short."""
+    count = 0
+    with timing.phase("git"):
+        for hunk in patch.hunks:
+            h = Hunk(hunk.header.rstrip("\n"))
+            fd.hunks.append(h)
+            for line in hunk.lines:
+                if count >= limits.lines_per_file or total_lines + count >= limits.lines_total:
+                    return True
+                content = line.raw_content.decode("utf-8", "replace").rstrip("\n")
+                h.lines.append(
+                    Line(
+                        line.origin if line.origin in "+- " else "\\",
+                        line.old_lineno if line.old_lineno > 0 else None,
+                        line.new_lineno if line.new_lineno > 0 else None,
+                        content,
                     )
-                    count += 1
-                    total_lines += 1
-                fd.hunks.append(h)
-                if fd.truncated:
-                    truncated = True
-                    break
-    return CommitDiff(files, additions, deletions, len(files), truncated)
+                )
+                count += 1
+    return False
 
 
-def patch_text(repo: pygit2.Repository, commit: pygit2.Commit) -> bytes:
+def patch_text(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> bytes:
     """The unified diff, as ``git diff`` prints it."""
-    diff = _diff(repo, commit)
+    diff = _diff(repo, commit, limits)
     with timing.phase("git"):
         return _raw_patch(diff)
 
@@ -142,22 +238,35 @@ def _raw_patch(diff: pygit2.Diff) -> bytes:
     return (patch or "").encode("utf-8", "surrogateescape")
 
 
-def format_patch(repo: pygit2.Repository, commit: pygit2.Commit) -> bytes:
+MAIL_END = b"-- \nfloorless\n\n"
+
+
+def format_patch(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> bytes:
     """The commit as ``git format-patch`` would mail it."""
-    diff = _diff(repo, commit)
-    info = commit_info(commit)
-    author = info.author
-    subject, _, body = info.message.partition("\n")
-    date = dates.rfc2822(author.when)
+    diff = _diff(repo, commit, limits)
     with timing.phase("git"):
         stats = diff.stats.format(
             pygit2.enums.DiffStatsFormat.FULL | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72
         )
-        header = (
-            f"From {commit.id} Mon Sep 17 00:00:00 2001\n"
-            f"From: {author.name} <{author.email}>\n"
-            f"Date: {date}\n"
-            f"Subject: [PATCH] {subject}\n\n"
-            f"{body.strip()}{chr(10) * 2 if body.strip() else ''}---\n{stats}\n"
+        return (
+            mail_header(commit)
+            + f"{stats}\n".encode("utf-8", "replace")
+            + _raw_patch(diff)
+            + MAIL_END
         )
-        return header.encode("utf-8", "replace") + _raw_patch(diff) + b"-- \nfloorless\n\n"
+
+
+def mail_header(commit: pygit2.Commit) -> bytes:
+    """A mailed patch up to its ``---`` line: what comes after is the diffstat and the diff."""
+    info = commit_info(commit)
+    author = info.author
+    subject, _, body = info.message.partition("\n")
+    date = dates.rfc2822(author.when)
+    header = (
+        f"From {commit.id} Mon Sep 17 00:00:00 2001\n"
+        f"From: {author.name} <{author.email}>\n"
+        f"Date: {date}\n"
+        f"Subject: [PATCH] {subject}\n\n"
+        f"{body.strip()}{chr(10) * 2 if body.strip() else ''}---\n"
+    )
+    return header.encode("utf-8", "replace")

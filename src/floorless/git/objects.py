@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import heapq
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -223,6 +224,53 @@ def blob_bytes(blob: pygit2.Blob, limit: int | None = None) -> bytes:
     with timing.phase("git"):
         view = memoryview(blob)
         return bytes(view if limit is None else view[:limit])
+
+
+def object_header(repo: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, int] | None:
+    """An object's type and size from its header, without reading it: libgit2 inflates a
+    whole blob, with the interpreter held, the first time its content, size or kind is asked.
+    None when the object cannot be read (a submodule's commit, a missing object)."""
+    with timing.phase("git"):
+        try:
+            kind, size = repo.odb.read_header(oid)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+    return int(kind), int(size)
+
+
+def object_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int | None:
+    header = object_header(repo, oid)
+    return None if header is None else header[1]
+
+
+def _order(entry: pygit2.Object) -> tuple[bool, bytes, bytes]:
+    name = entry.raw_name or b""
+    return (entry.filemode != MODE_TREE, name.lower(), name)
+
+
+def list_tree_page(
+    tree: pygit2.Tree, base: bytes, after: bytes | None, limit: int
+) -> tuple[list[Entry], bool]:
+    """At most ``limit`` entries of a tree in ``list_tree``'s order, from the one after the
+    entry named ``after`` (or the first); and whether more follow. Only the entries shown are
+    made into ``Entry``s, so a directory of 100,000 files costs one pass over its names."""
+    with timing.phase("git"):
+        start = None
+        if after is not None:
+            found = child(tree, after)
+            start = _order(found) if found is not None else (True, after.lower(), after)
+        keyed = ((_order(e), e) for e in tree)  # names are unique: entries never compared
+        chosen = heapq.nsmallest(limit + 1, (k for k in keyed if start is None or k[0] > start))
+        entries = [
+            Entry(
+                name=e.raw_name or b"",
+                path=(base + b"/" + (e.raw_name or b"")) if base else (e.raw_name or b""),
+                mode=e.filemode,
+                id=str(e.id),
+            )
+            for _, e in chosen[:limit]
+        ]
+    return entries, len(chosen) > limit
 
 
 def now() -> datetime:

@@ -29,11 +29,16 @@ class Blame(RefPage):
         blob, mode = objects.lookup(view.handle, commit, resolved.path)
         if not isinstance(blob, pygit2.Blob) or mode == objects.MODE_LINK:
             raise NotFound("blame needs a file")
-        binary = blob.is_binary or blob.size > self.settings.max_file_view
+        size = objects.object_size(view.handle, blob.id)
+        if size is None:  # unreadable: reading the blob says why
+            size = blob.size
+        # a large blob is not read (that would hold the interpreter) nor blamed
+        too_large = size > min(self.settings.max_blame_bytes, self.settings.max_blob_page_bytes)
+        binary = not too_large and blob.is_binary
         groups: list[dict[str, Any]] = []
-        if not binary:
+        if not binary and not too_large:
             name = text(resolved.path.rsplit(b"/", 1)[-1])
-            enabled = blob.size <= self.settings.max_highlight
+            enabled = size <= self.settings.max_highlight
 
             def make() -> list[dict[str, Any]]:  # only when the rendered groups are not cached
                 lines, commits = self._blame(
@@ -58,6 +63,8 @@ class Blame(RefPage):
                 crumbs=crumbs(resolved.path),
                 groups=groups,
                 binary=binary,
+                too_large=too_large,
+                size=size,
                 ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
             ),
         )

@@ -16,6 +16,7 @@ from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import View
+from floorless.web.views.gitstream import Framed, git_stream
 
 
 class Commit(View):
@@ -38,21 +39,43 @@ class Commit(View):
         resp.cache_control = ["public", "max-age=31536000", "immutable"]
         resp.content_type = "text/plain; charset=utf-8"
         resp.set_header("X-Content-Type-Options", "nosniff")
-        resp.data = (
-            gitdiff.patch_text(view.handle, commit)
+        limits = self.limits()
+        if gitdiff.fits_in_process(view.handle, commit, limits):
+            resp.data = (
+                gitdiff.patch_text(view.handle, commit, limits)
+                if variant == "diff"
+                else gitdiff.format_patch(view.handle, commit, limits)
+            )
+            return
+        # past the budget, git makes it in its own process: the whole diff, never cut short,
+        # as tools that apply it need
+        stream = git_stream(
+            self.forge,
+            view.repo.path,
+            gitdiff.git_diff_args(commit, stat=variant == "patch"),
+            "large diffs",
+        )
+        resp.stream = (
+            stream
             if variant == "diff"
-            else gitdiff.format_patch(view.handle, commit)
+            else Framed(stream, prefix=gitdiff.mail_header(commit), suffix=gitdiff.MAIL_END)
+        )
+
+    def limits(self) -> gitdiff.Limits:
+        return gitdiff.Limits(
+            self.settings.max_diff_files,
+            self.settings.max_diff_lines,
+            self.settings.max_diff_total_lines,
+            self.settings.max_diff_listed,
+            self.settings.max_diff_file_bytes,
+            self.settings.max_diff_bytes,
         )
 
     def page(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
         commit = view.commit(resolved)
-        limits = gitdiff.Limits(
-            self.settings.max_diff_files,
-            self.settings.max_diff_lines,
-            self.settings.max_diff_total_lines,
-        )
+        limits = self.limits()
         changes, highlighted = cast(
             tuple[gitdiff.CommitDiff, list[list[Markup]]],
             self.renderer.caches["diff"].get_or_make(

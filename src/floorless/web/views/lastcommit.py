@@ -36,6 +36,10 @@ class LastCommits(View):
         tree, _ = objects.lookup(view.handle, commit, resolved.path)
         if not isinstance(tree, pygit2.Tree):
             raise NotFound("not a directory")
+        if len(tree) > self.settings.max_tree_entries:  # listed in pages, without last commits
+            resp.content_type = falcon.MEDIA_JSON
+            resp.media = {"ready": True, "entries": {}}
+            return
         entries = objects.list_tree(tree, resolved.path)
         last = self.forge.indexer.last_commits(
             view.repo, resolved.commit, resolved.path, [e.name for e in entries]

@@ -16,8 +16,9 @@ import pygit2
 from floorless import timing
 from floorless.errors import NotFound
 from floorless.git import objects
-from floorless.web.context import repo_view
+from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
+from floorless.web.views.gitstream import Framed, git_stream
 from floorless.web.views.source import image_type
 
 _SHA = re.compile(r"[0-9a-fA-F]{40}")
@@ -54,21 +55,31 @@ class Raw(View):
     ) -> None:
         req.context.plain = True
         view = repo_view(self.forge, req, owner, repo)
+        budget = self.settings.max_raw_in_process_bytes
+        blob: pygit2.Object | None
+        size: int | None
         if kind == "blob":
             if not _SHA.fullmatch(tail):
                 raise NotFound("not a blob id")
-            blob = view.handle.get(tail)
+            header = objects.object_header(view.handle, pygit2.Oid(hex=tail))
+            if header is None or header[0] != pygit2.enums.ObjectType.BLOB:
+                raise NotFound("no such blob")
+            blob_id, size = tail.lower(), header[1]
+            blob = None  # a large blob is never read in-process
+            if size <= budget:
+                blob = view.handle.get(tail)
             name = b""
             immutable = True
         else:
             resolved = view.resolve_url(req, kind)
             commit = view.commit(resolved)
             blob, _mode = objects.lookup(view.handle, commit, resolved.path)
+            if not isinstance(blob, pygit2.Blob):
+                raise NotFound("not a file")
+            blob_id, size = str(blob.id), objects.object_size(view.handle, blob.id)
             name = resolved.path.rsplit(b"/", 1)[-1]
             immutable = kind == "commit"
-        if not isinstance(blob, pygit2.Blob):
-            raise NotFound("not a file")
-        etag = str(blob.id)
+        etag = blob_id
         resp.etag = etag
         resp.set_header("X-Content-Type-Options", "nosniff")
         resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
@@ -85,29 +96,71 @@ class Raw(View):
         if any(tag in ("*", etag) for tag in matches):
             resp.status = falcon.HTTP_304
             return
+        if size is not None and size > budget:
+            self._stream(req, resp, view, blob_id, name, size)
+            return
+        if not isinstance(blob, pygit2.Blob):
+            raise NotFound("not a file")
         with timing.phase("git"):
             content = memoryview(blob)  # copied once below: whole, or only the range asked for
         resp.content_type = content_type(name, bytes(content[:8000]))
-        size = len(content)
-        byte_range = _byte_range(req, etag)
-        if byte_range is not None:
-            first, last = byte_range
-            if first < 0:  # a suffix range: the last -first bytes
-                first, last = max(0, size + first), size - 1
-            elif last < 0 or last >= size:
-                last = size - 1
-            if first >= size or first > last:
-                resp.status = falcon.HTTP_416
-                resp.set_header("Content-Range", f"bytes */{size}")
-                resp.data = b""
-                return
-            resp.status = falcon.HTTP_206
-            resp.set_header("Content-Range", f"bytes {first}-{last}/{size}")
-            content = content[first : last + 1]
+        window = _window(req, resp, etag, len(content))
+        if window is None:
+            return
         with timing.phase("git"):
-            resp.data = bytes(content)
+            resp.data = bytes(content[window[0] : window[1]])
 
     on_head = on_get
+
+    def _stream(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        blob_id: str,
+        name: bytes,
+        size: int,
+    ) -> None:
+        """A large blob from a ``git cat-file`` child, chunk by chunk: reading it in-process
+        would hold the interpreter (and every other request) while libgit2 inflates it. A
+        range is honoured by reading and dropping the bytes before it, in the child's pipe."""
+        window = _window(req, resp, blob_id, size)
+        if window is None:
+            return
+        stream = git_stream(
+            self.forge, view.repo.path, ["cat-file", "blob", blob_id], "large files"
+        )
+        resp.content_type = content_type(name, stream.first[:8000])
+        first, end = window
+        resp.content_length = end - first
+        if req.method == "HEAD":
+            stream.close()
+            return
+        whole = (first, end) == (0, size)
+        resp.stream = stream if whole else Framed(stream, skip=first, length=end - first)
+
+
+def _window(
+    req: falcon.Request, resp: falcon.Response, etag: str, size: int
+) -> tuple[int, int] | None:
+    """The bytes to send, as ``[start, end)``, with the status and ``Content-Range`` set;
+    None when the answer is complete already (416, no body)."""
+    byte_range = _byte_range(req, etag)
+    if byte_range is None:
+        return 0, size
+    first, last = byte_range
+    if first < 0:  # a suffix range: the last -first bytes
+        first, last = max(0, size + first), size - 1
+    elif last < 0 or last >= size:
+        last = size - 1
+    if first >= size or first > last:
+        resp.status = falcon.HTTP_416
+        resp.set_header("Content-Range", f"bytes */{size}")
+        resp.data = b""
+        return None
+    resp.status = falcon.HTTP_206
+    resp.set_header("Content-Range", f"bytes {first}-{last}/{size}")
+    return first, last + 1
 
 
 def _byte_range(req: falcon.Request, etag: str) -> tuple[int, int] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import configparser
 from typing import Any, cast
+from urllib.parse import unquote_to_bytes
 
 import falcon
 import pygit2
@@ -30,6 +31,18 @@ IMAGE_TYPES = {
 }
 
 
+def query_bytes(req: falcon.Request, name: str) -> bytes | None:
+    """The exact bytes of query parameter ``name`` (a file name need not be UTF-8), or None."""
+    for part in req.query_string.split("&"):
+        key, _, value = part.partition("=")
+        if key == name:
+            return unquote_to_bytes(value.replace("+", " "))
+    return None
+
+
+MAX_GITMODULES = 1 << 20  # a larger .gitmodules is not read: the submodule shows no URL
+
+
 def crumbs(path: bytes) -> list[tuple[str, str]]:
     """(name, url path) for each component of ``path``."""
     parts = [p for p in path.split(b"/") if p]
@@ -45,6 +58,8 @@ def image_type(name: bytes) -> str | None:
 
 
 class Source(RefPage):
+    query = ("after",)  # a large directory's next entries
+
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
@@ -60,7 +75,14 @@ class Source(RefPage):
         )
         if isinstance(obj, pygit2.Tree):
             context.update(
-                tree_context(view, resolved.kind, resolved, obj, self.renderer.caches["readme"])
+                tree_context(
+                    view,
+                    resolved.kind,
+                    resolved,
+                    obj,
+                    self.renderer.caches["readme"],
+                    after=query_bytes(req, "after"),
+                )
             )
             context["commit_count"] = None
             req.context.final_page = context["last_ready"]
@@ -72,8 +94,12 @@ class Source(RefPage):
             return
         assert isinstance(obj, pygit2.Blob)
         if mode == objects.MODE_LINK:
-            target = objects.blob_bytes(obj)
-            context.update(link_target=text(target), link_url=_link_url(resolved.path, target))
+            size = objects.object_size(view.handle, obj.id) or 0
+            if size > self.settings.max_blob_page_bytes:  # no system takes a path this long
+                context.update(link_target=f"({size} bytes: too long to show)", link_url=None)
+            else:
+                target = objects.blob_bytes(obj)
+                context.update(link_target=text(target), link_url=_link_url(resolved.path, target))
             self.html(resp, "special.html", submodule=None, **context)
             return
         context.update(self._file(view, resolved, obj))
@@ -82,12 +108,15 @@ class Source(RefPage):
 
     def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
         name = resolved.path.rsplit(b"/", 1)[-1]
-        size = blob.size
+        size = objects.object_size(view.handle, blob.id)
+        if size is None:  # unreadable: reading the blob says why
+            size = blob.size
         info: dict[str, Any] = {
             "size": size,
             "blob_id": str(blob.id),
             "image": None,
             "binary": False,
+            "too_large": False,
             "rows": None,
             "line_count": 0,
             "truncated": False,
@@ -95,6 +124,9 @@ class Source(RefPage):
         }
         if image_type(name):
             info["image"] = True
+            return info
+        if size > self.settings.max_blob_page_bytes:  # not read: it would hold the interpreter
+            info["too_large"] = True
             return info
         if blob.is_binary:
             info["binary"] = True
@@ -152,7 +184,10 @@ def _submodule(view: RepoView, commit: pygit2.Commit, path: bytes, oid: str) -> 
         obj, _ = objects.lookup(view.handle, commit, b".gitmodules")
     except NotFound:  # no .gitmodules: the submodule is shown without its URL
         obj = None
-    if isinstance(obj, pygit2.Blob):
+    if (
+        isinstance(obj, pygit2.Blob)
+        and (objects.object_size(view.handle, obj.id) or 0) <= MAX_GITMODULES
+    ):
         parser = configparser.ConfigParser(strict=False, interpolation=None)
         try:
             parser.read_string(objects.blob_bytes(obj).decode("utf-8", "replace"))

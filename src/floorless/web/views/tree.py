@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pygit2
 
+from floorless import timing
 from floorless.caches import Cache
 from floorless.git import objects
 from floorless.git.refs import Resolved
@@ -32,11 +34,25 @@ def tree_context(
     resolved: Resolved,
     tree: pygit2.Tree,
     cache: Cache[Hashable, object],
+    after: bytes | None = None,
 ) -> dict[str, Any]:
-    entries = objects.list_tree(tree, resolved.path)
-    last = view.forge.indexer.last_commits(
-        view.repo, resolved.commit, resolved.path, [e.name for e in entries]
-    )
+    """The listing; a directory of more than ``max_tree_entries`` is listed that many at a
+    time, from the entry after ``after``, and without last commits (finding them would cost
+    the index a walk for every entry)."""
+    limit = view.forge.settings.max_tree_entries
+    with timing.phase("git"):
+        total = len(tree)
+    following = None
+    if after is None and total <= limit:
+        entries = objects.list_tree(tree, resolved.path)
+        last = view.forge.indexer.last_commits(
+            view.repo, resolved.commit, resolved.path, [e.name for e in entries]
+        )
+    else:
+        entries, more = objects.list_tree_page(tree, resolved.path, after, limit)
+        if more:
+            following = quote(entries[-1].name, safe="")
+        last = {}
     infos: dict[bytes, objects.CommitInfo] = {}
     rows = []
     for entry in entries:
@@ -54,6 +70,9 @@ def tree_context(
         "last_ready": last is not None,
         "readme": readme(view, tree, ref_base, resolved.path, cache),
         "ref_base": ref_base,
+        "paged": {"total": total, "limit": limit, "after": after, "next": following}
+        if total > limit or after is not None
+        else None,
     }
 
 
@@ -71,10 +90,13 @@ def readme(
         entry = candidates.get(name.encode())
         if entry is None:
             continue
+        filename = text(entry.raw_name)
+        size = objects.object_size(view.handle, entry.id)
+        if size is not None and size > view.forge.settings.max_blob_page_bytes:
+            return {"name": filename, "html": "", "plain": None, "too_large": size}
         blob = view.handle.get(entry.id)
         if not isinstance(blob, pygit2.Blob) or blob.is_binary:
             continue
-        filename = text(entry.raw_name)
         dir_text = text(directory)
         key = (str(entry.id), view.base, ref_base, dir_text, filename)
 
@@ -92,5 +114,5 @@ def readme(
         plain = None
         if not html:
             plain = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
-        return {"name": filename, "html": html, "plain": plain}
+        return {"name": filename, "html": html, "plain": plain, "too_large": None}
     return None
