@@ -255,6 +255,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Seconds a `git blame` may run before it is stopped.",
         minimum=1,
     ),
+    Setting(
+        "gc_interval",
+        float,
+        86400.0,
+        "Seconds between garbage collections (`git gc --prune=now`) of the repositories whose refs moved since their last one: they remove from disk what no branch or tag reaches any more, such as a deleted branch's commits (which are never served once unreachable). 0: never (`floorless admin gc` runs one on demand).",
+        minimum=0,
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -302,6 +309,7 @@ class Settings:
     max_form_bytes: int
     client_timeout: float
     blame_timeout: float
+    gc_interval: float
 
     @property
     def database(self) -> Path:

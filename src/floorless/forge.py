@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
+from pygit2.enums import ObjectType
 
 from floorless import dates
 from floorless.access import Policy
@@ -21,6 +23,7 @@ from floorless.background import start as start_thread
 from floorless.config import Settings
 from floorless.db import Database
 from floorless.errors import FloorlessError
+from floorless.garbage import collect
 from floorless.git.env import GitEnvironment
 from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import (
@@ -61,6 +64,10 @@ class Forge:
         self._fingerprints: dict[Path, Fingerprint] = {}
         self._advertisement: bytes | None = None
         self._advertisement_lock = threading.Lock()
+        self._gc_due: set[Path] = set()  # repositories whose refs moved since their last gc
+        self.last_gc = time.monotonic()
+        self._gc_lock = threading.Lock()
+        self._gc_thread: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -172,6 +179,7 @@ class Forge:
         return read_snapshot(self.handles.get(git_dir))
 
     def _index_soon(self, repo: Repo) -> None:
+        self._gc_due.add(repo.path)
         try:
             snapshot = self.refs.get(repo.path)
             self._record_update(repo, snapshot)
@@ -193,6 +201,64 @@ class Forge:
         updated = min(dates.clamp(max(times)), time.time()) if times else None
         self.registry.set_updated(repo.id, updated)
 
+    # -- reachability and garbage (reachability.py, garbage.py) ----------------------------
+
+    def reachable(
+        self, repo: Repo, snapshot: RefSnapshot, kind: int, oid: bytes, budget: int | None
+    ) -> bool | None:
+        """Whether the object ``oid`` of type ``kind`` (an ``ObjectType``) may be served by its
+        id: the refs of ``snapshot`` reach it. None when that is not known yet within
+        ``budget`` commits read."""
+        tips, reach, handle = snapshot.tip_set, self.indexer.reach, self.open(repo)
+        if kind == ObjectType.COMMIT:
+            return reach.commit(repo.id, handle, tips, oid, budget)
+        if kind == ObjectType.TAG:
+            return oid in snapshot.tag_objects
+        return reach.blob_or_tree(repo.id, handle, tips, oid, budget)
+
+    def fetchable(self, repo: Repo, wait: float = 30.0) -> Callable[[bytes], bool]:
+        """For a fetch: whether an object id may be sent. Not known yet (the index is behind
+        a ref that was deleted): wait for the indexer, up to ``wait`` seconds."""
+
+        def allowed(oid: bytes) -> bool:
+            deadline = time.monotonic() + wait
+            while True:
+                try:  # the header alone: a large blob is not read
+                    kind, _ = self.open(repo).odb.read_header(pygit2.Oid(raw=oid))
+                except (KeyError, ValueError, pygit2.GitError):
+                    return False
+                answer = self.reachable(repo, self.snapshot(repo), kind, oid, None)
+                if answer is not None:
+                    return answer
+                if time.monotonic() > deadline or repo.id in self.indexer.failures:
+                    return False
+                self._stop.wait(0.05)
+
+        return allowed
+
+    def collect_garbage(self, repo: Repo) -> bool:
+        """``git gc --prune=now`` on one repository; False when skipped (a push is running)."""
+        with self._gc_lock:
+            self._gc_due.discard(repo.path)
+            if not collect(self.git, repo.path):
+                self._gc_due.add(repo.path)
+                return False
+            self.handles.forget(repo.path)  # the old handle still reads the removed packs
+            self.indexer.reach.collected(repo.id, self.open(repo))
+            return True
+
+    def collect_due(self) -> None:
+        """Collect the garbage of every repository whose refs moved since its last gc."""
+        for path in sorted(self._gc_due):
+            repo = self._repo_of_path.get(path)
+            if repo is None:
+                self._gc_due.discard(path)
+                continue
+            try:
+                self.collect_garbage(repo)
+            except (FloorlessError, pygit2.GitError, OSError) as exc:
+                log.warning("%s: garbage collection: %s", repo.full_name, exc)
+
     # -- background ---------------------------------------------------------------------------
 
     def _maintain(self) -> None:
@@ -207,6 +273,11 @@ class Forge:
                 if time.monotonic() - self.last_scan >= self.settings.rescan_interval:
                     self.rescan()
                 self.handles.collect()
+                gc_interval = self.settings.gc_interval
+                running = self._gc_thread is not None and self._gc_thread.is_alive()
+                if gc_interval and not running and time.monotonic() - self.last_gc >= gc_interval:
+                    self.last_gc = time.monotonic()
+                    self._gc_thread = start_thread(self.collect_due, "gc")
             except (FloorlessError, pygit2.GitError, OSError) as exc:
                 log.warning("background maintenance: %s", exc)
 

@@ -28,6 +28,7 @@ from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.history import CommitGraph, Page
 from floorless.git.objects import MODE_TREE
 from floorless.git.refs import RefSnapshot
+from floorless.reachability import Reachability
 from floorless.repos import Repo
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,9 @@ _ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
 class IndexJob:
     repo: Repo
     snapshot: RefSnapshot
+    # tips of snapshots queued before this one and never indexed: their commits are indexed
+    # too, so that the reachability marks know them as unreachable (``reachability.py``)
+    passed: frozenset[bytes] = frozenset()
 
 
 class AnswerCache:
@@ -89,6 +93,7 @@ class Indexer:
         self.db = db
         self.open_repo = open_repo
         self.answers = AnswerCache(db)
+        self.reach = Reachability()
         self._graphs: dict[int, CommitGraph] = {}
         self._queue: queue.Queue[int | None] = queue.Queue()
         # repo id -> the newest job and when it was first queued; a job queued again before it
@@ -115,8 +120,9 @@ class Indexer:
     def schedule(self, repo: Repo, snapshot: RefSnapshot) -> None:
         with self._lock:
             queued = self._pending.get(repo.id)
+            passed = queued[0].passed | queued[0].snapshot.tip_set if queued else frozenset()
             self._pending[repo.id] = (
-                IndexJob(repo, snapshot),
+                IndexJob(repo, snapshot, passed - snapshot.tip_set),
                 queued[1] if queued else time.monotonic(),
             )
         if queued is None:
@@ -143,7 +149,7 @@ class Indexer:
                 job, _ = self._pending.pop(repo_id)
                 self._running += 1
             try:
-                self.update(job.repo, job.snapshot)
+                self.update(job.repo, job.snapshot, job.passed)
                 self.failures.pop(repo_id, None)
             except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
                 log.warning("indexing %s failed: %s", job.repo.full_name, exc)
@@ -296,14 +302,18 @@ class Indexer:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def update(self, repo: Repo, snapshot: RefSnapshot) -> int:
-        """Index every commit reachable from the snapshot's tips that is not indexed yet."""
+    def update(
+        self, repo: Repo, snapshot: RefSnapshot, passed: frozenset[bytes] = frozenset()
+    ) -> int:
+        """Index every commit reachable from the snapshot's tips (and from ``passed``, tips
+        of snapshots this one replaced in the queue) that is not indexed yet; then mark what
+        the snapshot reaches."""
         graph = self._graphs.get(repo.id)
         if graph is None:
             graph = self._load(repo.id)
             self._graphs[repo.id] = graph
         handle = self.open_repo(repo)
-        new = _missing_commits(handle, graph, snapshot.tips())
+        new = _missing_commits(handle, graph, snapshot.tips() | passed)
         rows: list[tuple[object, ...]] = []
         path_rows: list[tuple[object, ...]] = []
         for commit in new:
@@ -329,6 +339,7 @@ class Indexer:
                 self._persist(rows, path_rows)
                 rows, path_rows = [], []
         self._persist(rows, path_rows)
+        self.reach.update(repo.id, handle, graph, snapshot.tip_set)
         self._precompute(repo, graph, snapshot)
         for listener in self.on_indexed:
             listener(repo, len(new))
@@ -379,6 +390,7 @@ class Indexer:
 
     def forget(self, repo_id: int) -> None:
         self._graphs.pop(repo_id, None)
+        self.reach.forget(repo_id)
 
 
 def _page_to_json(page: Page[bytes]) -> str:

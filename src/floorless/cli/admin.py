@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from floorless import timing
 from floorless.cli.options import load_settings, location_options
 from floorless.errors import FloorlessError
 from floorless.forge import Forge
@@ -54,6 +55,34 @@ def rescan(forge: Forge) -> None:
     added, removed = forge.registry.scan()
     total = len(forge.registry.all())
     click.echo(f"{total} repositories ({added} added, {removed} removed)")
+
+
+@admin.command()
+@click.argument("names", nargs=-1, metavar="[OWNER/NAME]...")
+@with_forge
+def gc(forge: Forge, names: tuple[str, ...]) -> None:
+    """Remove from disk what no branch or tag reaches any more (`git gc --prune=now`), in
+    every repository or the ones named."""
+    repos = [forge.registry.get(*_owner_and_name(n)) for n in names] or forge.registry.all()
+    spawned = timing.spawn_counter()
+    before = spawned.total
+    done = 0
+    for repo in repos:
+        if forge.collect_garbage(repo):
+            done += 1
+            click.echo(f"{repo.full_name}: collected")
+        else:
+            click.echo(f"{repo.full_name}: skipped (a push is in progress; try again)")
+    click.echo(
+        f"{done} of {len(repos)} repositories collected ({spawned.total - before} git processes)"
+    )
+
+
+def _owner_and_name(full_name: str) -> tuple[str, str]:
+    owner, _, name = full_name.partition("/")
+    if not owner or not name:
+        raise click.UsageError(f"{full_name!r}: give repositories as OWNER/NAME")
+    return owner, name
 
 
 def _read_password(from_stdin: bool) -> str:

@@ -81,6 +81,16 @@ class RefSnapshot:
     def is_empty(self) -> bool:
         return not self.branches and not self.tags
 
+    @cached_property
+    def tip_set(self) -> frozenset[bytes]:
+        """``tips()``, computed once per snapshot."""
+        return frozenset(self.tips())
+
+    @cached_property
+    def tag_objects(self) -> frozenset[bytes]:
+        """The annotated tag objects the tags point at."""
+        return frozenset(t.target for t in self.tags.values() if t.annotated)
+
     def tips(self) -> set[bytes]:
         found = set(self.branches.values())
         found.update(t.commit for t in self.tags.values() if t.commit is not None)

@@ -9,12 +9,14 @@ from urllib.parse import quote
 
 import falcon
 import pygit2
+from pygit2.enums import ObjectType
 
 from floorless.access import Level
 from floorless.errors import BadRequest, NotFound, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import RefSnapshot, Resolved, resolve
+from floorless.reachability import PAGE_BUDGET
 from floorless.repos import Repo
 from floorless.web.auth import viewer_of
 
@@ -35,11 +37,29 @@ class RepoView:
         return f"/{quote(self.repo.owner)}/{quote(self.repo.name)}"
 
     def resolve(self, kind: str, tail: bytes) -> Resolved:
+        """The ref and path of a URL tail; a commit id (full or abbreviated) must be reachable
+        from a branch or tag (``reachable``)."""
         if kind not in KINDS:
             raise NotFound(f"unknown ref kind {kind!r}: use branch, tag or commit")
-        return resolve(
+        resolved = resolve(
             self.snapshot, kind, tail, lambda prefix: objects.expand_commit_id(self.handle, prefix)
         )
+        if kind == "commit":
+            objects.get_commit(self.handle, resolved.commit)  # it exists, and is a commit
+            self.reachable(ObjectType.COMMIT, resolved.commit)
+        return resolved
+
+    def reachable(self, kind: ObjectType, oid: bytes) -> None:
+        """Refuse an object asked for by id that no branch or tag reaches (a deleted branch's
+        commit, say) exactly as one that does not exist; 503 while that is not known yet."""
+        answer = self.forge.reachable(self.repo, self.snapshot, kind, oid, PAGE_BUDGET)
+        if answer is None:
+            raise falcon.HTTPServiceUnavailable(
+                description="this repository's history is being indexed; try again in a moment",
+                retry_after=1,
+            )
+        if not answer:
+            raise UnknownRevision(f"no such {kind.name.lower()}")
 
     def resolve_url(self, req: falcon.Request, kind: str) -> Resolved:
         """The ref and path of a ``/{page}/{kind}/{ref}/{path}`` URL.

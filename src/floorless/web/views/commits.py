@@ -113,6 +113,9 @@ class Commits(RefPage):
     ) -> None:
         view.commit(resolved)
         cursor = Cursor.parse(req.get_param("after"), req.get_param("seen"), req.get_param("skew"))
+        for start in cursor.after if cursor else []:  # the walk goes on from these commits
+            objects.get_commit(view.handle, start)
+            view.reachable(pygit2.enums.ObjectType.COMMIT, start)
         page = history_page(
             view, resolved.commit, resolved.path or None, cursor, self.settings.commits_per_page
         )

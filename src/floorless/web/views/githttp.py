@@ -39,7 +39,7 @@ from floorless.errors import (
     Unauthorized,
     Unsupported,
 )
-from floorless.git import protocol
+from floorless.git import protocol, reach
 from floorless.repos import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
@@ -141,6 +141,13 @@ class Service(GitView):
         if (req.content_type or "").split(";")[0].strip().lower() != expected:
             raise Unsupported(f"a {self.service} request has Content-Type {expected}")
         body = request_body(req, self.limit)  # checks the encoding and length before git starts
+        if self.service == "git-upload-pack":  # nothing by id that no ref reaches
+            allowed = self.forge.fetchable(found)
+            body, refused = reach.screen_wants(body, allowed, self.forge.git.tmp)
+            if refused is not None:
+                resp.content_type = f"application/x-{self.service}-result"
+                resp.data = refused
+                return
         checker = protocol.PktChecker(commands_only=self.service == "git-receive-pack")
         errors = tempfile.TemporaryFile(dir=self.forge.git.tmp)  # noqa: SIM115 (closed by GitOutput)
         proc = self.forge.git.popen(

@@ -64,6 +64,7 @@ class Raw(View):
             header = objects.object_header(view.handle, pygit2.Oid(hex=tail))
             if header is None or header[0] != pygit2.enums.ObjectType.BLOB:
                 raise NotFound("no such blob")
+            view.reachable(pygit2.enums.ObjectType.BLOB, bytes.fromhex(tail))
             blob_id, size = tail.lower(), header[1]
             blob = None  # a large blob is never read in-process
             if size <= budget:

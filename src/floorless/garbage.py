@@ -1,0 +1,46 @@
+"""Garbage collection: remove from disk what no ref reaches any more.
+
+A deleted or rewound branch's commits stop being served at once (``reachability.py``); this
+removes them, and every tree and blob only they held, with git's own ``git gc --prune=now``:
+one git child per repository, in floorless's isolated git environment, with reflogs expired
+in the same run so that they keep nothing alive. ``floorless admin gc`` runs it on demand; the
+forge runs it every ``gc_interval`` seconds on the repositories whose refs moved since.
+
+``--prune=now`` removes every unreachable loose object whatever its age, so a push that is
+storing its objects at that very moment could lose them before its ref update: a repository
+with a push in progress (git's incoming quarantine directory exists) is skipped, and is tried
+again at the next run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from floorless.git.env import GitEnvironment
+
+GC_TIMEOUT = 6 * 3600.0
+GC_ARGS = (
+    "-c",
+    "gc.reflogExpire=now",
+    "-c",
+    "gc.reflogExpireUnreachable=now",
+    "-c",
+    "gc.auto=0",
+    "gc",
+    "--prune=now",
+    "--quiet",
+)
+
+
+def pushing(git_dir: Path) -> bool:
+    """Whether a push into ``git_dir`` is storing objects now (its quarantine exists)."""
+    return any((git_dir / "objects").glob("tmp_objdir-incoming-*"))
+
+
+def collect(git: GitEnvironment, git_dir: Path) -> bool:
+    """Run ``git gc --prune=now`` on one repository; False when it was skipped (a push is in
+    progress). Raises GitCommandError when git fails."""
+    if pushing(git_dir):
+        return False
+    git.run(git_dir, GC_ARGS, timeout=GC_TIMEOUT)
+    return True
