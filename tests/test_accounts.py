@@ -96,11 +96,19 @@ def test_sign_in_sets_a_signed_http_only_lax_cookie(client: testing.TestClient) 
     assert "Sign out" not in forged.get("/").text
 
 
-def test_cookies_are_secure_behind_https(client: testing.TestClient) -> None:
-    browser = Browser(client)
-    browser.headers["X-Forwarded-Proto"] = "https"
-    result = browser.sign_in("ann")
-    assert result.cookies["floorless_session"].secure
+def test_cookies_are_secure_behind_https(tmp_path: Path) -> None:
+    # X-Forwarded-Proto is believed from a trusted proxy only (the test client is 127.0.0.1)
+    for trusted, secure in (((), False), (("127.0.0.1",), True)):
+        forge = start_forge(tmp_path / "repos", tmp_path / "data", trusted_proxies=trusted)
+        try:
+            if forge.accounts.get("ann") is None:
+                forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+            browser = Browser(testing.TestClient(create_app(forge)))
+            browser.headers["X-Forwarded-Proto"] = "https"
+            result = browser.sign_in("ann")
+            assert result.cookies["floorless_session"].secure is secure
+        finally:
+            forge.stop()
 
 
 def test_wrong_password_and_throttling(client: testing.TestClient) -> None:
@@ -114,8 +122,9 @@ def test_wrong_password_and_throttling(client: testing.TestClient) -> None:
     assert "floorless_session" not in browser.cookies
     # git's Basic credentials count against the same limit
     assert client.simulate_get("/", headers=_basic("ann", PASSWORD)).status_code == 429
-    # the failures also count against the address: another account from it waits too
-    assert Browser(client).sign_in("ben").status_code == 429
+    # another account from the same address is not held up by them (the address has a limit
+    # of its own, signin_address_attempts: tests/test_hardening_accounts.py)
+    assert Browser(client).sign_in("ben").status_code == 303
 
 
 def _basic(name: str, password: str) -> dict[str, str]:
@@ -387,6 +396,7 @@ def test_a_new_repository_does_not_inherit_an_old_ones_collaborators(
     assert ben.get("/ann/reused").status_code == 200
     shutil.rmtree(forge.settings.repos / "ann" / "reused.git")  # gone behind floorless's back
     forge.rescan()
+    forge.rescan()  # dropped when two scans in a row miss it
     ann.post("/-/new", {"owner": "ann", "name": "reused", "visibility": "private"})
     assert ben.get("/ann/reused").status_code == 404
 

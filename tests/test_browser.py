@@ -357,6 +357,11 @@ def test_sign_in_and_manage_a_private_repository(browser, tmp_path: Path) -> Non
             page.get_by_role("button", name="Create token").click()
             token = page.get_by_label("New token").input_value()
             assert token.startswith("flt_")
+            page.get_by_label("New token").focus()  # selected whole, ready to copy
+            selected = (
+                "() => document.activeElement.selectionEnd - document.activeElement.selectionStart"
+            )
+            assert page.evaluate(selected) == len(token)
             page.reload()  # shown once: a reload shows only its prefix and makes no other
             expect(page.get_by_label("New token")).to_have_count(0)
             expect(page.locator("table.list tbody tr")).to_have_count(1)

@@ -14,13 +14,15 @@ the explore list and its search, git over HTTP -- asks this module, and nothing 
     then capped at READ for a read-scoped token.
 
 A repository someone may not read does not exist for them: ``require`` answers as for an
-unknown name (404), or asks for credentials (401) when there are none, whichever name it is.
+unknown name (404), or asks for credentials (401) when there are none, whichever name it is,
+and after the same lookups, so that not even the time taken tells the two apart.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from pathlib import Path
 
 from floorless.accounts import Account
 from floorless.db import Database
@@ -59,6 +61,12 @@ class Viewer:
 
 
 ANONYMOUS = Viewer()
+
+# Stands in for a name that does not exist, so that it is weighed with the same queries as a
+# private repository (no account has the empty name).
+_ABSENT = Repo(
+    id=0, owner="", name="", path=Path(), bare=True, description="", updated_at=None, private=True
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,11 @@ class Policy:
         ``repo`` is None for a name that does not exist: refused exactly like a private
         repository, so the answer never tells the two apart.
         """
-        level = Level.NONE if repo is None else self.level(viewer, repo)
+        if repo is None:
+            self.level(viewer, _ABSENT)  # the work a private repository's answer takes
+            level = Level.NONE
+        else:
+            level = self.level(viewer, repo)
         if level >= needed:
             return level
         if level == Level.NONE:

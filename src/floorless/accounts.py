@@ -1,7 +1,9 @@
 """Accounts: people and organisations, passwords, personal access tokens, sign-in sessions.
 
 People and organisations share one namespace (an owner name is either), matched without
-regard to case. Passwords are stored as argon2id hashes. Tokens and session ids are random
+regard to case. Passwords are stored as argon2id hashes, and checked a few at a time: each check
+takes 64 MiB and a core for tens of milliseconds, so a flood of guesses is answered "busy" at
+once instead of taking every thread and the memory with it. Tokens and session ids are random
 and stored only as their SHA-256: whoever reads the database cannot use them. A session
 cookie is the session id and an HMAC of it under the forge's secret key, so a forged or
 truncated cookie is turned away before the database is asked.
@@ -22,7 +24,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from floorless.db import Database
-from floorless.errors import BadRequest, Conflict, NotFound
+from floorless.errors import BadRequest, Busy, Conflict, NotFound
 from floorless.repos import RESERVED, valid_name
 
 TOKEN_PREFIX = "flt_"  # noqa: S105 (a prefix, not a secret)
@@ -107,6 +109,7 @@ class Accounts:
         key: SecretKey,
         session_days: float = 30.0,
         reserved: frozenset[str] = frozenset(),
+        password_checks: int = 2,
     ) -> None:
         self.db = db
         # Owner names the forge gives itself (``default_owner``): no account may take them.
@@ -114,6 +117,7 @@ class Accounts:
         self.key = key
         self.session_seconds = session_days * _DAY
         self.hasher = PasswordHasher()
+        self._checks = threading.BoundedSemaphore(password_checks)
         # Verifying against a real hash when the name is unknown costs the same time, so the
         # answer's timing does not tell which names exist.
         self._decoy = self.hasher.hash(secrets.token_hex(16))
@@ -197,13 +201,17 @@ class Accounts:
 
     def verify_password(self, name: str, password: str) -> tuple[Account, str] | None:
         """The person named ``name`` and their stored hash if ``password`` is theirs; the same
-        work either way."""
+        work either way. ``Busy`` when every password-check slot is taken."""
         row = self.db.one("SELECT * FROM accounts WHERE name = ? AND kind = 'user'", (name,))
         stored = row["password_hash"] if row is not None else None
+        if not self._checks.acquire(blocking=False):
+            raise Busy("too many sign-ins are being checked at once; try again in a moment", 1)
         try:
             self.hasher.verify(stored or self._decoy, password)
         except (VerificationError, InvalidHashError):
             return None
+        finally:
+            self._checks.release()
         return (_account(row), stored) if row is not None and stored else None
 
     def with_password_hash(self, account_id: int, stored: str) -> Account | None:

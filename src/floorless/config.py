@@ -8,9 +8,10 @@ is checked against this table by a test, so the two cannot drift apart.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,21 @@ class Setting:
     help: str
     minimum: float | None = None
     choices: tuple[str, ...] | None = None
+    check: Callable[[Any], None] | None = None  # raises ValueError for a bad value
+
+    @property
+    def shown_default(self) -> str:
+        """The default as the reference shows it."""
+        if self.default is None:
+            return ""
+        if isinstance(self.default, tuple):
+            return ", ".join(self.default)
+        return str(self.default)
+
+
+def _networks(values: tuple[str, ...]) -> None:
+    for value in values:
+        ipaddress.ip_network(value, strict=False)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -210,7 +226,21 @@ SETTINGS: tuple[Setting, ...] = (
         "signin_attempts",
         int,
         5,
-        "Failed sign-ins (web or git password) allowed per account and per client address within `signin_window` seconds before further attempts are refused.",
+        "Failed sign-ins (web or git password) allowed for one account from one client address within `signin_window` seconds; that address's further attempts at that account wait.",
+        minimum=1,
+    ),
+    Setting(
+        "signin_address_attempts",
+        int,
+        20,
+        "Failed sign-ins allowed from one client address (an IPv6 /64), whatever the accounts, within `signin_window` seconds.",
+        minimum=1,
+    ),
+    Setting(
+        "signin_account_attempts",
+        int,
+        20,
+        "Failed sign-ins allowed for one account from all addresses together within `signin_window` seconds. Beyond it the account is slowed, never locked: an address that has signed in as that person before (password, token or session) is unaffected, and other addresses share one attempt per failure that ages out of the window.",
         minimum=1,
     ),
     Setting(
@@ -219,6 +249,33 @@ SETTINGS: tuple[Setting, ...] = (
         300.0,
         "Seconds over which failed sign-ins are counted.",
         minimum=1,
+    ),
+    Setting(
+        "password_checks",
+        int,
+        2,
+        "Passwords checked at once (each argon2 check takes about 64 MiB and a core for tens of milliseconds); a sign-in beyond them is answered 503 with `Retry-After` rather than queued.",
+        minimum=1,
+    ),
+    Setting(
+        "trusted_proxies",
+        list,
+        (),
+        "Addresses or networks (CIDR) of reverse proxies in front of floorless, comma-separated in the environment. Only for a request from one of them are `X-Forwarded-For` (the client address is its right-most address that is not itself a trusted proxy) and `X-Forwarded-Proto` believed; from anyone else both are ignored.",
+        check=_networks,
+    ),
+    Setting(
+        "metrics_addresses",
+        list,
+        ("127.0.0.0/8", "::1"),
+        "Client addresses or networks (CIDR) that may read `/-/metrics`; anyone else gets 404 unless they send `metrics_token`. A request forwarded by a proxy that is not in `trusted_proxies` never counts as coming from these addresses.",
+        check=_networks,
+    ),
+    Setting(
+        "metrics_token",
+        str,
+        "",
+        "A secret that opens `/-/metrics` from any address when sent as `Authorization: Bearer <token>`; empty: none.",
     ),
     Setting(
         "max_push_bytes",
@@ -303,7 +360,13 @@ class Settings:
     session_days: float
     secure_cookies: str
     signin_attempts: int
+    signin_address_attempts: int
+    signin_account_attempts: int
     signin_window: float
+    password_checks: int
+    trusted_proxies: tuple[str, ...]
+    metrics_addresses: tuple[str, ...]
+    metrics_token: str
     max_push_bytes: int
     max_fetch_request_bytes: int
     max_form_bytes: int
@@ -345,9 +408,13 @@ class Settings:
     def as_environ(self) -> dict[str, str]:
         """These settings as FLOORLESS_* variables, to hand to a server worker process."""
         return {
-            "FLOORLESS_" + f.name.upper(): str(getattr(self, f.name))
+            "FLOORLESS_" + f.name.upper(): _environ_value(getattr(self, f.name))
             for f in dataclasses.fields(self)
         }
+
+
+def _environ_value(value: object) -> str:
+    return ",".join(value) if isinstance(value, tuple) else str(value)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -373,14 +440,30 @@ def _coerce(setting: Setting, value: Any) -> Any:
             result = value.strip().lower() in ("1", "true", "yes", "on")
         elif kind is int and isinstance(value, float):
             raise ValueError(value)
+        elif kind is list:
+            result = _list(value)
         else:
             result = kind(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"setting {setting.name!r}: expected {kind.__name__}, got {value!r}"
         ) from exc
+    if setting.check is not None:
+        try:
+            setting.check(result)
+        except ValueError as exc:
+            raise ConfigError(f"setting {setting.name!r}: {exc}") from exc
     if setting.choices is not None and result not in setting.choices:
         raise ConfigError(f"setting {setting.name!r}: must be one of {', '.join(setting.choices)}")
     if setting.minimum is not None and result < setting.minimum:
         raise ConfigError(f"setting {setting.name!r}: must be at least {setting.minimum}")
     return result
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    """A TOML list of strings, or a string of items separated by commas or spaces."""
+    if isinstance(value, str):
+        return tuple(item for item in value.replace(",", " ").split() if item)
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return tuple(item.strip() for item in value if item.strip())
+    raise TypeError(value)

@@ -13,6 +13,7 @@
     ├── Forbidden (403)          signed in, allowed to see, not allowed to do
     ├── Conflict (409)           a name already taken
     ├── Throttled (429)          too many failed sign-ins; ``retry_after`` seconds
+    │   └── Busy (503)           too many passwords being checked at once; try again soon
     ├── RepositoryBroken (503)   a repository git cannot read; other repositories keep working
     └── GitCommandError (502)    a git child exited non-zero (archive, blame)
 
@@ -74,6 +75,12 @@ class Throttled(FloorlessError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class Busy(Throttled):
+    """Every password-check slot is taken: answered at once rather than queued."""
+
+    status = 503
 
 
 class RepositoryBroken(FloorlessError):

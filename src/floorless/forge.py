@@ -51,7 +51,11 @@ class Forge:
         self.indexer = Indexer(self.db, self.open)
         self.secret = SecretKey(settings.data / "secret.key")
         self.accounts = Accounts(
-            self.db, self.secret, settings.session_days, frozenset({settings.default_owner})
+            self.db,
+            self.secret,
+            settings.session_days,
+            frozenset({settings.default_owner}),
+            settings.password_checks,
         )
         self.policy = Policy(self.db)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as

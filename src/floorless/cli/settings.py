@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from floorless.config import SETTINGS
@@ -32,10 +30,9 @@ def reference_markdown() -> str:
         "|---|---|---|---|---|",
     ]
     for s in SETTINGS:
-        default = "" if s.default is None else str(s.default)
         lines.append(
             f"| `{s.name}` | `FLOORLESS_{s.name.upper()}` | {s.type.__name__} "
-            f"| `{default}` | {s.help} |"
+            f"| `{s.shown_default}` | {s.help} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -48,7 +45,5 @@ def settings(markdown: bool) -> None:
         click.echo(reference_markdown(), nl=False)
         return
     for s in SETTINGS:
-        default = "(derived)" if s.default is None else s.default
-        if isinstance(default, Path):
-            default = str(default)
-        click.echo(f"{s.name:22} {default!s:24} {s.help}")
+        default = "(derived)" if s.default is None else s.shown_default
+        click.echo(f"{s.name:22} {default:24} {s.help}")

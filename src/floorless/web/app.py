@@ -7,7 +7,7 @@ import falcon
 from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
-from floorless.web import auth, errors
+from floorless.web import auth, errors, headers
 from floorless.web.pages import page_etag
 from floorless.web.render import Renderer
 from floorless.web.views import (
@@ -91,6 +91,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     )
     app = falcon.App(
         middleware=(
+            headers.SecurityHeadersMiddleware(),
             TimingMiddleware(metrics),
             auth.AuthMiddleware(authenticator),
             ConditionalMiddleware(),

@@ -1,9 +1,12 @@
 """Who is asking: a signed session cookie, HTTP Basic (a name with a token or password), or an
-``Authorization: token``/``Bearer`` header. Also sign-in throttling, CSRF tokens and cookies.
+``Authorization: token``/``Bearer`` header. Also CSRF tokens and cookies.
 
 Anonymous requests cost nothing here; a session or token costs one query; a password costs one
 argon2 verification, remembered for a few minutes so a ``git clone``'s several requests pay it
-once. Wrong credentials are a 401 (git then asks again), never a silent anonymous request.
+once, and only on a route that asks who is asking (never for a static file or the metrics). A
+token is always tried as a token, never as a password, so it is neither throttled nor made to
+wait by failed passwords (``web/throttle.py``). Wrong credentials are a 401 (git then asks
+again), never a silent anonymous request.
 """
 
 from __future__ import annotations
@@ -12,11 +15,9 @@ import base64
 import binascii
 import hashlib
 import hmac
-import threading
-import time
-from collections import deque
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import falcon
@@ -24,8 +25,10 @@ import falcon
 from floorless.access import ANONYMOUS, Viewer
 from floorless.accounts import TOKEN_PREFIX, Account
 from floorless.caches import Cache
-from floorless.errors import Forbidden, Throttled, Unauthorized
+from floorless.errors import Forbidden, Unauthorized
 from floorless.forge import Forge
+from floorless.web.proxies import Proxies
+from floorless.web.throttle import SigninThrottle
 
 SESSION_COOKIE = "floorless_session"
 CSRF_COOKIE = "floorless_csrf"
@@ -54,52 +57,20 @@ def viewer_of(req: falcon.Request) -> Viewer:
     return viewer if isinstance(viewer, Viewer) else ANONYMOUS
 
 
-class Throttle:
-    """At most ``attempts`` failures per key within ``window`` seconds; memory only."""
-
-    def __init__(self, attempts: int, window: float) -> None:
-        self.attempts = attempts
-        self.window = window
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def check(self, *keys: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            for key in keys:
-                times = self._recent(key, now)
-                if len(times) >= self.attempts:
-                    wait = int(times[0] + self.window - now) + 1
-                    raise Throttled(f"too many failed sign-ins; try again in {wait} seconds", wait)
-
-    def failed(self, *keys: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            for key in keys:
-                self._recent(key, now).append(now)
-            if len(self._failures) > 10_000:  # forget the quiet ones
-                for key in [k for k, v in self._failures.items() if not v]:
-                    del self._failures[key]
-
-    def succeeded(self, *keys: str) -> None:
-        with self._lock:
-            for key in keys:
-                self._failures.pop(key, None)
-
-    def _recent(self, key: str, now: float) -> deque[float]:
-        times = self._failures.setdefault(key, deque())
-        while times and times[0] <= now - self.window:
-            times.popleft()
-        return times
-
-
 class Authenticator:
     """Turns a request's credentials into a ``Viewer``; shared by the middleware and sign-in."""
 
     def __init__(self, forge: Forge) -> None:
         self.forge = forge
         self.accounts = forge.accounts
-        self.throttle = Throttle(forge.settings.signin_attempts, forge.settings.signin_window)
+        settings = forge.settings
+        self.proxies = Proxies(settings.trusted_proxies)
+        self.throttle = SigninThrottle(
+            settings.signin_attempts,
+            settings.signin_address_attempts,
+            settings.signin_account_attempts,
+            settings.signin_window,
+        )
         # verified passwords: (account id, its password hash then), for _PASSWORD_MEMORY seconds
         self._verified: Cache[bytes, tuple[int, str]] = Cache.lru_ttl(
             _PASSWORD_MEMORY_SIZE, _PASSWORD_MEMORY
@@ -108,14 +79,19 @@ class Authenticator:
     def identify(self, req: falcon.Request) -> Viewer:
         header = req.get_header("Authorization")
         if header:
-            return self._from_header(req, header)
-        cookie = req.cookies.get(SESSION_COOKIE)
-        if cookie:
+            viewer = self._from_header(req, header)
+        else:
+            cookie = req.cookies.get(SESSION_COOKIE)
+            if not cookie:
+                return ANONYMOUS
             account = self.accounts.session_user(cookie)
-            if account is not None:
-                return Viewer(account, "write", session=cookie.partition(".")[0])
-            req.context.stale_session = True
-        return ANONYMOUS
+            if account is None:
+                req.context.stale_session = True
+                return ANONYMOUS
+            viewer = Viewer(account, "write", session=cookie.partition(".")[0])
+        # where this person has been is where a flood of wrong passwords never stops them
+        self.throttle.seen(viewer.name, self.proxies.client_address(req))
+        return viewer
 
     def _from_header(self, req: falcon.Request, header: str) -> Viewer:
         scheme, _, value = header.strip().partition(" ")
@@ -146,17 +122,19 @@ class Authenticator:
         return Viewer(account, scope)
 
     def password(self, req: falcon.Request, name: str, password: str) -> Account:
-        """The account if ``password`` is ``name``'s; throttled per name and per address."""
-        keys = (f"name:{name.lower()}", f"addr:{req.remote_addr}")
+        """The account if ``password`` is ``name``'s; ``Throttled`` when this address must wait
+        for this account (``web/throttle.py``), ``Busy`` when every argon2 slot is taken."""
+        address = self.proxies.client_address(req)
+        # before the memory too: else a guesser who must wait could go on guessing against it
+        self.throttle.check(name, address)
         remembered = self._remembered(name, password)
         if remembered is not None:
             return remembered
-        self.throttle.check(*keys)
         found = self.accounts.verify_password(name, password)
         if found is None:
-            self.throttle.failed(*keys)
+            self.throttle.failed(name, address)
             raise Unauthorized("wrong user name or password")
-        self.throttle.succeeded(*keys)
+        self.throttle.succeeded(name, address)
         self._remember(name, password, *found)
         return found[0]
 
@@ -203,11 +181,22 @@ class Authenticator:
 
 
 class AuthMiddleware:
+    """Resolves the client behind trusted proxies for every request, and who is asking once
+    the route is known: a resource with ``identifies = False`` (static files, metrics) is
+    answered without looking at credentials at all."""
+
     def __init__(self, auth: Authenticator) -> None:
         self.auth = auth
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.auth_reset = _current.set(_NOBODY)
+        req.context.scheme = self.auth.proxies.scheme(req)
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict[str, Any]
+    ) -> None:
+        if not getattr(resource, "identifies", True):
+            return
         viewer = self.auth.identify(req)
         req.context.viewer = viewer
         _current.set(RequestAuth(viewer, self.auth.csrf_for(viewer)))
@@ -232,11 +221,8 @@ def secure(req: falcon.Request, forge: Forge) -> bool:
     mode = forge.settings.secure_cookies
     if mode != "auto":
         return mode == "always"
-    return (
-        req.scheme == "https"
-        or (req.get_header("X-Forwarded-Proto") or "").lower() == "https"
-        or forge.settings.base_url.startswith("https://")
-    )
+    scheme = req.context.get("scheme") or req.scheme  # behind a trusted proxy, the client's
+    return scheme == "https" or forge.settings.base_url.startswith("https://")
 
 
 def set_cookie(

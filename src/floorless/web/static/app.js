@@ -33,6 +33,11 @@
   window.addEventListener("hashchange", highlightRange);
   highlightRange();
 
+  // A new token is selected whole when its field takes focus, ready to copy.
+  document.querySelectorAll("input.token").forEach(function (field) {
+    field.addEventListener("focus", function () { field.select(); });
+  });
+
   // Fill in the last-commit column once the index can answer.
   var table = document.querySelector("table.files[data-ready='no']");
   if (!table) { return; }

@@ -97,8 +97,8 @@ class Login(FormView):
         name = form.get("name", "").strip()[:100]
         try:
             account = self.auth.password(req, name, form.get("password", ""))
-        except Throttled as exc:
-            resp.status = falcon.HTTP_429
+        except Throttled as exc:  # 429, or 503 when every password-check slot is taken
+            resp.status = exc.status
             resp.set_header("Retry-After", str(exc.retry_after))
             self.show(req, resp, str(exc), name)
             return

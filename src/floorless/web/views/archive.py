@@ -58,6 +58,7 @@ class Archive(View):
             raise NotFound("archives are .tar.gz, .tar or .zip")
         ref = name[: -len(found)]
         resolved = resolve_any(view, ref)
+        view.commit(resolved)  # a well-formed id of no commit: 404 here, not git failing later
         label = ref.decode("utf-8", "replace").replace("/", "-")
         return Target(view, ref, resolved, found, f"{view.repo.name}-{label}")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hmac
+
 import falcon
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -10,6 +12,7 @@ from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.timing import spawn_counter
 from floorless.web.auth import viewer_of
+from floorless.web.proxies import Proxies, networks, within
 from floorless.web.views.base import View
 
 SORTS = {"recent": "Recently updated", "name": "Name", "oldest": "Least recently updated"}
@@ -58,11 +61,29 @@ class Owner(Explore):
 
 
 class MetricsPage:
+    """Prometheus metrics, for ``metrics_addresses`` or whoever sends ``metrics_token``; to
+    anyone else this URL does not exist (404)."""
+
+    identifies = False  # its own token, not an account's: no password is checked here
+
     def __init__(self, forge: Forge, metrics: Metrics) -> None:
         self.forge = forge
         self.metrics = metrics
+        self.proxies = Proxies(forge.settings.trusted_proxies)
+        self.addresses = networks(forge.settings.metrics_addresses)
+        self.token = forge.settings.metrics_token.encode()
+
+    def allowed(self, req: falcon.Request) -> bool:
+        scheme, _, sent = (req.get_header("Authorization") or "").strip().partition(" ")
+        if self.token and scheme.lower() == "bearer":
+            return hmac.compare_digest(sent.strip().encode("utf-8", "replace"), self.token)
+        if self.proxies.unvouched(req):  # the peer is a proxy that does not say for whom
+            return False
+        return within(self.proxies.client_address(req), self.addresses)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if not self.allowed(req):
+            raise NotFound("no such page")
         self.metrics.index_lag.set(self.forge.indexer.lag())
         self.metrics.index_pending.set(0 if self.forge.indexer.idle() else 1)
         _ = spawn_counter()

@@ -17,6 +17,8 @@ TYPES = {
 
 
 class Static:
+    identifies = False  # the same bytes for everyone: credentials are never even looked at
+
     def __init__(self) -> None:
         folder = resources.files("floorless.web") / "static"
         self.files: dict[str, bytes] = {
