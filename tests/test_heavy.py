@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import start_forge, wait_for
+from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import git
 from serving import serving
@@ -92,6 +92,7 @@ def heavy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
 @pytest.fixture(scope="module")
 def forge(heavy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
     forge = start_forge(heavy[0], tmp_path_factory.mktemp("heavy-data"), **BUDGETS)
+    wait_indexed(forge)  # blobs asked for by id are served once the index says they are reachable
     yield forge
     forge.stop()
 

@@ -168,7 +168,7 @@ def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) 
             status=STATUS.get(delta.status, "modified"),
             additions=None,
             deletions=None,
-            binary=bool(delta.is_binary),
+            binary=False,  # known once its patch is made: asking the delta reads both blobs
             similarity=delta.similarity,
         )
         files.append(fd)
