@@ -11,12 +11,12 @@ from falcon import testing
 from gitfixtures import build_checkout, build_one, git
 
 from floorless.cli import main
-from floorless.repos import discover, git_dir_of
+from floorless.discovery import discover, git_dir_of
 from floorless.web.app import create_app
 
 
 def found(root: Path) -> dict[str, Path]:
-    return {f"{owner}/{name}": path for owner, name, path, _ in discover(root, "local")}
+    return {f"{owner}/{name}": path for owner, name, path, _ in discover(root, "local").repos}
 
 
 def test_layouts(tmp_path: Path) -> None:

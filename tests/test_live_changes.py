@@ -214,6 +214,11 @@ def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):
         result = CliRunner().invoke(
             main, ["admin", "rescan", "--data", str(data), "--repos", str(repos)]
         )
+        assert result.exit_code == 0 and "1 missing" in result.output
+        assert forge.registry.get("dave", "fresh")  # one scan missing it is not proof
+        result = CliRunner().invoke(
+            main, ["admin", "rescan", "--data", str(data), "--repos", str(repos)]
+        )
         assert result.exit_code == 0 and "1 removed" in result.output
         with pytest.raises(NotFound):
             forge.registry.get("dave", "fresh")

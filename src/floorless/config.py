@@ -87,6 +87,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.5,
     ),
     Setting(
+        "adopt_visibility",
+        str,
+        "public",
+        "Who may see a repository a scan finds in the repositories directory (one not created through floorless) when nothing is recorded for its name: `public` (anyone; a directory of checkouts to browse) or `private` (its owner, organisation members and administrators, until made public in its settings). A repository floorless creates or renames has its visibility recorded before its directory appears, so neither choice can expose one a crash interrupted.",
+        choices=("public", "private"),
+    ),
+    Setting(
         "ref_check_interval",
         float,
         2.0,
@@ -338,6 +345,7 @@ class Settings:
     site_name: str
     base_url: str
     rescan_interval: float
+    adopt_visibility: str
     ref_check_interval: float
     repo_handles: int
     max_file_view: int

@@ -35,7 +35,7 @@ from floorless.git.refs import (
 )
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
-from floorless.repos import Registry, Repo
+from floorless.repos import Registry, Repo, ScanResult
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,12 @@ class Forge:
         self.git = GitEnvironment(settings.runtime_dir)
         self.handles = HandlePool(settings.repo_handles)
         self.refs = RefCache(self._read_refs)
-        self.registry = Registry(self.db, settings.repos, settings.default_owner)
+        self.registry = Registry(
+            self.db,
+            settings.repos,
+            settings.default_owner,
+            adopt_private=settings.adopt_visibility == "private",
+        )
         self.indexer = Indexer(self.db, self.open)
         self.secret = SecretKey(settings.data / "secret.key")
         self.accounts = Accounts(
@@ -86,6 +91,7 @@ class Forge:
         """Scan for repositories now; read their refs and index them in the background."""
         self.prepare()
         self.advertisement()
+        self.registry.recover()  # before the scan: it would adopt a half-moved directory anew
         self.registry.scan()
         self.last_scan = time.monotonic()
         if background:
@@ -100,12 +106,12 @@ class Forge:
 
     # -- repositories -------------------------------------------------------------------------
 
-    def rescan(self) -> tuple[int, int]:
+    def rescan(self) -> ScanResult:
         """Scan the directory; read the refs of (and index) repositories new to this process."""
-        added, removed = self.registry.scan()
+        result = self.registry.scan()
         self.last_scan = time.monotonic()
         self._adopt_new()
-        return added, removed
+        return result
 
     def _adopt_new(self) -> None:
         current = {repo.path: repo for repo in self.registry.all()}

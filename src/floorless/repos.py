@@ -2,28 +2,44 @@
 
 Pages never scan directories: they look a repository up by owner and name in the database.
 A scan runs at start, every ``rescan_interval`` seconds in the background, and on
-``floorless admin rescan``.
+``floorless admin rescan``. A scan drops a repository's row, index and answers only when the
+repository is positively gone: missing in ``MISSING_SCANS`` scans in a row. A directory a
+scan cannot read keeps everything below it as it was (see ``floorless.discovery``).
+
+Creating, renaming and deleting change both the disk and the database, which cannot change
+together. Each first commits who may see the repository under the name it is getting and
+what it is about to do (a row of ``repo_intents``), then changes the disk, then finishes in
+the database. A directory never appears or moves before its visibility is recorded, so no
+crash point leaves a private repository readable; ``recover`` rolls an operation a crash
+interrupted forward (its directory moved) or back (it did not) when the forge starts.
 """
 
 from __future__ import annotations
 
-import re
+import logging
 import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
+from floorless import intents
 from floorless.db import Database
+from floorless.discovery import RESERVED as RESERVED
+from floorless.discovery import Discovery, discover, exists, read_description
+from floorless.discovery import valid_name as valid_name
 from floorless.errors import BadRequest, Conflict, NotFound
+from floorless.intents import Intent
 
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-# First path segments that belong to the forge itself, never to an owner.
-RESERVED = frozenset({"-", "raw", "explore", "static", "api", "assets", "user", "login", "admin"})
-_DEFAULT_DESCRIPTION = "Unnamed repository"
+log = logging.getLogger(__name__)
+
+# A repository that scans no longer find is dropped once this many scans in a row saw it
+# missing: a network share remounting for a moment must not cost its ids and indexes.
+MISSING_SCANS = 2
 # Every read of a repository row carries its visibility, kept apart in ``repo_access``.
 _SELECT = (
     "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
@@ -48,119 +64,122 @@ class Repo:
         return f"{self.owner}/{self.name}"
 
 
-def valid_name(name: str) -> bool:
-    return bool(NAME.fullmatch(name)) and name not in RESERVED and not name.endswith(".git")
-
-
-def git_dir_of(path: Path) -> tuple[Path, bool] | None:
-    """The git directory of a bare repository or a checkout at ``path``, and whether it is bare."""
-    try:
-        if (path / "HEAD").is_file() and (path / "objects").is_dir():
-            return path, True
-        dotgit = path / ".git"
-        if dotgit.is_dir() and (dotgit / "HEAD").is_file():
-            return dotgit, False
-        if dotgit.is_file():
-            line = dotgit.read_text(errors="replace").strip()
-            if line.startswith("gitdir:"):
-                target = (path / line[len("gitdir:") :].strip()).resolve()
-                if (target / "HEAD").is_file():
-                    return target, False
-    except OSError:
-        return None
-    return None
-
-
-def discover(root: Path, default_owner: str) -> list[tuple[str, str, Path, bool]]:
-    """Every repository below ``root``: ``(owner, name, git_dir, bare)``, first found wins."""
-    found: dict[tuple[str, str], tuple[Path, bool]] = {}
-
-    def add(owner: str, directory: Path) -> None:
-        name = directory.name.removesuffix(".git")
-        if not valid_name(name) or (owner, name) in found:
-            return
-        located = git_dir_of(directory)
-        if located is not None:
-            found[(owner, name)] = located
-
-    root_repo = git_dir_of(root)
-    if root_repo is not None:
-        name = root.resolve().name.removesuffix(".git")
-        if valid_name(name):
-            found[(default_owner, name)] = root_repo
-    for entry in _subdirs(root):
-        if git_dir_of(entry) is not None:
-            add(default_owner, entry)
-            continue
-        if not valid_name(entry.name):
-            continue
-        for sub in _subdirs(entry):
-            add(entry.name, sub)
-    return [(owner, name, path, bare) for (owner, name), (path, bare) in sorted(found.items())]
-
-
-def _subdirs(path: Path) -> list[Path]:
-    try:
-        entries = sorted(path.iterdir())
-    except OSError:
-        return []
-    return [e for e in entries if not e.name.startswith(".") and _is_dir(e)]
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
-
-
-def _description(git_dir: Path) -> str:
-    try:
-        text = (git_dir / "description").read_text(errors="replace").strip()
-    except OSError:
-        return ""
-    return "" if text.startswith(_DEFAULT_DESCRIPTION) else text[:500]
+@dataclass(frozen=True)
+class ScanResult:
+    added: int
+    removed: int
+    # missing in this scan, kept until enough scans in a row have seen them missing
+    missing: int = 0
+    # directories this scan could not read, and why: what lies below them was kept as it was
+    unreadable: tuple[tuple[Path, str], ...] = ()
 
 
 class Registry:
     """Repository rows in the database."""
 
-    def __init__(self, db: Database, root: Path, default_owner: str) -> None:
+    def __init__(
+        self, db: Database, root: Path, default_owner: str, adopt_private: bool = False
+    ) -> None:
         self.db = db
         self.root = root
         self.default_owner = default_owner
+        # whether a directory found by a scan, with no recorded visibility, starts private
+        self.adopt_private = adopt_private
         # A scan and a create, rename or delete in this process do not interleave.
         self.lock = threading.RLock()
+        self.last_scan: ScanResult | None = None
+        self.incomplete_scans = 0  # scans that could not read every directory
 
-    def scan(self) -> tuple[int, int]:
-        """Bring the database in line with the directory; return (added, removed)."""
+    # -- scanning -----------------------------------------------------------------------------
+
+    def scan(self) -> ScanResult:
+        """Bring the database in line with the directory."""
         with self.lock:
-            return self._scan()
+            result = self._scan()
+        self.last_scan = result
+        if result.unreadable:
+            self.incomplete_scans += 1
+        for path, why in result.unreadable:
+            log.warning(
+                "scan: cannot read %s (%s); what lies below it is kept as it was until a scan"
+                " can read it",
+                path,
+                why,
+            )
+        return result
 
-    def _scan(self) -> tuple[int, int]:
+    def _scan(self) -> ScanResult:
         now = time.time()
         found = discover(self.root, self.default_owner)
-        known = {row["path"]: row["id"] for row in self.db.query("SELECT id, path FROM repos")}
-        added = 0
-        with self.db.transaction():
-            for owner, name, git_dir, bare in found:
-                key = str(git_dir)
-                if key in known:
+        added = removed = missing = 0
+        with self.db.transaction():  # after the slow part: the rows as they are now
+            known = {r["path"]: int(r["id"]) for r in self.db.query("SELECT id, path FROM repos")}
+            misses = {
+                int(row["repo_id"]): int(row["scans"])
+                for row in self.db.query("SELECT repo_id, scans FROM repo_missing")
+            }
+            seen: set[str] = set()
+            for _, _, git_dir, _ in found.repos:
+                seen.add(str(git_dir))
+                repo_id = known.get(str(git_dir))
+                if repo_id is not None:
                     self.db.execute(
-                        "UPDATE repos SET seen_at = ?, description = ? WHERE id = ?",
-                        (now, _description(git_dir), known.pop(key)),
+                        "UPDATE repos SET seen_at = ?, description = COALESCE(?, description)"
+                        " WHERE id = ?",
+                        (now, read_description(git_dir), repo_id),
                     )
+                    self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (repo_id,))
+            for path, repo_id in known.items():
+                if path in seen:
                     continue
-                # A name freed by a removed repository may be taken by a new path.
-                for row in self.db.query(
-                    "SELECT id FROM repos WHERE owner = ? AND name = ?", (owner, name)
-                ):
-                    self._drop_row(row["id"])
-                self._insert(owner, name, git_dir, bare, _description(git_dir), now)
+                if not self._seen_missing(Path(path), found):
+                    # not seen, not seen missing: the count of scans in a row starts again
+                    self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (repo_id,))
+                    continue
+                scans = misses.get(repo_id, 0) + 1
+                if scans >= MISSING_SCANS:
+                    self._drop_row(repo_id)
+                    removed += 1
+                else:
+                    self.db.execute(
+                        "INSERT OR REPLACE INTO repo_missing (repo_id, scans) VALUES (?, ?)",
+                        (repo_id, scans),
+                    )
+                    missing += 1
+            for owner, name, git_dir, bare in found.repos:
+                if str(git_dir) in known:
+                    continue
+                held = self.db.one(
+                    "SELECT 1 FROM repos WHERE owner = ? AND name = ?", (owner, name)
+                )
+                if held is not None:
+                    continue  # its name's repository elsewhere is not known to be gone yet
+                self._adopt(owner, name, git_dir, bare, now)
                 added += 1
-            for repo_id in known.values():
-                self._drop_row(repo_id)
-        return added, len(known)
+        return ScanResult(added, removed, missing, tuple(found.unreadable.items()))
+
+    def _seen_missing(self, git_dir: Path, found: Discovery) -> bool:
+        """Whether a repository the scan did not find is positively missing, rather than in (or
+        outside the repositories directory, behind) a directory the scan could not read."""
+        inside = git_dir == self.root or self.root in git_dir.parents
+        if found.unknown(git_dir) or (found.unreadable and not inside):
+            return False
+        try:
+            exists(git_dir)  # there or not, it is not a repository where the scan looks
+        except OSError:
+            return False
+        return True
+
+    def _adopt(self, owner: str, name: str, git_dir: Path, bare: bool, now: float) -> None:
+        """A repository new to the database: who may see it is what ``repo_access`` says of
+        its name (written by a create or rename before its directory appeared, or left by a
+        repository of that name), and otherwise the adoption policy."""
+        if self.adopt_private:
+            self.db.execute(
+                "INSERT OR IGNORE INTO repo_access (owner, name, private) VALUES (?, ?, 1)",
+                (owner, name),
+            )
+        self._insert(owner, name, git_dir, bare, read_description(git_dir) or "", now)
 
     def _insert(
         self, owner: str, name: str, git_dir: Path, bare: bool, description: str, now: float
@@ -185,9 +204,11 @@ class Registry:
     def _drop_row(self, repo_id: int) -> None:
         """Remove a repository's row and everything indexed under it (visibility and
         collaborators stay with the name: a repository back after a moment is as it was)."""
-        for table in ("index_commits", "index_paths", "answers"):
+        for table in ("index_commits", "index_paths", "answers", "repo_missing"):
             self.db.execute(f"DELETE FROM {table} WHERE repo_id = ?", (repo_id,))  # noqa: S608
         self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
+
+    # -- reading ------------------------------------------------------------------------------
 
     def get(self, owner: str, name: str) -> Repo:
         name = name.removesuffix(".git")
@@ -253,23 +274,35 @@ class Registry:
         description = _clean_description(description)
         with self.lock:
             path = self.root / owner / f"{name}.git"
-            if self._taken(owner, name) or path.exists():
+            if self._taken(owner, name) or exists(path):
                 raise Conflict(f"{owner}/{name} already exists")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pygit2.init_repository(str(path), bare=True, initial_head="main")
-            (path / "description").write_text(description + "\n" if description else "")
-            with self.db.transaction():
-                # A new repository starts with no one's access from an old one of its name.
-                self._clear_access(owner, name)
-                self.set_private(owner, name, private)
-                self._insert(owner, name, path, True, description, time.time())
+            intent = self._intend(
+                "create", owner, name, target=path, private=private, description=description
+            )
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.mkdir()  # not exist_ok: a directory someone else just made is not ours
+            except OSError as exc:
+                self._back(intent)
+                if isinstance(exc, FileExistsError):
+                    raise Conflict(f"{owner}/{name} already exists") from exc
+                raise
+            try:
+                intents.initialise(path, description)
+            except (OSError, pygit2.GitError):
+                shutil.rmtree(path, ignore_errors=True)
+                if not exists(path):
+                    self._back(intent)
+                raise  # what is left stays private, and the next start finishes or undoes it
+            self._forward(intent)
         return self.get(owner, name)
 
     def rename(self, repo: Repo, new_name: str) -> Repo:
         """Give ``repo`` a new name within its owner, on disk and in every table.
 
-        The directory moves inside the database transaction: if either fails, neither
-        happens, and the repository keeps its name and who may see it.
+        The new name is given the repository's visibility before the directory moves: if
+        the move fails, or the process dies, the repository is under one of its names,
+        as visible as it was.
         """
         check_name(new_name)
         if new_name == repo.name:
@@ -278,35 +311,205 @@ class Registry:
             if self._taken(repo.owner, new_name, besides=repo.id):
                 raise Conflict(f"{repo.owner}/{new_name} already exists")
             target = _renamed_path(repo, new_name)
-            if target.exists() and not _same_file(target, repo):
+            if exists(target) and not _same_file(target, repo):
                 raise Conflict(f"{target.name} already exists in the repositories directory")
             old_dir = repo.path if repo.bare else repo.path.parent
-            git_dir = target if repo.bare else target / ".git"
-            with self.db.transaction():
-                self._clear_access(repo.owner, new_name)
-                for table in ("repo_access", "collaborators"):
-                    self.db.execute(
-                        f"UPDATE {table} SET name = ? WHERE owner = ? AND name = ?",  # noqa: S608
-                        (new_name, repo.owner, repo.name),
-                    )
-                self.db.execute(
-                    "UPDATE repos SET name = ?, path = ? WHERE id = ?",
-                    (new_name, str(git_dir), repo.id),
-                )
-                old_dir.rename(target)
+            intent = self._intend(
+                "rename",
+                repo.owner,
+                new_name,
+                repo_id=repo.id,
+                old_name=repo.name,
+                source=old_dir,
+                target=target,
+                bare=repo.bare,
+                private=repo.private,
+            )
+            self._carry_out(intent, lambda: old_dir.rename(target))
         return self.get(repo.owner, new_name)
 
     def delete(self, repo: Repo) -> None:
         """Remove ``repo``: its directory, its row, who may see it."""
         with self.lock:
             directory = repo.path if repo.bare else repo.path.parent
-            # Move it aside first, so a scan in the meantime cannot find half a repository.
+            # Moved aside first (a hidden name no scan reads), so that no scan in the meantime
+            # finds half a repository.
             trash = directory.with_name(f".deleting-{directory.name}-{time.time_ns()}")
-            with self.db.transaction():  # the move fails: the rows stay, and so does it
-                self._clear_access(repo.owner, repo.name)
-                self._drop_row(repo.id)
-                directory.rename(trash)
-            shutil.rmtree(trash, ignore_errors=True)
+            intent = self._intend(
+                "delete",
+                repo.owner,
+                repo.name,
+                repo_id=repo.id,
+                source=directory,
+                target=trash,
+                bare=repo.bare,
+                private=repo.private,
+            )
+            self._carry_out(intent, lambda: directory.rename(trash))
+
+    def recover(self) -> int:
+        """Roll every create, rename and delete a crash interrupted forward (its directory
+        moved or appeared) or back (it did not); return how many were settled. Run at start,
+        before the first scan; one the storage cannot tell about waits for the next start."""
+        settled = 0
+        with self.lock:
+            for intent in intents.pending(self.db):
+                try:
+                    if intent.moved():
+                        if intent.action == "create":  # complete what a crash left half made
+                            intents.initialise(Path(intent.target), intent.description)
+                        self._forward(intent)
+                    else:
+                        self._back(intent)
+                except (OSError, pygit2.GitError) as exc:
+                    log.warning(
+                        "cannot settle the interrupted %s of %s/%s now (%s); trying again at"
+                        " the next start",
+                        intent.action,
+                        intent.owner,
+                        intent.name,
+                        exc,
+                    )
+                    continue
+                log.info(
+                    "settled the interrupted %s of %s/%s", intent.action, intent.owner, intent.name
+                )
+                settled += 1
+        return settled
+
+    def _intend(
+        self,
+        action: str,
+        owner: str,
+        name: str,
+        *,
+        target: Path,
+        private: bool,
+        repo_id: int | None = None,
+        old_name: str = "",
+        source: Path | None = None,
+        bare: bool = True,
+        description: str = "",
+    ) -> Intent:
+        """Commit what is about to happen, and (but for a deletion) who may see the repository
+        under the name it is getting: the directory does not exist there yet, so no one's
+        access from an old repository of that name carries over."""
+        with self.db.transaction():
+            if action != "delete":
+                self._clear_access(owner, name)
+                self.set_private(owner, name, private)
+            return intents.record(
+                self.db,
+                action,
+                owner,
+                name,
+                repo_id=repo_id,
+                old_name=old_name,
+                source="" if source is None else str(source),
+                target=str(target),
+                bare=bare,
+                private=private,
+                description=description,
+            )
+
+    def _carry_out(self, intent: Intent, step: Callable[[], object]) -> None:
+        """Move ``intent``'s directory, then finish it if the disk shows the move done (even
+        when the move reported an error: over a network it can have happened), or roll it back
+        and raise the move's error if not."""
+        error: OSError | None = None
+        try:
+            step()
+        except OSError as exc:
+            error = exc
+        if error is not None and not intent.moved():  # cannot tell: left to the next start
+            self._back(intent)
+            raise error
+        self._forward(intent)
+
+    def _forward(self, intent: Intent) -> None:
+        """Finish ``intent`` in the database, its directory being where it was going."""
+        with self.db.transaction():
+            if intent.action == "create":
+                self._finish_create(intent)
+            elif intent.action == "rename":
+                self._finish_rename(intent)
+            else:
+                self._finish_delete(intent)
+            if intent.action != "delete":
+                intents.done(self.db, intent)
+        if intent.action == "delete":
+            trash = Path(intent.target)
+            try:
+                if exists(trash):
+                    shutil.rmtree(trash)
+            except OSError as exc:  # hidden from every scan; removed at the next start
+                log.warning("%s: cannot remove it now: %s", trash, exc)
+                return
+            with self.db.transaction():
+                intents.done(self.db, intent)
+
+    def _back(self, intent: Intent) -> None:
+        """Forget ``intent``, whose directory never moved. A public visibility it recorded for
+        a name no repository has is dropped too (a directory appearing there later is then
+        adopted by the policy); a private one stays, as the safe side of a race with a
+        process still carrying the operation out."""
+        with self.db.transaction():
+            if intent.action != "delete":
+                self.db.execute(
+                    "DELETE FROM repo_access WHERE owner = ? AND name = ? AND private = 0"
+                    " AND NOT EXISTS (SELECT 1 FROM repos WHERE owner = ? AND name = ?)",
+                    (intent.owner, intent.name, intent.owner, intent.name),
+                )
+            intents.done(self.db, intent)
+
+    def _finish_create(self, intent: Intent) -> None:
+        git_dir = intent.git_dir
+        if self.db.one("SELECT 1 FROM repos WHERE path = ?", (str(git_dir),)) is not None:
+            return  # a scan found it first, with the visibility recorded for it
+        if self._taken(intent.owner, intent.name):
+            log.warning("%s: its name was taken meanwhile; it is not served", git_dir)
+            return
+        self._insert(intent.owner, intent.name, git_dir, True, intent.description, time.time())
+
+    def _finish_rename(self, intent: Intent) -> None:
+        owner, name, old_name = intent.owner, intent.name, intent.old_name
+        git_dir = intent.git_dir
+        if self.by_id(intent.repo_id or 0) is not None:
+            # a scan in between may have found the moved directory: one repository, one row
+            for other in self.db.query(
+                "SELECT id FROM repos WHERE id != ? AND (path = ? OR (owner = ? AND name = ?))",
+                (intent.repo_id, str(git_dir), owner, name),
+            ):
+                self._drop_row(int(other["id"]))
+            self.db.execute(
+                "UPDATE repos SET name = ?, path = ? WHERE id = ?",
+                (name, str(git_dir), intent.repo_id),
+            )
+            self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (intent.repo_id,))
+        for table in ("repo_access", "collaborators"):
+            moving = self.db.one(
+                f"SELECT 1 FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
+                (owner, old_name),
+            )
+            if moving is None:
+                continue  # moved already (finishing twice is finishing once)
+            self.db.execute(
+                f"DELETE FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
+                (owner, name),
+            )
+            self.db.execute(
+                f"UPDATE {table} SET name = ? WHERE owner = ? AND name = ?",  # noqa: S608
+                (name, owner, old_name),
+            )
+
+    def _finish_delete(self, intent: Intent) -> None:
+        if intent.repo_id is not None:
+            self._drop_row(intent.repo_id)
+        others = self.db.one(
+            "SELECT 1 FROM repos WHERE owner = ? AND name = ?", (intent.owner, intent.name)
+        )
+        if others is None:
+            self._clear_access(intent.owner, intent.name)
 
     def set_private(self, owner: str, name: str, private: bool) -> None:
         self.db.execute(

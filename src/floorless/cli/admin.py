@@ -51,10 +51,25 @@ def admin() -> None:
 @admin.command()
 @with_forge
 def rescan(forge: Forge) -> None:
-    """Scan the repositories directory now and update the repository list."""
-    added, removed = forge.registry.scan()
+    """Scan the repositories directory now and update the repository list.
+
+    A repository missing from the directory is removed from the list when two scans in a row
+    find it missing; a directory that cannot be read keeps what lies below it, and makes the
+    command exit with status 1.
+    """
+    result = forge.registry.scan()
     total = len(forge.registry.all())
-    click.echo(f"{total} repositories ({added} added, {removed} removed)")
+    line = f"{total} repositories ({result.added} added, {result.removed} removed"
+    if result.missing:
+        line += f", {result.missing} missing: removed if still missing at the next scan"
+    click.echo(line + ")")
+    if result.unreadable:
+        for path, why in result.unreadable:
+            click.echo(f"cannot read {path}: {why}", err=True)
+        raise click.ClickException(
+            "some directories could not be read; the repositories below them were kept as"
+            " they were, and the next scan tries again"
+        )
 
 
 @admin.command()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS repos (
@@ -93,6 +93,27 @@ STATEMENTS = (
         user_id INTEGER NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
         role TEXT NOT NULL CHECK (role IN ('read', 'write', 'admin')),
         PRIMARY KEY (owner, name, user_id)
+    )""",
+    # Repositories a scan did not find, and how many scans in a row have seen them missing.
+    """CREATE TABLE IF NOT EXISTS repo_missing (
+        repo_id INTEGER PRIMARY KEY,
+        scans INTEGER NOT NULL
+    )""",
+    # A create, rename or delete, written before it touches the disk and removed once it is
+    # done in both places; one left by a crash is rolled forward or back at start.
+    """CREATE TABLE IF NOT EXISTS repo_intents (
+        id INTEGER PRIMARY KEY,
+        action TEXT NOT NULL CHECK (action IN ('create', 'rename', 'delete')),
+        repo_id INTEGER,
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        old_name TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL DEFAULT '',
+        target TEXT NOT NULL,
+        bare INTEGER NOT NULL,
+        private INTEGER NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS meta (
         key TEXT PRIMARY KEY,
