@@ -13,7 +13,8 @@
     ├── Forbidden (403)          signed in, allowed to see, not allowed to do
     ├── Conflict (409)           a name already taken
     ├── Throttled (429)          too many failed sign-ins; ``retry_after`` seconds
-    │   └── Busy (503)           too many passwords being checked at once; try again soon
+    │   └── Busy (503)           every slot of a bounded kind of work is taken (password
+    │                            checks, git children for downloads); try again soon
     ├── RepositoryBroken (503)   a repository git cannot read; other repositories keep working
     └── GitCommandError (502)    a git child exited non-zero (archive, blame)
 
@@ -78,7 +79,8 @@ class Throttled(FloorlessError):
 
 
 class Busy(Throttled):
-    """Every password-check slot is taken: answered at once rather than queued."""
+    """Every slot of a bounded kind of work (password checks, git children sending a
+    download) is taken: answered at once rather than queued."""
 
     status = 503
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
 import falcon
 
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
+from floorless.git import transport
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView, raw_tail, repo_view
 from floorless.web.views.base import View
@@ -19,7 +18,6 @@ FORMATS = {
     ".zip": ("zip", "application/zip"),
     ".tar": ("tar", "application/x-tar"),
 }
-CHUNK = 64 * 1024
 
 
 def resolve_any(view: RepoView, ref: bytes) -> Resolved:
@@ -80,77 +78,17 @@ class Archive(View):
     ) -> None:
         target = self._target(req, owner, repo)
         fmt = FORMATS[target.suffix][0]
-        slots = self.forge.git_slots  # a client that stops reading holds its thread
-        if not slots.acquire(blocking=False):
-            raise falcon.HTTPServiceUnavailable(
-                description="too many archives are being downloaded; try again in a moment",
-                retry_after=5,
-            )
-        try:
-            proc = self.forge.git.popen(
-                target.view.repo.path,
-                ["archive", f"--format={fmt}", f"--prefix={target.prefix}/", target.commit],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except BaseException:
-            slots.release()
-            raise
-        stream = ArchiveStream(proc, slots.release)
+        body = transport.start(
+            self.forge.git,
+            target.view.repo.path,
+            ["archive", f"--format={fmt}", f"--prefix={target.prefix}/", target.commit],
+            self.forge.git_slots,
+            "archives",
+        )
         # git fails before writing anything when it cannot read the commit: say so, rather
         # than answer 200 with an empty archive
-        if not stream.start():
+        if not body.first() and not body.succeeded():
+            body.close()
             raise RepositoryBroken("git archive cannot read this commit")
         self._headers(resp, target)
-        resp.stream = stream
-
-
-class ArchiveStream:
-    """git's output, chunk by chunk. The server closes it when the response ends, also when
-    the client goes away first: closing stops git and frees the download slot, once."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], release: Callable[[], None]) -> None:
-        self.proc = proc
-        self.release: Callable[[], None] | None = release
-        self.first = b""
-
-    def start(self) -> bool:
-        """Read the first chunk; False (and closed) when git wrote nothing and failed."""
-        assert self.proc.stdout is not None
-        self.first = self.proc.stdout.read(CHUNK)
-        if self.first:
-            return True
-        self.proc.stdout.close()
-        ok = self.proc.wait() == 0
-        self.close()
-        return ok
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        if self.first:
-            chunk, self.first = self.first, b""
-            return chunk
-        stdout = self.proc.stdout
-        chunk = b"" if stdout is None or stdout.closed else stdout.read(CHUNK)
-        if not chunk:
-            self.close()
-            raise StopIteration
-        return chunk
-
-    def close(self) -> None:
-        release, self.release = self.release, None
-        if release is None:
-            return
-        try:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc.wait()
-        finally:
-            release()
-
-    def __del__(self) -> None:  # a server that never closes the body must not leak the slot
-        self.close()
+        resp.stream = body

@@ -10,13 +10,12 @@ from markupsafe import Markup, escape
 
 from floorless.errors import NotFound
 from floorless.git import diff as gitdiff
-from floorless.git import objects
+from floorless.git import objects, transport
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import View
-from floorless.web.views.gitstream import Framed, git_stream
 
 
 class Commit(View):
@@ -49,16 +48,19 @@ class Commit(View):
             return
         # past the budget, git makes it in its own process: the whole diff, never cut short,
         # as tools that apply it need
-        stream = git_stream(
-            self.forge,
+        stream = transport.start(
+            self.forge.git,
             view.repo.path,
             gitdiff.git_diff_args(commit, stat=variant == "patch"),
+            self.forge.git_slots,
             "large diffs",
         )
         resp.stream = (
             stream
             if variant == "diff"
-            else Framed(stream, prefix=gitdiff.mail_header(commit), suffix=gitdiff.MAIL_END)
+            else transport.Framed(
+                stream, prefix=gitdiff.mail_header(commit), suffix=gitdiff.MAIL_END
+            )
         )
 
     def limits(self) -> gitdiff.Limits:

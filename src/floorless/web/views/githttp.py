@@ -6,9 +6,10 @@
 - ``info/refs`` in protocol v2 is the capability advertisement git gave at start: no process.
   In v0 (and for pushes) git lists the refs: one process.
 - A POST runs one ``git upload-pack`` or ``git receive-pack --stateless-rpc`` in floorless's
-  isolated git environment. The body streams into it in 64 KiB pieces (gunzipped when the
-  client compressed it), its pkt-line framing checked on the way and its size bounded; the
-  answer streams back as git writes it. Nothing holds a whole pack in memory.
+  isolated git environment. The body (read whole by the gateway first) streams into it in
+  64 KiB pieces (gunzipped when the client compressed it), its pkt-line framing checked on
+  the way and its size bounded; the answer streams back as git writes it. Nothing holds a
+  whole pack in memory. The pipes are ``git/transport.py``'s.
 - A body that is cut off closes git's input: git then abandons the push itself (its quarantine
   keeps half a pack out of the repository), and no ref moves.
 - After a push the ref cache and the index learn of it before the client reads the last byte.
@@ -16,30 +17,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import select
 import subprocess
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import IO
 
 import falcon
-from falcon.typing import ReadableIO
 
 from floorless.access import Level
 from floorless.errors import (
     BadRequest,
     GitCommandError,
     NotFound,
-    TooLarge,
     Unauthorized,
     Unsupported,
 )
-from floorless.git import protocol, reach
+from floorless.git import protocol, reach, transport
 from floorless.repos import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
@@ -149,7 +142,7 @@ class Service(GitView):
                 resp.data = refused
                 return
         checker = protocol.PktChecker(commands_only=self.service == "git-receive-pack")
-        errors = tempfile.TemporaryFile(dir=self.forge.git.tmp)  # noqa: SIM115 (closed by GitOutput)
+        errors = tempfile.TemporaryFile(dir=self.forge.git.tmp)  # noqa: SIM115 (GitBody closes it)
         proc = self.forge.git.popen(
             found.path,
             protocol.service_args(self.service, found.path),
@@ -158,19 +151,21 @@ class Service(GitView):
             stdout=subprocess.PIPE,
             stderr=errors,
         )
-        output = GitOutput(proc, errors, found, self.service, self.forge.git.tmp)
+        output = transport.GitBody(proc, errors=errors, scratch=self.forge.git.tmp)
         try:
-            feed(proc, body, checker, output.spool)
+            transport.feed(proc, body, checker, output.spool)
         except BaseException:
             output.close()
             raise
-        if output.first() is None:
+        if not output.first():
             # Nothing to say is an answer when git agrees: a push of more than git's
             # http.postBuffer first probes with a bare flush.
-            reason = output.reason() if output.proc.wait() != 0 else None
+            failed = not output.succeeded()
+            if failed:
+                log.warning("%s %s: %s", found.full_name, self.service, output.reason())
             output.close()
-            if reason is not None:
-                raise BadRequest(f"git refused the request: {reason}")
+            if failed:
+                raise BadRequest("git refused the request: malformed or unexpected request")
             resp.content_type = f"application/x-{self.service}-result"
             resp.cache_control = _NO_CACHE
             resp.data = b""
@@ -187,170 +182,4 @@ def request_body(req: falcon.Request, limit: int) -> Iterator[bytes]:
     encoding = (req.get_header("Content-Encoding") or "identity").strip().lower()
     if encoding not in ("identity", "gzip", "x-gzip"):
         raise Unsupported(f"Content-Encoding {encoding[:40]!r} is not supported: use gzip")
-    length = req.content_length
-    if encoding == "identity" and length is not None and length > limit:
-        raise TooLarge(f"the request body is over the limit of {limit} bytes")
-    return _body(req.stream, length, limit, encoding != "identity")
-
-
-def _body(stream: ReadableIO, length: int | None, limit: int, gzipped: bool) -> Iterator[bytes]:
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
-    remaining = length
-    total = 0
-    while remaining is None or remaining > 0:
-        try:
-            data = stream.read(CHUNK if remaining is None else min(CHUNK, remaining))
-        except OSError as exc:
-            raise BadRequest("the request body was cut off") from exc
-        if not data:
-            if remaining:
-                raise BadRequest("the request body was cut off")
-            break
-        if remaining is not None:
-            remaining -= len(data)
-        pieces = [data] if inflater is None else _inflate(inflater, data)
-        for piece in pieces:
-            total += len(piece)
-            if total > limit:
-                raise TooLarge(f"the request body is over the limit of {limit} bytes")
-            yield piece
-    if inflater is not None and not inflater.eof:
-        raise BadRequest("the gzip body ends early")
-
-
-def _inflate(inflater: zlib._Decompress, data: bytes) -> Iterator[bytes]:
-    try:
-        yield inflater.decompress(data, CHUNK)
-        while inflater.unconsumed_tail:
-            yield inflater.decompress(inflater.unconsumed_tail, CHUNK)
-    except zlib.error as exc:
-        raise BadRequest("the body is not valid gzip") from exc
-
-
-def feed(
-    proc: subprocess.Popen[bytes],
-    body: Iterator[bytes],
-    checker: protocol.PktChecker,
-    spool: IO[bytes],
-) -> None:
-    """Write the body to git's input, checking its framing; close the input at its end.
-
-    git may answer while it reads (a v0 fetch acknowledges each ``have`` it knows): what it
-    says meanwhile goes to ``spool``, a file, so neither side waits on the other and nothing
-    is sent before the request is whole. Every error closes git's input first: git sees the
-    request end early and stops cleanly.
-    """
-    stdin, stdout = proc.stdin, proc.stdout
-    assert stdin is not None and stdout is not None
-    in_fd, out_fd = stdin.fileno(), stdout.fileno()
-    os.set_blocking(in_fd, False)
-    listening = True
-    try:
-        for piece in body:
-            checker.feed(piece)
-            pending = memoryview(piece)
-            while pending:
-                readable, writable, _ = select.select(
-                    [out_fd] if listening else [], [in_fd], [], GIT_STALL_SECONDS
-                )
-                if not readable and not writable:
-                    raise BadRequest("git stopped reading the request")
-                if readable:
-                    data = os.read(out_fd, CHUNK)
-                    listening = bool(data)
-                    spool.write(data)
-                if writable:
-                    try:
-                        pending = pending[os.write(in_fd, pending) :]
-                    except BrokenPipeError:
-                        return  # git stopped reading: its answer says why
-        checker.finish()
-    finally:
-        with contextlib.suppress(BrokenPipeError):
-            stdin.close()
-
-
-class GitOutput:
-    """git's answer as a WSGI body: streamed, and the process always reaped.
-
-    The last piece is held back until git has exited and ``on_end`` has run, so a client
-    that reads the end of a push's answer and asks again at once sees the new refs.
-    """
-
-    def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        errors: IO[bytes],
-        repo: Repo,
-        service: str,
-        scratch: Path,
-    ) -> None:
-        self.proc = proc
-        self.errors = errors
-        # what git said while it was still reading the request (see ``feed``)
-        self.spool: IO[bytes] = tempfile.TemporaryFile(dir=scratch)  # noqa: SIM115
-        self.repo = repo
-        self.service = service
-        self.on_end: Callable[[], None] | None = None
-        self._first: bytes | None = None
-        self._closed = False
-
-    def _read(self) -> bytes:
-        """git's next output: first what the spool kept, then straight from git."""
-        data = self.spool.read(CHUNK)
-        if data:
-            return data
-        assert self.proc.stdout is not None
-        return os.read(self.proc.stdout.fileno(), CHUNK)
-
-    def first(self) -> bytes | None:
-        """Wait for git's first output; None when git ended without a word."""
-        self.spool.seek(0)
-        data = self._read()
-        self._first = data or None
-        return self._first
-
-    def reason(self) -> str:
-        self.proc.wait()
-        self.errors.seek(0)
-        lines = self.errors.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
-        if lines:
-            log.warning("%s %s: %s", self.repo.full_name, self.service, lines[-1])
-        return "malformed or unexpected request"
-
-    def __iter__(self) -> Iterator[bytes]:
-        assert self._first is not None
-        held = self._first
-        while data := self._read():
-            yield held
-            held = data
-        code = self.proc.wait()
-        if code != 0:
-            self.reason()
-        if self.on_end is not None:
-            try:
-                self.on_end()
-            finally:
-                self.on_end = None
-        yield held
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        proc = self.proc
-        # Both pipes shut: git sees its input end, or its output go nowhere, and stops.
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None and not pipe.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    pipe.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        self.errors.close()
-        self.spool.close()
-        if self.on_end is not None:  # a push whose answer was never read to the end
-            on_end, self.on_end = self.on_end, None
-            on_end()
+    return transport.read_body(req.stream, req.content_length, limit, encoding != "identity")

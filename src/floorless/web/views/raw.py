@@ -14,11 +14,10 @@ import falcon
 import pygit2
 
 from floorless import timing
-from floorless.errors import NotFound
-from floorless.git import objects
+from floorless.errors import NotFound, RepositoryBroken
+from floorless.git import objects, transport
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
-from floorless.web.views.gitstream import Framed, git_stream
 from floorless.web.views.source import image_type
 
 _SHA = re.compile(r"[0-9a-fA-F]{40}")
@@ -128,17 +127,25 @@ class Raw(View):
         window = _window(req, resp, blob_id, size)
         if window is None:
             return
-        stream = git_stream(
-            self.forge, view.repo.path, ["cat-file", "blob", blob_id], "large files"
+        stream = transport.start(
+            self.forge.git,
+            view.repo.path,
+            ["cat-file", "blob", blob_id],
+            self.forge.git_slots,
+            "large files",
         )
-        resp.content_type = content_type(name, stream.first[:8000])
+        first_bytes = stream.first()
+        if not first_bytes and size and not stream.succeeded():
+            stream.close()
+            raise RepositoryBroken("git cat-file cannot read this object")
+        resp.content_type = content_type(name, first_bytes[:8000])
         first, end = window
         resp.content_length = end - first
         if req.method == "HEAD":
             stream.close()
             return
         whole = (first, end) == (0, size)
-        resp.stream = stream if whole else Framed(stream, skip=first, length=end - first)
+        resp.stream = stream if whole else transport.Framed(stream, skip=first, length=end - first)
 
 
 def _window(
