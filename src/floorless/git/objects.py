@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pygit2
 
 from floorless import dates, timing
+from floorless.caches import Cache
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
 
 MODE_TREE = 0o040000
@@ -226,16 +227,27 @@ def blob_bytes(blob: pygit2.Blob, limit: int | None = None) -> bytes:
         return bytes(view if limit is None else view[:limit])
 
 
+# An object id names its content, so its type and size are the same in every repository and
+# never change: kept by id, a warm page asks the storage nothing (reading a loose object's
+# header opens its file each time). About 100 bytes an entry.
+_HEADERS: Cache[bytes, tuple[int, int]] = Cache.lru(1 << 16)
+
+
 def object_header(repo: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, int] | None:
     """An object's type and size from its header, without reading it: libgit2 inflates a
     whole blob, with the interpreter held, the first time its content, size or kind is asked.
     None when the object cannot be read (a submodule's commit, a missing object)."""
+    known = _HEADERS.get(oid.raw)
+    if known is not None:
+        return known
     with timing.phase("git"):
         try:
             kind, size = repo.odb.read_header(oid)
         except (KeyError, ValueError, pygit2.GitError):
             return None
-    return int(kind), int(size)
+    header = int(kind), int(size)
+    _HEADERS.put(oid.raw, header)
+    return header
 
 
 def object_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int | None:
