@@ -130,7 +130,8 @@ class Gateway:
         finally:
             body.close()
         if answer.rest is None:  # a whole answer: handed over at once, nothing to wait for
-            await _start(send, answer, more=False)
+            with contextlib.suppress(OSError, RuntimeError):  # unless the client has gone
+                await _start(send, answer, more=False)
             return
         try:
             async with asyncio.timeout(self.limits.client_timeout):
