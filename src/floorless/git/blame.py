@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from floorless.git.env import GitEnvironment
+from floorless.git.oid import is_full
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def parse_porcelain(out: bytes) -> tuple[list[BlameLine], dict[str, BlameCommit]
         if not raw:
             continue
         parts = raw.split(b" ")
-        if len(parts) >= 3 and len(parts[0]) == 40 and parts[1].isdigit():
+        if len(parts) >= 3 and is_full(parts[0]) and parts[1].isdigit():
             current = parts[0].decode()
             original, final = int(parts[1]), int(parts[2])
             headers.setdefault(current, {})

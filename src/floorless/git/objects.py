@@ -13,6 +13,7 @@ import pygit2
 from floorless import dates, timing
 from floorless.caches import Cache
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
+from floorless.git.oid import is_abbreviation
 
 MODE_TREE = 0o040000
 MODE_LINK = 0o120000
@@ -136,10 +137,20 @@ def commit_info(commit: pygit2.Commit) -> CommitInfo:
     )
 
 
+def to_oid(raw: bytes) -> pygit2.Oid:
+    """A binary object id as libgit2 takes it. An id of the other hash's length (a SHA-256
+    id where this libgit2 knows only SHA-1) names no object here: UnknownRevision."""
+    try:
+        return pygit2.Oid(raw=raw)
+    except ValueError as exc:
+        raise UnknownRevision("no such object") from exc
+
+
 def get_commit(repo: pygit2.Repository, commit_id: bytes) -> pygit2.Commit:
+    oid = to_oid(commit_id)
     with timing.phase("git"):
         try:
-            obj = repo.get(pygit2.Oid(raw=commit_id))
+            obj = repo.get(oid)
         except (pygit2.GitError, ValueError) as exc:
             raise RepositoryBroken(f"cannot read commit: {exc}") from exc
     if not isinstance(obj, pygit2.Commit):
@@ -149,6 +160,8 @@ def get_commit(repo: pygit2.Repository, commit_id: bytes) -> pygit2.Commit:
 
 def expand_commit_id(repo: pygit2.Repository, prefix: bytes) -> bytes | None:
     """Full hex id of the commit an abbreviated hex id names, or None."""
+    if not is_abbreviation(prefix):
+        return None
     with timing.phase("git"):
         try:
             obj = repo.get(prefix.decode())

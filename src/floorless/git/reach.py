@@ -34,6 +34,7 @@ import pygit2
 from floorless.errors import BadRequest
 from floorless.git.history import CommitGraph
 from floorless.git.objects import MODE_SUBMODULE, MODE_TREE
+from floorless.git.oid import is_raw
 
 MAX_PKT = 65520
 CHUNK = 65536
@@ -188,7 +189,7 @@ def _oid(text: bytes) -> bytes:
         oid = bytes.fromhex(text.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         oid = b""
-    if len(oid) not in (20, 32):  # SHA-1 or SHA-256
+    if not is_raw(oid):  # SHA-1 or SHA-256
         raise ValueError("a requested object id is malformed")
     return oid
 

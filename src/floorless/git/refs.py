@@ -8,7 +8,6 @@ changes made behind floorless's back.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -19,10 +18,10 @@ from pathlib import Path
 import pygit2
 
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
+from floorless.git.oid import is_abbreviation, is_full
 
 HEADS = b"refs/heads/"
 TAGS = b"refs/tags/"
-_HEX = re.compile(rb"[0-9a-f]{4,40}")
 
 
 @dataclass(frozen=True)
@@ -268,7 +267,8 @@ def resolve(
     """Split ``tail`` into a ref and a path by the longest ref that prefixes it.
 
     ``kind`` is "branch", "tag" or "commit"; for "commit" the first segment is a commit id (full
-    or abbreviated; ``expand`` turns an abbreviation into a full id). Ref names may contain
+    or abbreviated, of either hash: ``floorless.git.oid``; ``expand`` turns an abbreviation
+    into a full id). Ref names may contain
     slashes (``feature/x``), so ``feature/x/docs/a.md`` is tried as ``feature/x`` +
     ``docs/a.md`` before ``feature`` + ``x/docs/a.md``.
     """
@@ -278,9 +278,9 @@ def resolve(
     parts = tail.split(b"/")
     if kind == "commit":
         first = parts[0].lower()
-        if not _HEX.fullmatch(first):
+        if not is_abbreviation(first):
             raise UnknownRevision("not a commit id")
-        full = first if len(first) == 40 else (expand(first) if expand else None)
+        full = first if is_full(first) else (expand(first) if expand else None)
         if full is None:
             raise UnknownRevision("no such commit")
         return Resolved(

@@ -35,6 +35,11 @@ def open_repository(path: Path) -> pygit2.Repository:
     try:
         return pygit2.Repository(str(path), flags=RepositoryOpenFlag.NO_SEARCH)
     except (pygit2.GitError, OSError, KeyError) as exc:
+        if "unknown object format" in str(exc):  # libgit2 1.9 reads SHA-1 repositories only
+            raise RepositoryBroken(
+                f"this repository's SHA-256 object ids cannot be read by this server's libgit2"
+                f": {exc}"
+            ) from exc
         raise RepositoryBroken(f"the repository cannot be opened: {exc}") from exc
 
 
