@@ -9,6 +9,7 @@ import re
 import subprocess
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import start_forge, wait_for, wait_indexed
@@ -19,6 +20,7 @@ from floorless import indexer as indexer_module
 from floorless.config import Settings
 from floorless.forge import Forge
 from floorless.timing import spawn_counter
+from floorless.web import urls
 from floorless.web.app import create_app
 from floorless.web.markup import highlight_lines, render_markdown
 
@@ -239,11 +241,11 @@ def test_diff_lines_show_their_own_text(lines_forge):
 
 
 def test_relative_links_are_percent_encoded_once():
+    repo = SimpleNamespace(owner="o", name="r")
     html = render_markdown(
         "[a](<name with spaces.txt>) [b](café.md) ![c](img/ü.png) [d](x.md#L3)",
-        "/o/r/src/branch/main",
-        "/o/r/raw/branch/main",
-        "docs",
+        lambda path, image: (urls.raw if image else urls.src)(repo, "branch", "main", path),
+        b"docs",
     )
     assert 'href="/o/r/src/branch/main/docs/name%20with%20spaces.txt"' in html
     assert 'href="/o/r/src/branch/main/docs/caf%C3%A9.md"' in html
@@ -379,8 +381,12 @@ def test_broken_repository_pages_do_not_show_git_internals(client, fixture_root)
     corrupt = fixture_root / "alice" / "corrupt.git"
     header = git_text(corrupt, "cat-file", "-p", "main")
     tree = header.split("\n")[0].split()[1]
-    for url in ("/alice/corrupt", "/alice/corrupt/src/branch/main",
-                "/alice/corrupt/raw/branch/main/README.md", "/alice/corrupt/archive/main.zip"):
+    for url in (
+        "/alice/corrupt",
+        "/alice/corrupt/src/branch/main",
+        "/alice/corrupt/raw/branch/main/README.md",
+        "/alice/corrupt/archive/main.zip",
+    ):
         result = client.simulate_get(url)
         assert result.status_code == 503, url
         assert "cannot be read" in result.text or "cannot read" in result.text, url

@@ -1,26 +1,26 @@
-"""What every repository page starts from: the repository, its refs, an open handle, and the
-exact bytes of the URL's ref-and-path tail."""
+"""What every repository page starts from: the repository, its refs, an open handle, and what
+the URL's ref-and-path tail names."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import falcon
 import pygit2
 from pygit2.enums import ObjectType
 
 from floorless.access import Level
-from floorless.errors import BadRequest, NotFound, UnknownRevision
+from floorless.errors import NotFound, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import RefSnapshot, Resolved, resolve
 from floorless.reachability import PAGE_BUDGET
 from floorless.repos import Repo
+from floorless.web import urls
 from floorless.web.auth import viewer_of
 
-KINDS = ("branch", "tag", "commit")
+KINDS = urls.KINDS
 
 
 @dataclass
@@ -31,10 +31,6 @@ class RepoView:
     handle: pygit2.Repository
     level: Level = Level.READ
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def base(self) -> str:
-        return f"/{quote(self.repo.owner)}/{quote(self.repo.name)}"
 
     def resolve(self, kind: str, tail: bytes) -> Resolved:
         """The ref and path of a URL tail; a commit id (full or abbreviated) must be reachable
@@ -61,25 +57,21 @@ class RepoView:
         if not answer:
             raise UnknownRevision(f"no such {kind.name.lower()}")
 
-    def resolve_url(self, req: falcon.Request, kind: str) -> Resolved:
+    def resolve_url(self, req: falcon.Request, page: str, kind: str) -> Resolved:
         """The ref and path of a ``/{page}/{kind}/{ref}/{path}`` URL.
 
         Without a kind (``/src/main/README.md``, an older link shape) the ref is looked up as a
         branch, a tag, then a commit, and the client is redirected to the canonical URL.
         """
         if kind in KINDS:
-            return self.resolve(kind, raw_tail(req, 4))
-        tail = raw_tail(req, 3)
-        page = req.path.lstrip("/").split("/")[2]  # the router ignores leading slashes
+            return self.resolve(kind, urls.exact_tail(req))
+        tail = urls.exact_tail(req, "kind")  # the route's {kind} is the ref's first segment
         for candidate in KINDS:
             try:
                 found = self.resolve(candidate, tail)
             except UnknownRevision:
                 continue
-            path = f"/{quote(found.path, safe='/')}" if found.path else ""
-            raise falcon.HTTPFound(
-                f"{self.base}/{page}/{candidate}/{quote(found.ref, safe='/')}{path}"
-            )
+            raise falcon.HTTPFound(urls.ref_page(page, self.repo, candidate, found.ref, found.path))
         raise NotFound("no such branch, tag or commit")
 
     def commit(self, resolved: Resolved) -> pygit2.Commit:
@@ -88,7 +80,6 @@ class RepoView:
     def template_context(self, **more: Any) -> dict[str, Any]:
         return {
             "repo": self.repo,
-            "base": self.base,
             "snapshot": self.snapshot,
             "home_ref": self.snapshot.home,
             "branches": self.snapshot.sorted_branches,
@@ -116,18 +107,3 @@ def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoV
     repo, level = find_repo(forge, req, owner, name)
     snapshot = forge.snapshot(repo)
     return RepoView(forge, repo, snapshot, forge.open(repo), level)
-
-
-def raw_tail(req: falcon.Request, skip: int) -> bytes:
-    """The URL path after its first ``skip`` segments, as the exact bytes the client sent."""
-    path: str = req.env.get("PATH_INFO", "")
-    raw = path.encode("latin-1", "replace")
-    if b"\0" in raw:
-        raise BadRequest("NUL byte in URL")
-    # the router ignores leading slashes (``//alice/demo/...``), so the tail must too
-    return b"/".join(raw.lstrip(b"/").split(b"/")[skip:])
-
-
-def ref_url(kind: str, resolved: Resolved) -> str:
-    """The ``{kind}/{ref}`` part of a URL for a resolved ref."""
-    return f"{kind}/{quote(resolved.ref, safe='/')}"

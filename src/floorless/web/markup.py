@@ -6,8 +6,8 @@ Both are pure functions of an object's bytes and so are cached by object id.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
-from urllib.parse import quote, unquote, urlsplit
+from collections.abc import Callable, Sequence
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import cmarkgfm
 import nh3
@@ -40,8 +40,10 @@ def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_NAMES)
 
 
-def render_markdown(text: str, src_base: str, raw_base: str, directory: str = "") -> str:
-    """GitHub-flavoured Markdown to sanitized HTML; relative links point into the repository."""
+def render_markdown(text: str, link: Callable[[bytes, bool], str], directory: bytes = b"") -> str:
+    """GitHub-flavoured Markdown to sanitized HTML. A relative link is taken from
+    ``directory`` (the file's own, in the repository) and made a URL by ``link(path,
+    image)``: a file page, or the raw file for an image's source."""
     html = cmarkgfm.github_flavored_markdown_to_html(
         text, options=Options.CMARK_OPT_GITHUB_PRE_LANG | Options.CMARK_OPT_FOOTNOTES
     )
@@ -51,12 +53,11 @@ def render_markdown(text: str, src_base: str, raw_base: str, directory: str = ""
             target, _, fragment = value.partition("#")
             if not target:
                 return value
-            # cmark has percent-encoded the target already: decode it so that quote() below
-            # encodes it once (a space must become %20, not %2520)
-            path = posixpath.normpath(posixpath.join("/", directory, unquote(target)))
-            path = path.lstrip("/")
-            base = raw_base if tag == "img" else src_base
-            return f"{base}/{quote(path)}" + (f"#{fragment}" if fragment else "")
+            # cmark has percent-encoded the target already: decode it to the exact bytes, so
+            # that the URL encodes them once (a space must become %20, not %2520)
+            path = posixpath.normpath(posixpath.join(b"/", directory, unquote_to_bytes(target)))
+            url = link(path.lstrip(b"/"), tag == "img")
+            return url + (f"#{fragment}" if fragment else "")
         return value
 
     return nh3.clean(

@@ -30,6 +30,7 @@ from floorless.access import Viewer
 from floorless.caches import Cache
 from floorless.git.refs import RefSnapshot
 from floorless.repos import Repo
+from floorless.web import urls
 
 Key = tuple[object, ...]
 
@@ -87,9 +88,7 @@ class PageCache:
     ) -> Key:
         """The page's canonical key. ``query`` names the parameters the view reads: no other
         parameter can change the page, so none other is in the key."""
-        # the exact bytes of the path (PATH_INFO is latin-1 text of them: ``req.path`` has
-        # replaced what is not UTF-8), leading slashes folded as the router folds them
-        path = "/" + str(req.env.get("PATH_INFO", "")).lstrip("/")
+        path = urls.exact_path(req)  # exact bytes: ``req.path`` replaced what is not UTF-8
         params = _params(req, frozenset(query)) if req.query_string else ()
         return (view, repo, path, params, viewer.session, viewer.name, viewer.scope, level)
 

@@ -6,14 +6,13 @@ import re
 from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import jinja2
 
 from floorless import dates, timing
 from floorless.caches import Cache, approximate_size
 from floorless.config import Settings
-from floorless.web import auth
+from floorless.web import auth, urls
 from floorless.web.pages import PageCache
 
 
@@ -32,11 +31,6 @@ _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 def xmlsafe(value: str) -> str:
     """Text without the control characters XML 1.0 forbids (commit messages may hold them)."""
     return _XML_INVALID.sub("\ufffd", value)
-
-
-def urlpath(value: bytes | str) -> str:
-    """A ref or path for a URL: every byte kept, percent-encoded where needed."""
-    return quote(value, safe="/")
 
 
 def reltime(when: datetime | float | None, now: datetime | None = None) -> str:
@@ -98,7 +92,6 @@ class Renderer:
         self.env.filters.update(
             text=text,
             xmlsafe=xmlsafe,
-            urlpath=urlpath,
             reltime=reltime,
             isotime=isotime,
             stamp=dates.display,
@@ -106,6 +99,7 @@ class Renderer:
             filesize=filesize,
         )
         self.env.globals["site_name"] = site_name
+        self.env.globals["urls"] = urls  # every link a template writes comes from here
         # Rendered fragments keyed by object ids: they never need invalidating. None keeps
         # anything until create_app sizes them from the settings (configure).
         self.caches = _fragment_caches(0)

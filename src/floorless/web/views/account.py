@@ -10,7 +10,7 @@ import secrets
 import threading
 import time
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import falcon
 
@@ -18,7 +18,7 @@ from floorless.access import ANONYMOUS
 from floorless.accounts import Account
 from floorless.errors import BadRequest, FloorlessError, Throttled, TooLarge, Unauthorized
 from floorless.forge import Forge
-from floorless.web import auth
+from floorless.web import auth, urls
 from floorless.web.render import Renderer
 from floorless.web.views.base import View
 
@@ -51,7 +51,7 @@ def safe_next(value: str | None) -> str:
 
 
 def login_url(req: falcon.Request) -> str:
-    return "/-/login?next=" + quote(req.relative_uri, safe="")
+    return urls.login(next=req.relative_uri)
 
 
 class FormView(View):
@@ -120,7 +120,7 @@ class Logout(FormView):
         if cookie:
             self.forge.accounts.end_session(cookie)
         auth.clear_cookie(resp, auth.SESSION_COOKIE)
-        raise falcon.HTTPSeeOther("/")
+        raise falcon.HTTPSeeOther(urls.explore())
 
 
 class Tokens(FormView):
@@ -152,7 +152,7 @@ class Tokens(FormView):
         try:
             if form.get("action") == "revoke":
                 self.forge.accounts.revoke_token(account, _int(form.get("id")))
-                raise falcon.HTTPSeeOther("/-/tokens")
+                raise falcon.HTTPSeeOther(urls.tokens())
             days = form.get("expires", "").strip()
             plain, _ = self.forge.accounts.create_token(
                 account,
@@ -169,7 +169,7 @@ class Tokens(FormView):
             for key in [k for k, (_, due) in self._handover.items() if due < now]:
                 del self._handover[key]
             self._handover[auth.viewer_of(req).session or ""] = (plain, now + 300)
-        raise falcon.HTTPSeeOther("/-/tokens")
+        raise falcon.HTTPSeeOther(urls.tokens())
 
 
 class NewRepo(FormView):
@@ -202,7 +202,7 @@ class NewRepo(FormView):
             resp.status = exc.status
             self.show(resp, account, form, str(exc))
             return
-        raise falcon.HTTPSeeOther(f"/{quote(repo.owner)}/{quote(repo.name)}")
+        raise falcon.HTTPSeeOther(urls.home(repo))
 
 
 def _int(value: str | None) -> int:

@@ -10,7 +10,8 @@ import falcon
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
 from floorless.git import transport
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, raw_tail, repo_view
+from floorless.web import urls
+from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
 
 FORMATS = {
@@ -50,7 +51,7 @@ class Archive(View):
         """The repository, the ref as the URL spells it, its commit and the format suffix."""
         req.context.plain = True
         view = repo_view(self.forge, req, owner, repo)
-        name = raw_tail(req, 3)
+        name = urls.exact_tail(req)
         found = next((s for s in FORMATS if name.endswith(s.encode())), None)
         if found is None:
             raise NotFound("archives are .tar.gz, .tar or .zip")

@@ -61,6 +61,8 @@ class RefPage(View):
     """A page at ``/{owner}/{repo}/{page}/{kind}/{ref}/{path}``: finds the repository, the ref
     and the path, then hands them to ``show``."""
 
+    page: str  # which page of a ref it is: src, blame or commits (urls.PAGES)
+
     def on_get(
         self,
         req: falcon.Request,
@@ -72,7 +74,10 @@ class RefPage(View):
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
         self.cached_page(
-            req, resp, view, lambda: self.show(req, resp, view, view.resolve_url(req, kind))
+            req,
+            resp,
+            view,
+            lambda: self.show(req, resp, view, view.resolve_url(req, self.page, kind)),
         )
 
     def show(

@@ -16,12 +16,14 @@ from floorless.git.blame import BlameCommit, BlameLine, run_blame
 from floorless.git.refs import Resolved
 from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines, numbered_rows
-from floorless.web.render import text, urlpath
+from floorless.web.render import text
 from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
 
 
 class Blame(RefPage):
+    page = "blame"
+
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
@@ -59,13 +61,11 @@ class Blame(RefPage):
             "blame.html",
             **view.template_context(
                 resolved=resolved,
-                kind=resolved.kind,
                 crumbs=crumbs(resolved.path),
                 groups=groups,
                 binary=binary,
                 too_large=too_large,
                 size=size,
-                ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
             ),
         )
 

@@ -10,7 +10,6 @@ comma-separated list of hex ids.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,13 +19,14 @@ import pygit2
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
 from floorless.git import objects
 from floorless.git.history import Page, log_page
+from floorless.git.oid import parse_list
 from floorless.git.refs import Resolved
+from floorless.web import urls
 from floorless.web.context import RepoView
-from floorless.web.render import urlpath
 from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
 
-_IDS = re.compile(r"[0-9a-f]{40}(,[0-9a-f]{40}){0,1023}")
+MAX_CURSOR_IDS = 1024
 
 
 @dataclass(frozen=True)
@@ -39,22 +39,19 @@ class Cursor:
     def parse(cls, after: str | None, seen: str | None, skew: str | None) -> Cursor | None:
         if not after:
             return None
-        for value in (after, seen, skew):
-            if value and not _IDS.fullmatch(value):
-                raise BadRequest("malformed cursor")
-        return cls(_ids(after), _ids(seen or ""), _ids(skew or ""))
+        lists = [parse_list(value or "", MAX_CURSOR_IDS) for value in (after, seen, skew)]
+        if lists[0] is None or lists[1] is None or lists[2] is None:
+            raise BadRequest("malformed cursor")
+        return cls(lists[0], lists[1], lists[2])
 
     @classmethod
     def of(cls, page: Page[bytes]) -> Cursor | None:
         return cls(page.frontier, page.seen, page.skewed) if page.frontier else None
 
-    def query(self) -> str:
-        parts = [("after", self.after), ("seen", self.seen), ("skew", self.skew)]
-        return "&".join(f"{name}={','.join(c.hex() for c in ids)}" for name, ids in parts if ids)
-
-
-def _ids(value: str) -> list[bytes]:
-    return [bytes.fromhex(part) for part in value.split(",") if part]
+    def params(self) -> dict[str, str | None]:
+        """The cursor as query parameters (those with no ids left out)."""
+        parts = {"after": self.after, "seen": self.seen, "skew": self.skew}
+        return {name: ",".join(c.hex() for c in ids) or None for name, ids in parts.items()}
 
 
 def libgit2_page(
@@ -106,6 +103,7 @@ def history_page(
 
 
 class Commits(RefPage):
+    page = "commits"
     query = ("after", "seen", "skew")
 
     def show(
@@ -133,12 +131,10 @@ class Commits(RefPage):
             "commits.html",
             **view.template_context(
                 resolved=resolved,
-                kind=resolved.kind,
                 commits=commits,
                 indexing=page is None,
-                next_query=following.query() if following else "",
+                newest_url=None if cursor is None else urls.same_page(),
+                next_url=urls.same_page(**following.params()) if following else None,
                 crumbs=crumbs(resolved.path),
-                ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
-                first_page=cursor is None,
             ),
         )

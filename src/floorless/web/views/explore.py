@@ -11,6 +11,7 @@ from floorless.errors import BadRequest, NotFound
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.timing import spawn_counter
+from floorless.web import urls
 from floorless.web.auth import viewer_of
 from floorless.web.proxies import Proxies, networks, within
 from floorless.web.views.base import View
@@ -40,6 +41,13 @@ class Explore(View):
         repos, total = self.forge.registry.listing(
             query, owner=owner, sort=sort, offset=(page - 1) * size, limit=size, visible=visible
         )
+        pages = max(1, -(-total // size))
+
+        def listing(number: int) -> str:
+            if owner is None:
+                return urls.explore(query, sort, number)
+            return urls.owner(owner, query, sort, number)
+
         self.html(
             resp,
             "explore.html",
@@ -49,7 +57,9 @@ class Explore(View):
             sort=sort,
             sorts=SORTS,
             page=page,
-            pages=max(1, -(-total // size)),
+            pages=pages,
+            prev_url=listing(page - 1) if page > 1 else None,
+            next_url=listing(page + 1) if page < pages else None,
             owner=owner,
             first_run=owner is None and self.forge.accounts.first_run(),
         )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import falcon
 
+from floorless.forge import Forge
 from floorless.git import objects
-from floorless.web.context import raw_tail, repo_view
+from floorless.web import urls
+from floorless.web.context import repo_view
+from floorless.web.render import Renderer
 from floorless.web.views.base import View
 from floorless.web.views.commits import libgit2_page
 
@@ -13,20 +16,28 @@ ENTRIES = 20
 
 
 class Feed(View):
+    """``/atom/branch/{branch}`` or ``/rss/branch/{branch}``, as ``fmt`` says."""
+
+    def __init__(self, forge: Forge, renderer: Renderer, fmt: str) -> None:
+        super().__init__(forge, renderer)
+        if fmt not in urls.FEEDS:
+            raise ValueError(f"no feed format {fmt!r}")
+        self.fmt = fmt
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        resolved = view.resolve("branch", raw_tail(req, 4))
+        resolved = view.resolve("branch", urls.exact_tail(req))
         page = libgit2_page(view.handle, [resolved.commit], ENTRIES)
         commits = [objects.commit_info(objects.get_commit(view.handle, c)) for c in page.commits]
-        atom = "/atom/" in req.path
+        atom = self.fmt == "atom"
         resp.content_type = (
             "application/atom+xml; charset=utf-8" if atom else "application/rss+xml; charset=utf-8"
         )
         resp.text = self.renderer.page(
             "feed.atom" if atom else "feed.rss",
             **view.template_context(
-                resolved=resolved, commits=commits, public=self.public_url(req), self_url=req.uri
+                resolved=resolved, commits=commits, public=self.public_url(req)
             ),
         )

@@ -3,7 +3,6 @@ rendered before the index could answer."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import falcon
@@ -11,11 +10,11 @@ import pygit2
 
 from floorless.errors import NotFound, RepositoryBroken
 from floorless.git import objects
-from floorless.web.context import raw_tail, repo_view
+from floorless.git.oid import is_full
+from floorless.web import urls
+from floorless.web.context import repo_view
 from floorless.web.render import reltime
 from floorless.web.views.base import View
-
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 class LastCommits(View):
@@ -28,10 +27,10 @@ class LastCommits(View):
         sha: str,
         tail: str = "",
     ) -> None:
-        if not _SHA.fullmatch(sha):
+        if not is_full(sha):
             raise NotFound("not a commit id")
         view = repo_view(self.forge, req, owner, repo)
-        resolved = view.resolve("commit", sha.encode() + b"/" + raw_tail(req, 5))
+        resolved = view.resolve("commit", urls.exact_tail(req, "sha"))
         commit = view.commit(resolved)
         tree, _ = objects.lookup(view.handle, commit, resolved.path)
         if not isinstance(tree, pygit2.Tree):
@@ -55,7 +54,7 @@ class LastCommits(View):
                     "summary": info.summary,
                     "when": info.time.isoformat(),
                     "ago": reltime(info.time),
-                    "url": f"{view.base}/commit/{info.id}",
+                    "url": urls.commit(view.repo, info.id),
                 }
             resp.cache_control = ["public", "max-age=300"]  # "3 days ago" ages
         else:

@@ -7,7 +7,6 @@ HEAD and single ``Range`` requests.
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
 import falcon
@@ -16,11 +15,12 @@ import pygit2
 from floorless import timing
 from floorless.errors import NotFound, RepositoryBroken
 from floorless.git import objects, transport
+from floorless.git.oid import parse_full
+from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
 from floorless.web.views.source import image_type
 
-_SHA = re.compile(r"[0-9a-fA-F]{40}")
 SAFE_TYPES = {".json": "text/plain; charset=utf-8"}
 
 
@@ -58,20 +58,21 @@ class Raw(View):
         blob: pygit2.Object | None
         size: int | None
         if kind == "blob":
-            if not _SHA.fullmatch(tail):
+            wanted = parse_full(urls.exact_tail(req))
+            if wanted is None:
                 raise NotFound("not a blob id")
-            header = objects.object_header(view.handle, pygit2.Oid(hex=tail))
+            header = objects.object_header(view.handle, objects.to_oid(wanted))
             if header is None or header[0] != pygit2.enums.ObjectType.BLOB:
                 raise NotFound("no such blob")
-            view.reachable(pygit2.enums.ObjectType.BLOB, bytes.fromhex(tail))
-            blob_id, size = tail.lower(), header[1]
+            view.reachable(pygit2.enums.ObjectType.BLOB, wanted)
+            blob_id, size = wanted.hex(), header[1]
             blob = None  # a large blob is never read in-process
             if size <= budget:
-                blob = view.handle.get(tail)
+                blob = view.handle.get(objects.to_oid(wanted))
             name = b""
             immutable = True
         else:
-            resolved = view.resolve_url(req, kind)
+            resolved = view.resolve_url(req, "raw", kind)
             commit = view.commit(resolved)
             blob, _mode = objects.lookup(view.handle, commit, resolved.path)
             if not isinstance(blob, pygit2.Blob):

@@ -9,8 +9,9 @@ from floorless.errors import NotFound
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.refs import Resolved
+from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
-from floorless.web.render import Renderer, urlpath
+from floorless.web.render import Renderer
 from floorless.web.views.base import View
 from floorless.web.views.tree import tree_context
 
@@ -23,13 +24,12 @@ class Home(View):
         if req.get_param("go-get") == "1":
             public = self.public_url(req)
             host = public.split("://", 1)[-1]
-            clone_url = f"{public}{view.base}.git"
-            self.html(
-                resp, "goget.html", prefix=f"{host}{view.base}", clone_url=clone_url, repo=view.repo
-            )
+            clone_url = public + urls.clone(view.repo)
+            prefix = host + urls.home(view.repo)
+            self.html(resp, "goget.html", prefix=prefix, clone_url=clone_url, repo=view.repo)
             return
         # the page is cached for every Host: cached_page fills in the public URL
-        clone_url = f"{self.renderer.pages.public_mark}{view.base}.git"
+        clone_url = self.renderer.pages.public_mark + urls.clone(view.repo)
         self.cached_page(req, resp, view, lambda: self.page(req, resp, view, clone_url))
 
     def page(
@@ -42,7 +42,7 @@ class Home(View):
         kind, ref, head = home
         resolved = Resolved(kind, ref, head, b"")
         commit = objects.get_commit(view.handle, head)
-        context = tree_context(view, kind, resolved, commit.tree, self.renderer.caches["readme"])
+        context = tree_context(view, resolved, commit.tree, self.renderer.caches["readme"])
         count = self.forge.indexer.known_commit_count(view.repo.id, head)
         req.context.final_page = context["last_ready"] and count is not None
         self.html(
@@ -51,7 +51,6 @@ class Home(View):
             **view.template_context(
                 clone_url=clone_url,
                 resolved=resolved,
-                kind=kind,
                 home=True,
                 latest=objects.commit_info(commit),
                 commit_count=count,
@@ -74,4 +73,4 @@ class DefaultBranch(View):
         if home is None:
             raise NotFound("this repository is empty")
         kind, ref, _ = home
-        raise falcon.HTTPFound(f"{view.base}/{self.page}/{kind}/{urlpath(ref)}")
+        raise falcon.HTTPFound(urls.ref_page(self.page, view.repo, kind, ref))

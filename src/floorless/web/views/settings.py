@@ -6,14 +6,12 @@ administer it gets 403, anyone else the same 404 as for a repository that does n
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 import falcon
 
 from floorless.access import ROLES, Level
 from floorless.errors import BadRequest, FloorlessError
 from floorless.repos import Repo
-from floorless.web import auth
+from floorless.web import auth, urls
 from floorless.web.context import find_repo
 from floorless.web.views.account import FormView, login_url
 
@@ -29,12 +27,10 @@ class Settings(FormView):
         self.show(resp, self.repo(req, owner, repo))
 
     def show(self, resp: falcon.Response, repo: Repo, error: str = "", done: str = "") -> None:
-        base = f"/{quote(repo.owner)}/{quote(repo.name)}"
         self.html(
             resp,
             "repo_settings.html",
             repo=repo,
-            base=base,
             collaborators=self.forge.policy.collaborators(repo),
             roles=ROLES,
             error=error,
@@ -64,17 +60,17 @@ class Settings(FormView):
     def do_update(self, repo: Repo, form: dict[str, str]) -> None:
         self.forge.registry.set_description(repo, form.get("description", ""))
         self.forge.registry.set_private(repo.owner, repo.name, form.get("visibility") == "private")
-        raise falcon.HTTPSeeOther(f"/{quote(repo.owner)}/{quote(repo.name)}/settings")
+        raise falcon.HTTPSeeOther(urls.settings(repo))
 
     def do_rename(self, repo: Repo, form: dict[str, str]) -> None:
         renamed = self.forge.rename(repo, form.get("name", "").strip())
-        raise falcon.HTTPSeeOther(f"/{quote(renamed.owner)}/{quote(renamed.name)}/settings")
+        raise falcon.HTTPSeeOther(urls.settings(renamed))
 
     def do_delete(self, repo: Repo, form: dict[str, str]) -> None:
         if form.get("confirm", "").strip() != repo.full_name:
             raise BadRequest(f"type {repo.full_name} to confirm the deletion")
         self.forge.delete(repo)
-        raise falcon.HTTPSeeOther(f"/{quote(repo.owner)}")
+        raise falcon.HTTPSeeOther(urls.owner(repo.owner))
 
     def do_collaborator(self, repo: Repo, form: dict[str, str]) -> None:
         person = self.forge.accounts.require(form.get("user", "").strip())
@@ -82,9 +78,9 @@ class Settings(FormView):
         if person.is_org or role not in ROLES:
             raise BadRequest("a collaborator is a person, with the role read, write or admin")
         self.forge.policy.set_collaborator(repo, person, role)
-        raise falcon.HTTPSeeOther(f"/{quote(repo.owner)}/{quote(repo.name)}/settings")
+        raise falcon.HTTPSeeOther(urls.settings(repo))
 
     def do_remove_collaborator(self, repo: Repo, form: dict[str, str]) -> None:
         person = self.forge.accounts.require(form.get("user", "").strip())
         self.forge.policy.remove_collaborator(repo, person)
-        raise falcon.HTTPSeeOther(f"/{quote(repo.owner)}/{quote(repo.name)}/settings")
+        raise falcon.HTTPSeeOther(urls.settings(repo))

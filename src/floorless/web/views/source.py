@@ -13,11 +13,12 @@ from markupsafe import Markup
 from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.refs import Resolved
+from floorless.web import urls
 from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines, is_markdown, numbered_rows, render_markdown
-from floorless.web.render import text, urlpath
+from floorless.web.render import text
 from floorless.web.views.base import RefPage
-from floorless.web.views.tree import tree_context
+from floorless.web.views.tree import markdown_links, tree_context
 
 IMAGE_TYPES = {
     ".png": "image/png",
@@ -43,10 +44,10 @@ def query_bytes(req: falcon.Request, name: str) -> bytes | None:
 MAX_GITMODULES = 1 << 20  # a larger .gitmodules is not read: the submodule shows no URL
 
 
-def crumbs(path: bytes) -> list[tuple[str, str]]:
-    """(name, url path) for each component of ``path``."""
+def crumbs(path: bytes) -> list[tuple[str, bytes]]:
+    """(name, path from the root) for each component of ``path``."""
     parts = [p for p in path.split(b"/") if p]
-    return [(text(p), urlpath(b"/".join(parts[: i + 1]))) for i, p in enumerate(parts)]
+    return [(text(p), b"/".join(parts[: i + 1])) for i, p in enumerate(parts)]
 
 
 def image_type(name: bytes) -> str | None:
@@ -58,6 +59,7 @@ def image_type(name: bytes) -> str | None:
 
 
 class Source(RefPage):
+    page = "src"
     query = ("after",)  # a large directory's next entries
 
     def show(
@@ -67,9 +69,7 @@ class Source(RefPage):
         obj, mode = objects.lookup(view.handle, commit, resolved.path)
         context = view.template_context(
             resolved=resolved,
-            kind=resolved.kind,
             crumbs=crumbs(resolved.path),
-            ref_base=f"{resolved.kind}/{urlpath(resolved.ref)}",
             home=False,
             latest=objects.commit_info(commit),
         )
@@ -77,7 +77,6 @@ class Source(RefPage):
             context.update(
                 tree_context(
                     view,
-                    resolved.kind,
                     resolved,
                     obj,
                     self.renderer.caches["readme"],
@@ -99,7 +98,13 @@ class Source(RefPage):
                 context.update(link_target=f"({size} bytes: too long to show)", link_url=None)
             else:
                 target = objects.blob_bytes(obj)
-                context.update(link_target=text(target), link_url=_link_url(resolved.path, target))
+                inside = _link_target(resolved.path, target)
+                context.update(
+                    link_target=text(target),
+                    link_url=None
+                    if inside is None
+                    else urls.src(view.repo, resolved.kind, resolved.ref, inside),
+                )
             self.html(resp, "special.html", submodule=None, **context)
             return
         context.update(self._file(view, resolved, obj))
@@ -147,22 +152,18 @@ class Source(RefPage):
             ),
         )
         if is_markdown(filename) and not info["truncated"]:
-            ref_base = f"{resolved.kind}/{urlpath(resolved.ref)}"
-            directory = text(resolved.path.rpartition(b"/")[0])
+            directory = resolved.path.rpartition(b"/")[0]
+            where = urls.src(view.repo, resolved.kind, resolved.ref, directory)
             info["markdown"] = self.renderer.caches["readme"].get_or_make(
-                (str(blob.id), view.base, ref_base, directory, "file"),
-                lambda: render_markdown(
-                    content(),
-                    f"{view.base}/src/{ref_base}",
-                    f"{view.base}/raw/{ref_base}",
-                    directory,
-                ),
+                (str(blob.id), where, "file"),
+                lambda: render_markdown(content(), markdown_links(view, resolved), directory),
             )
         return info
 
 
-def _link_url(path: bytes, target: bytes) -> str | None:
-    """Where a symlink points inside the repository, or None when it leaves it."""
+def _link_target(path: bytes, target: bytes) -> bytes | None:
+    """The path a symlink at ``path`` points at inside the repository, or None when it
+    leaves it."""
     if target.startswith(b"/"):
         return None
     parts = path.split(b"/")[:-1]
@@ -175,7 +176,7 @@ def _link_url(path: bytes, target: bytes) -> str | None:
             parts.pop()
         else:
             parts.append(part)
-    return urlpath(b"/".join(parts))
+    return b"/".join(parts)
 
 
 def _submodule(view: RepoView, commit: pygit2.Commit, path: bytes, oid: str) -> dict[str, str]:

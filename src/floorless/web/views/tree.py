@@ -3,10 +3,9 @@ repository home and the tree pages."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import pygit2
 
@@ -14,9 +13,10 @@ from floorless import timing
 from floorless.caches import Cache
 from floorless.git import objects
 from floorless.git.refs import Resolved
+from floorless.web import urls
 from floorless.web.context import RepoView
 from floorless.web.markup import is_markdown, render_markdown
-from floorless.web.render import text, urlpath
+from floorless.web.render import text
 
 README_NAMES = ("readme.md", "readme.markdown", "readme", "readme.txt", "readme.rst")
 MAX_README = 512 * 1024
@@ -30,7 +30,6 @@ class Row:
 
 def tree_context(
     view: RepoView,
-    kind: str,
     resolved: Resolved,
     tree: pygit2.Tree,
     cache: Cache[Hashable, object],
@@ -51,7 +50,9 @@ def tree_context(
     else:
         entries, more = objects.list_tree_page(tree, resolved.path, after, limit)
         if more:
-            following = quote(entries[-1].name, safe="")
+            following = urls.src(
+                view.repo, resolved.kind, resolved.ref, resolved.path, after=entries[-1].name
+            )
         last = {}
     infos: dict[bytes, objects.CommitInfo] = {}
     rows = []
@@ -64,12 +65,10 @@ def tree_context(
                 infos[oid] = objects.commit_info(objects.get_commit(view.handle, oid))
             info = infos[oid]
         rows.append(Row(entry, info))
-    ref_base = f"{kind}/{urlpath(resolved.ref)}"
     return {
         "rows": rows,
         "last_ready": last is not None,
-        "readme": readme(view, tree, ref_base, resolved.path, cache),
-        "ref_base": ref_base,
+        "readme": readme(view, tree, resolved, cache),
         "paged": {"total": total, "limit": limit, "after": after, "next": following}
         if total > limit or after is not None
         else None,
@@ -79,8 +78,7 @@ def tree_context(
 def readme(
     view: RepoView,
     tree: pygit2.Tree,
-    ref_base: str,
-    directory: bytes,
+    resolved: Resolved,
     cache: Cache[Hashable, object],
 ) -> dict[str, Any] | None:
     candidates = {
@@ -91,28 +89,43 @@ def readme(
         if entry is None:
             continue
         filename = text(entry.raw_name)
+        raw_url = urls.raw(
+            view.repo, resolved.kind, resolved.ref, _join(resolved.path, entry.raw_name or b"")
+        )
         size = objects.object_size(view.handle, entry.id)
         if size is not None and size > view.forge.settings.max_blob_page_bytes:
-            return {"name": filename, "html": "", "plain": None, "too_large": size}
+            return {"name": filename, "html": "", "plain": None, "too_large": size, "raw": raw_url}
         blob = view.handle.get(entry.id)
         if not isinstance(blob, pygit2.Blob) or blob.is_binary:
             continue
-        dir_text = text(directory)
-        key = (str(entry.id), view.base, ref_base, dir_text, filename)
+        # the rendered links depend on the repository, the ref and the directory
+        where = urls.src(view.repo, resolved.kind, resolved.ref, resolved.path)
+        key = (str(entry.id), where, filename)
 
-        def make(
-            blob: pygit2.Blob = blob, filename: str = filename, dir_text: str = dir_text
-        ) -> str:
+        def make(blob: pygit2.Blob = blob, filename: str = filename) -> str:
             content = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
             if is_markdown(filename):
-                return render_markdown(
-                    content, f"{view.base}/src/{ref_base}", f"{view.base}/raw/{ref_base}", dir_text
-                )
+                return render_markdown(content, markdown_links(view, resolved), resolved.path)
             return ""
 
         html = cache.get_or_make(key, make)
         plain = None
         if not html:
             plain = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
-        return {"name": filename, "html": html, "plain": plain, "too_large": None}
+        return {"name": filename, "html": html, "plain": plain, "too_large": None, "raw": raw_url}
     return None
+
+
+def _join(directory: bytes, name: bytes) -> bytes:
+    return directory + b"/" + name if directory else name
+
+
+def markdown_links(view: RepoView, resolved: Resolved) -> Callable[[bytes, bool], str]:
+    """Where a relative link (or, for an image, its source) in a rendered file points: the
+    file page (the raw file) of that path at the same ref."""
+
+    def link(target: bytes, image: bool) -> str:
+        page = urls.raw if image else urls.src
+        return page(view.repo, resolved.kind, resolved.ref, target)
+
+    return link

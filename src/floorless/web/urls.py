@@ -1,0 +1,244 @@
+"""Every URL floorless emits is built here, and every route's path tail is read here.
+
+Building: one function per kind of page. Refs and paths are bytes (a name need not be UTF-8)
+and keep every byte, percent-encoded where a URL needs it; a ref's slashes stay slashes (the
+router finds the longest ref that prefixes the tail), any other character that would end or
+change the path (``%``, ``?``, ``#``, a space, a byte past ASCII) is escaped. Views call these
+functions; templates reach them as the ``urls`` global and never join URL pieces themselves.
+
+Parsing: the router matches a route and hands each view its parameters; the one that needs
+exact bytes, a ``{tail:path}`` (or ``{kind}`` and what follows it), is read by
+``exact_tail`` from the request's ``PATH_INFO``, which holds the percent-decoded path as
+latin-1 text, so that every byte comes back as the client sent it. (The router's own ``tail``
+has been decoded as UTF-8, with replacement: not byte-exact.) ``exact_tail`` counts segments
+from the matched route's own template, so no view counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+from urllib.parse import quote
+
+import falcon
+
+from floorless.errors import BadRequest
+
+PAGES = ("src", "raw", "blame", "commits")  # the pages of a {kind}/{ref}/{path}
+KINDS = ("branch", "tag", "commit")
+FEEDS = ("atom", "rss")
+ARCHIVES = (".tar.gz", ".tar", ".zip")
+
+Query = Mapping[str, str | bytes | int | None]
+
+
+class Named(Protocol):
+    """A repository as URLs need it (``floorless.repos.Repo`` is one)."""
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+# --------------------------------------------------------------------------------- pieces
+
+
+def segment(value: str | bytes) -> str:
+    """One path segment: every byte kept, ``/`` escaped too."""
+    return quote(value, safe="")
+
+
+def path(value: str | bytes) -> str:
+    """A ref or a path inside a URL: every byte kept, its slashes kept as slashes."""
+    return quote(value, safe="/")
+
+
+def query(params: Query | None) -> str:
+    """``?name=value&...`` of the parameters that are not None (values' exact bytes kept),
+    or "" when there are none."""
+    if not params:
+        return ""
+    pairs = [
+        f"{segment(k)}={segment(str(v) if isinstance(v, int) else v)}"
+        for k, v in params.items()
+        if v is not None
+    ]
+    return "?" + "&".join(pairs) if pairs else ""
+
+
+def _hex(oid: str | bytes) -> str:
+    """An object id for a URL: hex text as given, or a binary id in hex."""
+    if isinstance(oid, bytes):
+        return oid.hex()
+    return oid
+
+
+def _below(url: str, rest: str | bytes) -> str:
+    """``url`` followed by ``/rest`` when ``rest`` names something (a ref's or a path's
+    leading and trailing slashes are no part of it)."""
+    trimmed = rest.strip(b"/") if isinstance(rest, bytes) else rest.strip("/")
+    return f"{url}/{path(trimmed)}" if trimmed else url
+
+
+# ------------------------------------------------------------------------ site-wide pages
+
+
+def same_page(**params: str | bytes | None) -> str:
+    """This very page with other query parameters (``?`` alone: with none), for a pager: the
+    page's path stays as the client sent it."""
+    return query(params) or "?"
+
+
+def explore(q: str = "", sort: str = "", page: int = 1) -> str:
+    return "/" + query({"q": q or None, "sort": sort or None, "page": page if page > 1 else None})
+
+
+def owner(name: str, q: str = "", sort: str = "", page: int = 1) -> str:
+    return f"/{segment(name)}" + query(
+        {"q": q or None, "sort": sort or None, "page": page if page > 1 else None}
+    )
+
+
+def login(next: str | None = None) -> str:
+    return "/-/login" + query({"next": next})
+
+
+def logout() -> str:
+    return "/-/logout"
+
+
+def tokens() -> str:
+    return "/-/tokens"
+
+
+def new_repo() -> str:
+    return "/-/new"
+
+
+def static(name: str) -> str:
+    return f"/-/static/{segment(name)}"
+
+
+# -------------------------------------------------------------------------- a repository
+
+
+def home(repo: Named) -> str:
+    """The repository's home page; every other page of it is below this."""
+    return f"/{segment(repo.owner)}/{segment(repo.name)}"
+
+
+def clone(repo: Named) -> str:
+    """The path git clones from (after the forge's public base URL)."""
+    return home(repo) + ".git"
+
+
+def ref_page(
+    page: str,
+    repo: Named,
+    kind: str,
+    ref: str | bytes,
+    at: str | bytes = b"",
+    **params: str | bytes | None,
+) -> str:
+    """``/{owner}/{repo}/{page}/{kind}/{ref}[/{path}]`` for ``page`` in src, raw, blame and
+    commits; ``ref`` is a branch or tag name, or a commit id in hex."""
+    if page not in PAGES:
+        raise ValueError(f"no ref page {page!r}")
+    if kind not in KINDS:
+        raise ValueError(f"no ref kind {kind!r}")
+    base = _below(f"{home(repo)}/{page}/{kind}", ref)
+    return _below(base, at) + query(params)
+
+
+def src(
+    repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"", **params: str | bytes | None
+) -> str:
+    return ref_page("src", repo, kind, ref, at, **params)
+
+
+def raw(repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"") -> str:
+    return ref_page("raw", repo, kind, ref, at)
+
+
+def blame(repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"") -> str:
+    return ref_page("blame", repo, kind, ref, at)
+
+
+def commits(
+    repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"", **params: str | bytes | None
+) -> str:
+    return ref_page("commits", repo, kind, ref, at, **params)
+
+
+def default_page(repo: Named, page: str) -> str:
+    """``/src`` or ``/commits`` without a ref: the default branch's page."""
+    if page not in PAGES:
+        raise ValueError(f"no ref page {page!r}")
+    return f"{home(repo)}/{page}"
+
+
+def raw_blob(repo: Named, blob: str | bytes) -> str:
+    return f"{home(repo)}/raw/blob/{_hex(blob)}"
+
+
+def commit(repo: Named, oid: str | bytes, variant: str = "") -> str:
+    """A commit's page, or its ``diff`` or ``patch`` (``oid`` in hex, or binary)."""
+    if variant not in ("", "diff", "patch"):
+        raise ValueError(f"no commit variant {variant!r}")
+    return f"{home(repo)}/commit/{_hex(oid)}" + (f".{variant}" if variant else "")
+
+
+def branches(repo: Named) -> str:
+    return f"{home(repo)}/branches"
+
+
+def tags(repo: Named) -> str:
+    return f"{home(repo)}/tags"
+
+
+def settings(repo: Named) -> str:
+    return f"{home(repo)}/settings"
+
+
+def archive(repo: Named, ref: str | bytes, suffix: str = ".tar.gz") -> str:
+    if suffix not in ARCHIVES:
+        raise ValueError(f"no archive format {suffix!r}")
+    return f"{home(repo)}/archive/{path(ref)}{suffix}"
+
+
+def feed(repo: Named, branch: str | bytes, fmt: str = "atom") -> str:
+    if fmt not in FEEDS:
+        raise ValueError(f"no feed format {fmt!r}")
+    return f"{home(repo)}/{fmt}/branch/{path(branch)}"
+
+
+def last_commits(repo: Named, oid: str | bytes, at: str | bytes = b"") -> str:
+    """The last-commit column of the directory ``at`` of commit ``oid``, as JSON."""
+    return _below(f"{home(repo)}/-/last/{_hex(oid)}", at)
+
+
+# ------------------------------------------------------------------------------- parsing
+
+
+def exact_path(req: falcon.Request) -> str:
+    """The request's path as latin-1 text of its exact bytes, leading slashes folded into one
+    as the router folds them (``req.path`` has replaced bytes that are not UTF-8)."""
+    return "/" + str(req.env.get("PATH_INFO", "")).lstrip("/")
+
+
+def exact_tail(req: falcon.Request, field: str = "tail") -> bytes:
+    """The exact bytes of the matched route's path from its ``{field}`` segment to the end
+    (``b""`` when the route has no such segment, as ``/src/{kind}`` has no tail)."""
+    template = (req.uri_template or "").strip("/").split("/")
+    index = next(
+        (i for i, part in enumerate(template) if part in (f"{{{field}}}", f"{{{field}:path}}")),
+        None,
+    )
+    if index is None:
+        return b""
+    raw = exact_path(req).encode("latin-1", "replace").lstrip(b"/")
+    if b"\0" in raw:
+        raise BadRequest("NUL byte in URL")
+    return b"/".join(raw.split(b"/")[index:])
