@@ -582,7 +582,7 @@ def edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Forge, Pat
     for relative in (EDGES, TIES, SKEW):
         repo = repo_of(forge, relative)
         # raised KeyError before: a --no-ff merge's first parent indexed after its children
-        assert forge.indexer.update(repo, forge.refs.get(repo.path)) == len(
+        assert forge.indexer.update(repo, forge.state(repo).snapshot()) == len(
             git_all_commits(root / relative)
         )
     yield forge, root

@@ -16,8 +16,8 @@ from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START, build_one, build_solo, git, git_text, git_text_input
 
-import floorless.forge
 import floorless.repos
+import floorless.state
 from floorless.cli import main
 from floorless.errors import NotFound
 from floorless.web.app import create_app
@@ -59,7 +59,7 @@ def repos(repos_copy: Path) -> Path:
 def live(repos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ref_reads, scans = _Calls(), _Calls()
     monkeypatch.setattr(
-        floorless.forge, "read_snapshot", ref_reads.wrap(floorless.forge.read_snapshot)
+        floorless.state, "read_snapshot", ref_reads.wrap(floorless.state.read_snapshot)
     )
     monkeypatch.setattr(floorless.repos, "discover", scans.wrap(floorless.repos.discover))
     forge = start_forge(repos, tmp_path / "data", ref_check_interval=0.2, rescan_interval=0.5)
@@ -89,13 +89,13 @@ def test_a_commit_made_behind_the_back_shows_up(live, repos):
     reads_before, scans_before = ref_reads.here(), scans.here()
 
     repo = forge.registry.get("alice", "one")
-    cached = forge.refs.get(repo.path)
+    cached = forge.state(repo).snapshot()
     new = _commit_behind_the_back(
         one, b"# One\n\nChanged behind floorless's back.\n", "Change the README directly"
     )
     right_after = client.simulate_get("/alice/one")
     assert right_after.status_code == 200
-    if forge.refs.get(repo.path) is cached:
+    if forge.state(repo).snapshot() is cached:
         # the background check has not run yet, so the page came from the cached refs
         assert old in right_after.text and new not in right_after.text
 

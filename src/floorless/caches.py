@@ -122,3 +122,17 @@ class Cache(Generic[K, V]):
     def pop(self, key: K) -> None:
         with self._lock:
             self._store.pop(key, None)
+
+    def count_where(self, matches: Callable[[K], bool]) -> int:
+        """How many entries' keys ``matches`` (for tests and reports)."""
+        with self._lock:
+            return sum(1 for key in self._store if matches(key))
+
+    def drop_where(self, matches: Callable[[K], bool]) -> int:
+        """Drop every entry whose key ``matches``; return how many. A pass over the whole
+        cache: for what is rare (a repository forgotten), never for a request."""
+        with self._lock:
+            keys = [key for key in self._store if matches(key)]
+            for key in keys:
+                self._store.pop(key, None)
+        return len(keys)

@@ -3,6 +3,10 @@
 ``Forge(settings)`` builds everything and touches nothing; ``start()`` prepares the runtime
 directory, migrates the database, scans for repositories and starts the background threads
 (the indexer, and the maintenance loop that re-checks refs and rescans the directory).
+
+What is kept in memory about a repository is its ``RepoState`` (``floorless.state``): the
+forge reaches it by the repository's row, calls its ``forget()`` whenever the repository is
+deleted, renamed, replaced or gone, and its ``refs_moved()`` after floorless moved a ref.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pygit2
 from pygit2.enums import ObjectType
@@ -26,16 +29,11 @@ from floorless.errors import FloorlessError
 from floorless.garbage import collect
 from floorless.git.env import GitEnvironment
 from floorless.git.protocol import capture_v2_advertisement
-from floorless.git.refs import (
-    Fingerprint,
-    RefCache,
-    RefSnapshot,
-    read_snapshot,
-    ref_fingerprint,
-)
+from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
 from floorless.repos import Registry, Repo, ScanResult
+from floorless.state import RepoState, RepoStates
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +44,7 @@ class Forge:
         self.db = Database(settings.database)
         self.git = GitEnvironment(settings.runtime_dir)
         self.handles = HandlePool(settings.repo_handles)
-        self.refs = RefCache(self._read_refs)
+        self.states = RepoStates(self.handles)
         self.registry = Registry(
             self.db,
             settings.repos,
@@ -54,6 +52,7 @@ class Forge:
             adopt_private=settings.adopt_visibility == "private",
         )
         self.indexer = Indexer(self.db, self.open)
+        self.states.attach(self.indexer)
         self.secret = SecretKey(settings.data / "secret.key")
         self.accounts = Accounts(
             self.db,
@@ -68,12 +67,9 @@ class Forge:
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._repo_of_path: dict[Path, Repo] = {}
         self.last_scan = 0.0
-        self._fingerprints: dict[Path, Fingerprint] = {}
         self._advertisement: bytes | None = None
         self._advertisement_lock = threading.Lock()
-        self._gc_due: set[Path] = set()  # repositories whose refs moved since their last gc
         self.last_gc = time.monotonic()
         self._gc_lock = threading.Lock()
         self._gc_thread: threading.Thread | None = None
@@ -114,19 +110,19 @@ class Forge:
         return result
 
     def _adopt_new(self) -> None:
+        """Forget the states of repositories whose rows are gone (scans saw them missing, or
+        another process removed them); read the refs of, and index, those new here."""
         current = {repo.path: repo for repo in self.registry.all()}
-        for path in set(self._repo_of_path) - set(current):
-            self.indexer.forget(self._repo_of_path[path].id)
-            self._forget_path(path)
+        for state in self.states.all():
+            row = current.get(state.path)
+            if row is None or row.id != state.repo.id:  # gone, or replaced at its path
+                state.forget()
         for path, repo in current.items():
-            known = self._repo_of_path.get(path)
-            if known is not None and known.id != repo.id:  # another repository, same path
-                self.indexer.forget(known.id)
-                self._forget_path(path)
-            self._repo_of_path[path] = repo
+            known = self.states.at(path)
+            state = self.state(repo)
             # updated_at is None too when a request read the refs before adoption got here
-            if known is None or known.id != repo.id or repo.updated_at is None:
-                self._index_soon(repo)
+            if known is None or known is not state or repo.updated_at is None:
+                self._index_soon(state)
 
     def advertisement(self) -> bytes:
         """git's protocol v2 capability advertisement, asked of git once (at start)."""
@@ -135,27 +131,33 @@ class Forge:
                 self._advertisement = capture_v2_advertisement(self.git)
             return self._advertisement
 
+    def state(self, repo: Repo) -> RepoState:
+        """What is kept in memory about the repository ``repo`` is a row of."""
+        return self.states.of(repo)
+
     def open(self, repo: Repo) -> pygit2.Repository:
-        return self.handles.get(repo.path)
+        return self.state(repo).handle()
 
     def snapshot(self, repo: Repo) -> RefSnapshot:
-        fresh = repo.path not in self.refs
-        snapshot = self.refs.get(repo.path)
+        state = self.state(repo)
+        fresh = not state.loaded
+        snapshot = state.snapshot()
         if fresh:
-            self._repo_of_path[repo.path] = repo
-            self.indexer.schedule(repo, snapshot)
+            self.indexer.schedule(state.repo, snapshot)
         return snapshot
 
-    def refs_changed(self, repo: Repo) -> None:
-        """Call after floorless itself moved a ref: the next request sees it at once."""
-        self.refs.invalidate(repo.path)
-        self._index_soon(repo)
+    def refs_moved(self, repo: Repo) -> None:
+        """Call after floorless itself moved a ref (a push, an API call): the next request
+        sees it at once, and the indexer indexes it."""
+        state = self.state(repo)
+        state.refs_moved()
+        self._index_soon(state)
 
     def after_push(self, repo: Repo) -> None:
         """A push just ended: give an empty repository's first branch the default, then let the
         next request see the new refs (and the indexer index them) without waiting."""
         try:
-            handle = self.handles.get(repo.path)
+            handle = self.open(repo)
             if handle.head_is_unborn and handle.branches.local:
                 names = sorted(handle.branches.local)
                 current_name = str(handle.references["HEAD"].target).removeprefix("refs/heads/")
@@ -165,44 +167,36 @@ class Forge:
                         break
         except (pygit2.GitError, FloorlessError, KeyError, OSError) as exc:
             log.warning("%s: after push: %s", repo.full_name, exc)
-        self.refs_changed(repo)
+        self.refs_moved(repo)
 
     def rename(self, repo: Repo, new_name: str) -> Repo:
+        """Rename on disk and in the database; what was kept under the old path goes (the
+        first request under the new name reads the refs and has it indexed again)."""
         renamed = self.registry.rename(repo, new_name)
-        self._forget_path(repo.path)
-        self._repo_of_path[renamed.path] = renamed
+        if renamed is not repo:  # (the same name: nothing happened)
+            self.states.forget(repo)
         return renamed
 
     def delete(self, repo: Repo) -> None:
         self.registry.delete(repo)
-        self._forget_path(repo.path)
-        self.indexer.forget(repo.id)
+        self.states.forget(repo)
 
-    def _forget_path(self, git_dir: Path) -> None:
-        self.refs.invalidate(git_dir)
-        self.handles.forget(git_dir)
-        self._repo_of_path.pop(git_dir, None)
-
-    def _read_refs(self, git_dir: Path) -> RefSnapshot:
-        # the fingerprint first: a ref that moves while the refs are read shows as a change
-        self._fingerprints[git_dir] = ref_fingerprint(git_dir)
-        return read_snapshot(self.handles.get(git_dir))
-
-    def _index_soon(self, repo: Repo) -> None:
-        self._gc_due.add(repo.path)
+    def _index_soon(self, state: RepoState) -> None:
+        repo = state.repo
+        state.gc_due = True
         try:
-            snapshot = self.refs.get(repo.path)
-            self._record_update(repo, snapshot)
+            snapshot = state.snapshot()
+            self._record_update(state, snapshot)
         except (FloorlessError, pygit2.GitError) as exc:
             log.warning("%s: %s", repo.full_name, exc)
             return
         self.indexer.schedule(repo, snapshot)
 
-    def _record_update(self, repo: Repo, snapshot: RefSnapshot) -> None:
+    def _record_update(self, state: RepoState, snapshot: RefSnapshot) -> None:
         """Store the newest branch tip's commit date as the repository's ``updated_at``: in
         range whatever the commit says, and never later than now (a commit dated in the year
         99999 must not keep a repository first among the recently updated)."""
-        handle = self.handles.get(repo.path)
+        repo, handle = state.repo, state.handle()
         times: list[int] = []
         for commit in snapshot.branches.values():
             obj = handle.get(pygit2.Oid(raw=commit))
@@ -248,26 +242,25 @@ class Forge:
 
     def collect_garbage(self, repo: Repo) -> bool:
         """``git gc --prune=now`` on one repository; False when skipped (a push is running)."""
+        state = self.state(repo)
         with self._gc_lock:
-            self._gc_due.discard(repo.path)
+            state.gc_due = False
             if not collect(self.git, repo.path):
-                self._gc_due.add(repo.path)
+                state.gc_due = True
                 return False
-            self.handles.forget(repo.path)  # the old handle still reads the removed packs
-            self.indexer.reach.collected(repo.id, self.open(repo))
+            state.reopen()  # the old handle still maps the removed packs
+            self.indexer.reach.collected(repo.id, state.handle())
             return True
 
     def collect_due(self) -> None:
         """Collect the garbage of every repository whose refs moved since its last gc."""
-        for path in sorted(self._gc_due):
-            repo = self._repo_of_path.get(path)
-            if repo is None:
-                self._gc_due.discard(path)
+        for state in sorted(self.states.all(), key=lambda s: s.path):
+            if not state.gc_due:
                 continue
             try:
-                self.collect_garbage(repo)
+                self.collect_garbage(state.repo)
             except (FloorlessError, pygit2.GitError, OSError) as exc:
-                log.warning("%s: garbage collection: %s", repo.full_name, exc)
+                log.warning("%s: garbage collection: %s", state.repo.full_name, exc)
 
     # -- background ---------------------------------------------------------------------------
 
@@ -292,18 +285,19 @@ class Forge:
                 log.warning("background maintenance: %s", exc)
 
     def check_refs(self) -> int:
-        """Re-read the refs of every repository in the cache; index those that changed."""
+        """Check every repository whose refs are in memory for changes made behind
+        floorless's back (``RepoState.check``: a removed pack reopens the handle, moved refs
+        are read again); index those whose refs changed, and return how many did."""
         changed = 0
-        for git_dir in self.refs.cached():
-            repo = self._repo_of_path.get(git_dir)
-            if self._fingerprints.get(git_dir) == ref_fingerprint(git_dir):
-                continue  # nothing moved: no need to hold the interpreter to read the refs
-            try:
-                moved = self.refs.refresh(git_dir)
-            except FloorlessError:
-                self.refs.invalidate(git_dir)
+        for state in self.states.all():
+            if not state.loaded:
                 continue
-            if moved and repo is not None:
+            try:
+                moved = state.check()
+            except (FloorlessError, pygit2.GitError) as exc:  # the reopen failed
+                log.warning("%s: %s", state.repo.full_name, exc)
+                continue
+            if moved and not state.forgotten:
                 changed += 1
-                self._index_soon(repo)
+                self._index_soon(state)
         return changed

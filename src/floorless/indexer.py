@@ -87,6 +87,15 @@ class AnswerCache:
     def _remember(self, key: tuple[int, str, bytes], value: str) -> None:
         self._memory.put(key, value)
 
+    def forget_repository(self, repo_id: int) -> None:
+        """Drop the repository's answers from memory (its rows go with its row id, in
+        ``Registry._drop_row``, when it is gone from the database)."""
+        self._memory.drop_where(lambda key: key[0] == repo_id)
+
+    def held(self, repo_id: int) -> int:
+        """How many of the repository's answers are in memory."""
+        return self._memory.count_where(lambda key: key[0] == repo_id)
+
 
 class Indexer:
     def __init__(self, db: Database, open_repo: Callable[[Repo], pygit2.Repository]) -> None:
@@ -388,9 +397,13 @@ class Indexer:
                 if self.answers.get(repo.id, "last", commit + b"\0") is None:
                     self._compute_last(graph, repo.id, commit, b"", names, None)
 
-    def forget(self, repo_id: int) -> None:
+    def forget_repository(self, repo_id: int) -> None:
+        """Drop what is kept about the repository: its graph, reachability marks, answers
+        in memory and last failure. Called by its ``RepoState.forget`` alone."""
         self._graphs.pop(repo_id, None)
         self.reach.forget(repo_id)
+        self.answers.forget_repository(repo_id)
+        self.failures.pop(repo_id, None)
 
 
 def _page_to_json(page: Page[bytes]) -> str:

@@ -163,6 +163,11 @@ class Reachability:
         suspects = self._suspects(repo_id, handle, reach.graph, reach.marks)
         self._reach[repo_id] = Reach(reach.graph, reach.tips, reach.marks, suspects)
 
+    def holds(self, repo_id: int) -> bool:
+        """Whether marks or suspects are kept for the repository."""
+        with self._lock:
+            return repo_id in self._reach or repo_id in self._introduced
+
     def forget(self, repo_id: int) -> None:
         with self._lock:
             self._reach.pop(repo_id, None)

@@ -1,14 +1,14 @@
 """Refs: snapshots read once and kept in memory, and the longest-prefix ``ref/path`` resolver.
 
-A page never reads ref files: it asks the ``RefCache``, which a push through floorless
-invalidates at once and a background check refreshes every ``ref_check_interval`` seconds for
+A page never reads ref files: it asks the repository's state (``floorless.state``), which
+keeps the snapshot that a push through floorless invalidates at once and that a background
+check, stat-first (``ref_fingerprint``), refreshes every ``ref_check_interval`` seconds for
 changes made behind floorless's back.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -184,53 +184,6 @@ def _mark(path: Path) -> tuple[str, int, int, int] | None:
     except OSError:
         return None
     return (path.name, st.st_mtime_ns, st.st_ino, st.st_size)
-
-
-class RefCache:
-    """Ref snapshots per repository, in memory; refreshed in the background."""
-
-    def __init__(self, loader: Callable[[Path], RefSnapshot]) -> None:
-        self._loader = loader
-        self._snapshots: dict[Path, RefSnapshot] = {}
-        self._lock = threading.Lock()
-        # Bumped by every invalidation and refresh, so that a slow first load that started
-        # before one of them never overwrites the newer state it brought.
-        self._generation: dict[Path, int] = {}
-
-    def get(self, git_dir: Path) -> RefSnapshot:
-        snapshot = self._snapshots.get(git_dir)
-        if snapshot is None:
-            with self._lock:
-                generation = self._generation.get(git_dir, 0)
-            loaded = self._loader(git_dir)
-            with self._lock:
-                snapshot = self._snapshots.get(git_dir)
-                if snapshot is None or self._generation.get(git_dir, 0) == generation:
-                    snapshot = self._snapshots[git_dir] = loaded
-        return snapshot
-
-    def __contains__(self, git_dir: Path) -> bool:
-        return git_dir in self._snapshots
-
-    def invalidate(self, git_dir: Path) -> None:
-        with self._lock:
-            self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
-            self._snapshots.pop(git_dir, None)
-
-    def cached(self) -> list[Path]:
-        with self._lock:
-            return list(self._snapshots)
-
-    def refresh(self, git_dir: Path) -> bool:
-        """Re-read one repository's refs; return True when they changed."""
-        fresh = self._loader(git_dir)
-        with self._lock:
-            self._generation[git_dir] = self._generation.get(git_dir, 0) + 1
-            old = self._snapshots.get(git_dir)
-            if old is not None and old.same_refs(fresh):
-                return False  # the same object stays: what is derived from it stays valid
-            self._snapshots[git_dir] = fresh
-        return True
 
 
 @dataclass(frozen=True)

@@ -115,3 +115,7 @@ class HandlePool:
 
     def __len__(self) -> int:
         return len(self._handles)
+
+    def __contains__(self, git_dir: Path) -> bool:
+        with self._lock:
+            return git_dir in self._handles

@@ -85,6 +85,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     timing.spawn_counter()
     renderer = Renderer(forge.settings.site_name)
     renderer.configure(forge.settings)
+    forge.states.attach(renderer.pages)  # a repository's pages go when its state is forgotten
     authenticator = auth.Authenticator(forge)
     metrics = Metrics(
         lambda: {**renderer.caches, "pages": renderer.pages, "answers": forge.indexer.answers}

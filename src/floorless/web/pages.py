@@ -12,7 +12,9 @@ Its value is valid only with the very ref snapshot it was rendered from: any ref
 a new snapshot, so a hit can never show an old branch. What else ages, the relative dates,
 ages at most ``page_cache_seconds``. Only pages whose content is final say so
 (``req.context.final_page``): not a tree whose last-commit column the index has yet to fill.
-The cache holds at most ``page_cache_bytes`` of pages, least recently used leaving first.
+The cache holds at most ``page_cache_bytes`` of pages, least recently used leaving first; a
+repository's pages leave with it when its state is forgotten (``floorless.state``: the app
+attaches its page cache to the forge's repository states).
 """
 
 from __future__ import annotations
@@ -77,6 +79,14 @@ class PageCache:
     def misses(self) -> int:
         return self.entries.misses
 
+    def forget_repository(self, repo_id: int) -> None:
+        """Drop every page of the repository ``repo_id`` (``RepoState.forget`` calls this)."""
+        self.entries.drop_where(lambda key: _repo_id(key) == repo_id)
+
+    def held(self, repo_id: int) -> int:
+        """How many pages of the repository are kept."""
+        return self.entries.count_where(lambda key: _repo_id(key) == repo_id)
+
     @staticmethod
     def key(
         view: str,
@@ -124,6 +134,12 @@ class PageCache:
         etag = page_etag(text)
         resp.text, resp.etag = _filled(parts, etag, public)
         self.entries.put(key, _Entry(snapshot, parts, etag))
+
+
+def _repo_id(key: Key) -> int | None:
+    """The row id of the repository a page key names (``PageCache.key`` puts it second)."""
+    repo = key[1] if len(key) > 1 else None
+    return repo.id if isinstance(repo, Repo) else None
 
 
 def _params(req: falcon.Request, names: frozenset[str]) -> tuple[tuple[str, bytes], ...]:
