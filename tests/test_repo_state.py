@@ -1,17 +1,20 @@
 """One owner per repository's state: ``RepoState.forget()`` drops the handle, the snapshot,
 the rendered pages, the answers in memory, the commit graph and the reachability marks
 together, and every way a repository goes (delete, rename, replacement at its path, gone
-after two scans) goes through it."""
+after two scans) goes through it; a pack removed behind floorless's back reopens the handle
+alone."""
 
 from __future__ import annotations
 
+import gc
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import wait_indexed
 from falcon import testing
-from gitfixtures import build_one, build_solo, git
+from gitfixtures import EPOCH_START, build_one, build_solo, git, git_text, git_text_input
 
 import floorless
 from floorless.config import Settings
@@ -175,6 +178,105 @@ def test_a_ref_moved_through_floorless_is_read_again(served) -> None:
     assert state.snapshot() is not snapshot and b"side" in state.snapshot().branches
     assert held(forge, one)["graph"]  # what is keyed by object ids stays
     assert "side" in client.simulate_get("/alice/one/branches").text
+
+
+# -- a pack removed behind floorless's back ---------------------------------------------------
+
+
+def _pack_files_open(paths: list[Path]) -> int:
+    """File descriptors and memory mappings of ``paths`` this process holds."""
+    names = [str(p) for p in paths]
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        count += any(target.startswith(name) for name in names)
+    with open("/proc/self/maps") as maps:
+        count += sum(any(name in line for name in names) for line in maps)
+    return count
+
+
+def _commit_behind_the_back(repo: Path) -> None:
+    old = git_text(repo, "rev-parse", "main")
+    blob = git_text_input(repo, b"repacked\n", "hash-object", "-w", "--stdin")
+    tree = git_text_input(repo, f"100644 blob {blob}\tREADME.md\n".encode(), "mktree")
+    new = git(repo, "commit-tree", tree, "-p", old, "-m", "More", when=EPOCH_START + 60)
+    git(repo, "update-ref", "refs/heads/main", new.decode().strip(), old)
+
+
+def test_a_repack_behind_the_back_reopens_the_handle(tmp_path: Path) -> None:
+    repos = tmp_path / "repos"
+    path = build_one(repos / "alice" / "one.git")
+    git(path, "repack", "-adq")
+    old_packs = sorted((path / "objects" / "pack").glob("pack-*"))
+    assert any(p.suffix == ".pack" for p in old_packs)
+    forge = Forge(Settings.load(environ={}, data=tmp_path / "data", repos=repos))
+    forge.start(background=False)
+    gc.disable()  # only the pool's collect may close the old handle here
+    try:
+        client = testing.TestClient(create_app(forge))
+        one = forge.registry.get("alice", "one")
+        assert client.simulate_get("/alice/one/raw/branch/main/README.md").status_code == 200
+        snapshot, handle = forge.snapshot(one), forge.open(one)
+        assert _pack_files_open(old_packs) > 0  # the page read the pack through the handle
+        handle_id = id(handle)
+        del handle
+
+        assert forge.check_refs() == 0
+        assert id(forge.open(one)) == handle_id  # nothing changed: the same handle
+
+        _commit_behind_the_back(path)
+        git(path, "repack", "-adq")  # a new pack with everything; the old one removed
+        assert not any(p.exists() for p in old_packs)
+        assert forge.check_refs() == 1  # main moved too
+        assert one.path in forge.handles  # reopened at once, by the checking thread
+        assert id(forge.open(one)) != handle_id
+        forge.handles.collect()
+        assert _pack_files_open(old_packs) == 0
+
+        page = client.simulate_get("/alice/one/raw/branch/main/README.md")
+        assert page.status_code == 200 and page.content == b"repacked\n"
+        assert forge.snapshot(one) is not snapshot  # the refs moved: a new snapshot
+    finally:
+        gc.enable()
+        forge.stop()
+
+
+def test_a_repack_alone_keeps_the_snapshot_and_the_index(served) -> None:
+    """Only the handle goes: the refs, graph, marks, answers and pages name objects by id."""
+    forge, client = served
+    one = forge.registry.get("alice", "one")
+    state = forge.state(one)
+    git(one.path, "repack", "-adq")  # loose objects into a first pack: no pack let go
+    git(one.path, "commit-graph", "write", "--reachable")  # beside the packs, not in them
+    snapshot, handle = state.snapshot(), state.handle()
+    assert forge.check_refs() == 0 and state.handle() is handle
+
+    blob = git_text_input(one.path, b"kept aside\n", "hash-object", "-w", "--stdin")
+    git(one.path, "update-ref", "refs/keep/aside", blob)  # neither a branch nor a tag
+    git(one.path, "repack", "-adq")  # one more object: a new pack, the first one removed
+    assert forge.check_refs() == 0  # the refs were read again: the same branches and tags
+    assert state.handle() is not handle
+    assert state.snapshot() is snapshot
+    assert held(forge, one) == dict.fromkeys(NOTHING, True)
+    hits = _pages(forge).hits
+    assert client.simulate_get(PAGES[0]).status_code == 200
+    assert _pages(forge).hits == hits + 1  # the page cached before the repack, served
+
+
+def test_a_pack_directory_that_cannot_be_read_is_no_change(served) -> None:
+    forge, _ = served
+    one = forge.registry.get("alice", "one")
+    state = forge.state(one)
+    handle = state.handle()
+    pack = one.path / "objects" / "pack"
+    pack.rename(one.path / "objects" / "elsewhere")  # a failed stat tells nothing
+    try:
+        assert forge.check_refs() == 0 and state.handle() is handle
+    finally:
+        (one.path / "objects" / "elsewhere").rename(pack)
 
 
 def test_only_the_owner_drops_a_repositorys_entries() -> None:

@@ -1,10 +1,10 @@
 """What floorless keeps in memory about each served repository, held by one owner.
 
 A repository on disk has, in this process: an open handle (with whether it is a SHA-256
-repository), its ref snapshot and the file status that snapshot was read at, and entries
-keyed by its row id in shared caches: rendered pages, the indexer's commit graph,
-reachability marks and failures, and answers kept in memory. They all describe one
-repository at one path, so they are kept and dropped together:
+repository), its ref snapshot and the file status that snapshot was read at, the status of
+its pack directory, and entries keyed by its row id in shared caches: rendered pages, the
+indexer's commit graph, reachability marks and failures, and answers kept in memory. They
+all describe one repository at one path, so they are kept and dropped together:
 
 - ``RepoStates`` holds one ``RepoState`` per repository, reached by its row (path, id).
   Row ids are never given twice (``Registry._insert``), so a state whose id is older than
@@ -15,8 +15,9 @@ repository at one path, so they are kept and dropped together:
 - ``RepoState.refs_moved()`` is the one way a ref change made through floorless (a push, a
   ref moved by an API) is taken in; ``RepoState.check()`` is the background check for
   changes made behind floorless's back: file status first, refs read only when it moved.
-- ``RepoState.reopen()`` drops the handle alone, when a pack it may map is gone (``git gc``):
-  the snapshot, graph, marks and answers name objects by id and stay valid.
+- ``RepoState.reopen()`` drops the handle alone, when a pack it may map is gone (``git gc``
+  here, or a repack by another host): the snapshot, graph, marks and answers name objects by
+  id and stay valid.
 
 Caches bounded across repositories (the handle count, the page cache's bytes, the answers'
 bytes) stay shared: their entries for one repository are dropped by that repository's
@@ -34,7 +35,7 @@ import pygit2
 
 from floorless.errors import FloorlessError
 from floorless.git.refs import Fingerprint, RefSnapshot, read_snapshot, ref_fingerprint
-from floorless.git.repo import HandlePool
+from floorless.git.repo import HandlePool, Packs, read_packs
 from floorless.repos import Repo
 
 
@@ -55,6 +56,7 @@ class RepoState:
         self._lock = threading.Lock()
         self._snapshot: RefSnapshot | None = None
         self._fingerprint: Fingerprint | None = None
+        self._packs: Packs | None = None
         # Bumped by every invalidation and refresh, so that a slow first load that started
         # before one of them never overwrites the newer state it brought.
         self._generation = 0
@@ -70,9 +72,12 @@ class RepoState:
         """Whether the repository sets ``extensions.objectformat`` (SHA-256)."""
         return self._table.handles.extended_format(self.path)
 
-    def reopen(self) -> None:
+    def reopen(self, packs: Packs | None = None) -> None:
         """Let go of the handle (a pack it may map is gone) and open a new one now: the
-        caller is a background thread, so no page waits for the open."""
+        caller is a background thread, so no page waits for the open. ``packs`` is the
+        pack directory as just read, if it was."""
+        with self._lock:
+            self._packs = packs or read_packs(self.path)
         self._table.handles.forget(self.path)
         self.handle()
 
@@ -88,12 +93,16 @@ class RepoState:
         if snapshot is None:
             with self._lock:
                 generation = self._generation
+            # the pack directory before the handle opens: what the handle may map is in it
+            packs = read_packs(self.path) if self._packs is None else None
             fingerprint, loaded = self._read()
             with self._lock:
                 snapshot = self._snapshot
                 if snapshot is None or self._generation == generation:
                     snapshot = self._snapshot = loaded
                     self._fingerprint = fingerprint
+                if self._packs is None:
+                    self._packs = packs
         return snapshot
 
     def _read(self) -> tuple[Fingerprint, RefSnapshot]:
@@ -108,10 +117,19 @@ class RepoState:
             self._snapshot = None
 
     def check(self) -> bool:
-        """For the background check: take in what changed behind floorless's back. Refs are
-        read only when the file status of one moved. True when the refs changed (the snapshot
-        is a new object then; else the same object stays, and what was derived from it stays
-        valid)."""
+        """For the background check: take in what changed behind floorless's back. A pack
+        removed or replaced reopens the handle; refs are read only when the file status of
+        one moved. True when the refs changed (the snapshot is a new object then; else the
+        same object stays, and what was derived from it stays valid)."""
+        with self._lock:
+            packs = self._packs
+        now = read_packs(self.path, packs)
+        if now is not None and now is not packs:
+            if packs is not None and packs.let_go(now):
+                self.reopen(now)
+            else:
+                with self._lock:
+                    self._packs = now
         if self._fingerprint == ref_fingerprint(self.path):
             return False  # nothing moved: no need to hold the interpreter to read the refs
         try:
@@ -137,7 +155,7 @@ class RepoState:
         with self._lock:
             self.forgotten = True
             self._generation += 1
-            self._snapshot = self._fingerprint = None
+            self._snapshot = self._fingerprint = self._packs = None
             self.gc_due = False
         if vacant:  # (a newer repository's state at the path keeps its handle)
             self._table.handles.forget(self.path)

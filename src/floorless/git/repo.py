@@ -18,8 +18,11 @@ is moved with ``create_reference_symbolic``.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
@@ -41,6 +44,42 @@ def open_repository(path: Path) -> pygit2.Repository:
                 f": {exc}"
             ) from exc
         raise RepositoryBroken(f"the repository cannot be opened: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Packs:
+    """A repository's pack directory as last seen: its status, and each pack file in it with
+    its inode (a pack replaced under the same name is another file)."""
+
+    directory: tuple[int, int]  # (mtime in ns, inode) of objects/pack
+    files: Mapping[str, int]
+
+    def let_go(self, newer: Packs) -> bool:
+        """Whether a pack file seen here is gone, or replaced, in ``newer``: a handle opened
+        before still maps it."""
+        return any(newer.files.get(name) != inode for name, inode in self.files.items())
+
+
+def read_packs(git_dir: Path, previous: Packs | None = None) -> Packs | None:
+    """The pack directory of ``git_dir``; ``previous`` again when the directory's status is
+    unchanged (one stat, no listing). None when the storage cannot tell now: a failed stat
+    or listing is not an empty directory.
+
+    Every pack a repack adds, removes or replaces is a file created in or removed from
+    objects/pack, which changes the directory's mtime; the listing reads inodes from the
+    directory entries, without a stat per pack.
+    """
+    directory = git_dir / "objects" / "pack"
+    try:
+        st = os.stat(directory)
+        status = (st.st_mtime_ns, st.st_ino)
+        if previous is not None and previous.directory == status:
+            return previous
+        with os.scandir(directory) as entries:
+            files = {e.name: e.inode() for e in entries if e.name.endswith(".pack")}
+    except OSError:
+        return None
+    return Packs(status, files)
 
 
 class HandlePool:
