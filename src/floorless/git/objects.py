@@ -217,18 +217,17 @@ def lookup(
         return node, mode
 
 
+def _entry(entry: pygit2.Object, base: bytes) -> Entry:
+    name = entry.raw_name or b""
+    return Entry(
+        name=name, path=base + b"/" + name if base else name, mode=entry.filemode, id=str(entry.id)
+    )
+
+
 def list_tree(tree: pygit2.Tree, base: bytes) -> list[Entry]:
     """Entries of a tree, directories first, then by name (as forges show them)."""
     with timing.phase("git"):
-        entries = [
-            Entry(
-                name=e.raw_name or b"",
-                path=(base + b"/" + (e.raw_name or b"")) if base else (e.raw_name or b""),
-                mode=e.filemode,
-                id=str(e.id),
-            )
-            for e in tree
-        ]
+        entries = [_entry(e, base) for e in tree]
     entries.sort(key=lambda e: (e.mode != MODE_TREE, e.name.lower()))
     return entries
 
@@ -286,15 +285,7 @@ def list_tree_page(
             start = _order(found) if found is not None else (True, after.lower(), after)
         keyed = ((_order(e), e) for e in tree)  # names are unique: entries never compared
         chosen = heapq.nsmallest(limit + 1, (k for k in keyed if start is None or k[0] > start))
-        entries = [
-            Entry(
-                name=e.raw_name or b"",
-                path=(base + b"/" + (e.raw_name or b"")) if base else (e.raw_name or b""),
-                mode=e.filemode,
-                id=str(e.id),
-            )
-            for _, e in chosen[:limit]
-        ]
+        entries = [_entry(e, base) for _, e in chosen[:limit]]
     return entries, len(chosen) > limit
 
 
