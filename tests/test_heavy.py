@@ -272,3 +272,32 @@ def _is_git(pid: int) -> bool:
         return Path(f"/proc/{pid}/comm").read_text().strip() == "git"
     except FileNotFoundError:
         return False
+
+
+def test_heads_of_streamed_answers_leave_every_git_slot_free(client, forge, heavy):
+    """HEAD asks for headers only: falcon drops a streamed body for it without closing it, so
+    a body left open would keep its git child and slot (two HEADs of a large .diff took every
+    slot, and archives, large files and blame answered 503 until a restart)."""
+    _, ids = heavy
+    slots = max(1, forge.settings.threads // 2)
+    urls = [
+        f"/alice/heavy/commit/{ids['changed']}.diff",
+        f"/alice/heavy/commit/{ids['changed']}.patch",
+        "/alice/heavy/raw/branch/main/big.txt",
+        "/alice/heavy/archive/main.tar.gz",
+    ]
+    for url in urls:
+        for _ in range(slots + 1):
+            with counting() as events:
+                result = client.simulate_head(url)
+            assert result.status_code == 200, url
+            if url.endswith((".diff", ".patch")):
+                assert len(events) == 0, url  # no body wanted: no git
+    taken = 0
+    while forge.git_slots.acquire(blocking=False):
+        taken += 1
+    for _ in range(taken):
+        forge.git_slots.release()
+    assert taken == slots
+    result, spawns = get(client, "/alice/heavy/archive/main.tar.gz")
+    assert result.status_code == 200 and spawns == 1

@@ -312,3 +312,59 @@ def test_scheduled_gc_collects_repositories_whose_refs_moved(tmp_path: Path):
         assert not forge.reachable(repo, snapshot, ObjectType.COMMIT, bytes.fromhex(doomed), None)
     finally:
         forge.stop()
+
+
+def test_a_cherry_picked_branchs_files_stay_served_once_it_is_deleted(tmp_path: Path):
+    """A branch whose commit was cherry-picked (or rebased, or squash-merged) onto main and
+    then deleted left its commit unreachable, but its files are main's too: they are served by
+    id (a partial clone fetches them so), while a file only the deleted branch held is not."""
+    repos = tmp_path / "repos"
+    git_dir = repos / "alice" / "demo.git"
+    git("init", "-q", "--bare", str(git_dir))
+    work = tmp_path / "work"
+    git("init", "-q", str(work))
+    commit(work, "README.md", "# demo\n", "first")
+    git("checkout", "-q", "-b", "topic", cwd=work)
+    picked = commit(work, "topic.txt", "a feature\n", "feature")
+    commit(work, "secret.txt", "only on topic\n", "secret")
+    git("checkout", "-q", "main", cwd=work)
+    commit(work, "NEWS", "main moved on\n", "news")
+    git("cherry-pick", picked, cwd=work)
+    git("push", "-q", str(git_dir), "main", "topic", cwd=work)
+    shared = rev(git_dir, "main:topic.txt")
+    secret = rev(git_dir, "topic:secret.txt")
+    forge = start_forge(repos, tmp_path / "data", ref_check_interval=0.1)
+    try:
+        repo = forge.registry.get("alice", "demo")
+        wait_for(lambda: forge.indexer.ready(repo.id, bytes.fromhex(picked)) is not None)
+        git("--git-dir", str(git_dir), "branch", "-D", "topic")
+        forge.refs_moved(repo)
+
+        def answer(blob: str) -> bool | None:
+            snapshot = forge.snapshot(repo)
+            return forge.reachable(repo, snapshot, ObjectType.BLOB, bytes.fromhex(blob), None)
+
+        wait_for(lambda: answer(secret) is not None)
+        assert answer(secret) is False
+        assert answer(shared) is True
+        assert forge.reachable(
+            repo, forge.snapshot(repo), ObjectType.COMMIT, bytes.fromhex(picked), None
+        ) is False
+        allowed = forge.fetchable(repo)
+        assert allowed(bytes.fromhex(shared)) is True
+        assert allowed(bytes.fromhex(secret)) is False
+    finally:
+        forge.stop()
+
+
+def test_a_want_not_known_yet_is_refused_at_once_with_a_retry(tmp_path: Path):
+    """While reachability is not known, a fetch is told to try again: it does not hold a
+    request thread waiting for the indexer."""
+    body = pkt_line(b"command=fetch\n") + b"0001" + pkt_line(b"want " + b"ab" * 20 + b"\n")
+    body += pkt_line(b"done\n") + b"0000"
+    _, refused = screen_wants([body], lambda oid: None, tmp_path)
+    assert refused is not None and b"being indexed" in refused
+    _, refused = screen_wants([body], lambda oid: False, tmp_path)
+    assert refused is not None and b"not our ref " + b"ab" * 20 in refused
+    replay, refused = screen_wants([body], lambda oid: True, tmp_path)
+    assert refused is None and b"".join(replay) == body

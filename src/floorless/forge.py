@@ -27,6 +27,7 @@ from floorless.config import Settings
 from floorless.db import Database
 from floorless.errors import FloorlessError
 from floorless.garbage import collect
+from floorless.git import reach
 from floorless.git.env import GitEnvironment
 from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefSnapshot
@@ -51,7 +52,11 @@ class Forge:
             settings.default_owner,
             adopt_private=settings.adopt_visibility == "private",
         )
-        self.indexer = Indexer(self.db, self.open)
+        self.indexer = Indexer(
+            self.db,
+            self.open,
+            lambda git_dir, tips, ids: reach.reached_among(self.git, git_dir, tips, ids),
+        )
         self.states.attach(self.indexer)
         self.secret = SecretKey(settings.data / "secret.key")
         self.accounts = Accounts(
@@ -220,11 +225,12 @@ class Forge:
             return oid in snapshot.tag_objects
         return reach.blob_or_tree(repo.id, handle, tips, oid, budget)
 
-    def fetchable(self, repo: Repo, wait: float = 30.0) -> Callable[[bytes], bool]:
-        """For a fetch: whether an object id may be sent. Not known yet (the index is behind
-        a ref that was deleted): wait for the indexer, up to ``wait`` seconds."""
+    def fetchable(self, repo: Repo, wait: float = 2.0) -> Callable[[bytes], bool | None]:
+        """For a fetch: whether an object id may be sent; None when that is not known yet
+        (the index is behind a ref that was deleted) after waiting ``wait`` seconds for the
+        indexer. The wait is short: it holds a request thread."""
 
-        def allowed(oid: bytes) -> bool:
+        def allowed(oid: bytes) -> bool | None:
             deadline = time.monotonic() + wait
             while True:
                 try:  # the header alone: a large blob is not read
@@ -234,8 +240,10 @@ class Forge:
                 answer = self.reachable(repo, self.snapshot(repo), kind, oid, None)
                 if answer is not None:
                     return answer
-                if time.monotonic() > deadline or repo.id in self.indexer.failures:
+                if repo.id in self.indexer.failures:
                     return False
+                if time.monotonic() > deadline:
+                    return None
                 self._stop.wait(0.05)
 
         return allowed

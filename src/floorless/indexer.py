@@ -28,7 +28,7 @@ from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.history import CommitGraph, Page
 from floorless.git.objects import MODE_TREE
 from floorless.git.refs import RefSnapshot
-from floorless.reachability import Reachability
+from floorless.reachability import Reachability, Reached
 from floorless.repos import Repo
 
 log = logging.getLogger(__name__)
@@ -98,11 +98,16 @@ class AnswerCache:
 
 
 class Indexer:
-    def __init__(self, db: Database, open_repo: Callable[[Repo], pygit2.Repository]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        open_repo: Callable[[Repo], pygit2.Repository],
+        reached: Reached | None = None,
+    ) -> None:
         self.db = db
         self.open_repo = open_repo
         self.answers = AnswerCache(db)
-        self.reach = Reachability()
+        self.reach = Reachability(reached)
         self._graphs: dict[int, CommitGraph] = {}
         self._queue: queue.Queue[int | None] = queue.Queue()
         # repo id -> the newest job and when it was first queued; a job queued again before it

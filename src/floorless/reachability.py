@@ -16,11 +16,13 @@ the history to do so:
 - **Trees and blobs** cannot be marked one by one (that would be an index of every object).
   Instead, every tree and blob that an unreachable commit known to the index *introduced*
   (relative to its first parent) is a suspect, and suspects are not served: this covers every
-  object the unreachable commits left behind (see ``git/reach.py``), and may refuse a few that
-  a reachable commit holds too (a file reverted to an older version on the deleted branch),
-  until the next ``floorless admin gc``: whatever survives ``git gc --prune=now`` is reachable,
-  so garbage collection empties the suspects (``collected``). Trees and blobs are answered
-  only while the marks are current (or current but for added tips); otherwise "not yet".
+  object the unreachable commits left behind (see ``git/reach.py``). A suspect that the tips
+  reach all the same (a cherry-picked, rebased or squash-merged branch's files, once the
+  branch is deleted) is cleared by ``reached``, one ``git rev-list --objects`` of the tips in
+  the background, whenever there are suspects. Whatever survives ``git gc --prune=now`` is
+  reachable, so garbage collection empties the suspects (``collected``). Trees and blobs are
+  answered only while the marks are current (or current but for added tips); otherwise
+  "not yet".
 - **Tag objects** are served only when a current tag points at them.
 
 The index knows the commits of every snapshot the indexer saw (snapshots queued while it was
@@ -35,10 +37,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pygit2
 
+from floorless.errors import FloorlessError
 from floorless.git.history import CommitGraph
 from floorless.git.reach import find_commit, introduced, mark_reachable
 
@@ -63,8 +68,13 @@ class Reach:
         return seq is not None and seq < len(self.marks) and self.marks[seq] == 1
 
 
+# (git directory, tips, candidate ids) -> the candidates the tips reach
+Reached = Callable[[Path, frozenset[bytes], frozenset[bytes]], frozenset[bytes]]
+
+
 class Reachability:
-    def __init__(self) -> None:
+    def __init__(self, reached: Reached | None = None) -> None:
+        self._reached = reached
         self._reach: dict[int, Reach] = {}
         # repo id -> unreachable commit's sequence number -> the objects it introduced
         self._introduced: dict[int, dict[int, frozenset[bytes]]] = {}
@@ -149,7 +159,7 @@ class Reachability:
             previous.marks if previous else None,
             previous.tips if previous else (),
         )
-        suspects = self._suspects(repo_id, handle, graph, marks)
+        suspects = self._suspects(repo_id, handle, graph, marks, tips)
         self._reach[repo_id] = Reach(graph, tips, marks, suspects)
 
     def collected(self, repo_id: int, handle: pygit2.Repository) -> None:
@@ -160,7 +170,7 @@ class Reachability:
             return
         with self._lock:
             self._introduced.pop(repo_id, None)
-        suspects = self._suspects(repo_id, handle, reach.graph, reach.marks)
+        suspects = self._suspects(repo_id, handle, reach.graph, reach.marks, reach.tips)
         self._reach[repo_id] = Reach(reach.graph, reach.tips, reach.marks, suspects)
 
     def holds(self, repo_id: int) -> bool:
@@ -174,7 +184,12 @@ class Reachability:
             self._introduced.pop(repo_id, None)
 
     def _suspects(
-        self, repo_id: int, handle: pygit2.Repository, graph: CommitGraph, marks: bytearray
+        self,
+        repo_id: int,
+        handle: pygit2.Repository,
+        graph: CommitGraph,
+        marks: bytearray,
+        tips: frozenset[bytes],
     ) -> frozenset[bytes]:
         with self._lock:
             known = dict(self._introduced.get(repo_id, {}))
@@ -188,7 +203,13 @@ class Reachability:
             seq = marks.find(0, seq + 1)
         with self._lock:
             self._introduced[repo_id] = found  # commits reachable again are dropped
-        return frozenset().union(*found.values())
+        suspects: frozenset[bytes] = frozenset().union(*found.values())
+        if suspects and self._reached is not None:
+            try:
+                suspects -= self._reached(Path(handle.path), tips, suspects)
+            except (OSError, ValueError, FloorlessError) as exc:  # then every suspect stays one
+                log.warning("%s: what the tips reach could not be listed: %s", handle.path, exc)
+        return suspects
 
 
 def _introduced(handle: pygit2.Repository, commit_id: bytes) -> frozenset[bytes]:

@@ -12,7 +12,9 @@ holds the per-repository state built from them):
   holds was brought by some unreachable commit: follow, from the commit that has it, the parent
   that has it at the same path, until a commit lacks it in its first parent (or is a root).
   So the objects ``introduced`` by the unreachable commits cover every tree and blob they left
-  behind (and may include a few that reachable commits hold too).
+  behind; those a reachable commit holds too (the usual case after a cherry-pick, a rebase
+  or a squash merge, once the branch is deleted) are taken out again by ``reached_among``,
+  git's own listing of what the tips reach.
 - ``find_commit`` is the bounded walk a page may afford while the index catches up.
 - ``screen_wants`` reads a whole ``git-upload-pack`` request before git does, collects the
   object ids it names (``want`` in protocol v0 and v2, ``oid`` in v2's ``object-info``) and
@@ -24,6 +26,7 @@ holds the per-repository state built from them):
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -32,6 +35,7 @@ from typing import IO
 import pygit2
 
 from floorless.errors import BadRequest
+from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph
 from floorless.git.objects import MODE_SUBMODULE, MODE_TREE
 from floorless.git.oid import is_raw
@@ -106,6 +110,37 @@ def introduced(repo: pygit2.Repository, commit: pygit2.Commit) -> frozenset[byte
                         candidate = repo.get(was.id)
                         older = candidate if isinstance(candidate, pygit2.Tree) else None
                     pending.append((older, subtree))
+    return frozenset(found)
+
+
+def reached_among(
+    git: GitEnvironment, git_dir: Path, tips: Iterable[bytes], candidates: frozenset[bytes]
+) -> frozenset[bytes]:
+    """Of ``candidates`` (tree and blob ids), those ``tips`` reach, as git lists them: one
+    ``git rev-list --objects`` child, read as it writes and stopped once every candidate is
+    found. For background work only: it reads the whole history."""
+    found: set[bytes] = set()
+    proc = git.popen(
+        git_dir,
+        ["rev-list", "--objects", "--no-object-names", "--stdin"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b"".join(tip.hex().encode() + b"\n" for tip in tips))
+        proc.stdin.close()
+        for line in proc.stdout:
+            oid = bytes.fromhex(line.strip().decode("ascii"))
+            if oid in candidates:
+                found.add(oid)
+                if len(found) == len(candidates):
+                    break
+    finally:
+        proc.kill()
+        proc.stdout.close()
+        proc.wait()
     return frozenset(found)
 
 
@@ -200,17 +235,21 @@ def err_packet(message: str) -> bytes:
     return b"%04x" % (len(payload) + 4) + payload
 
 
-def refusal(ids: Iterable[bytes], allowed: Callable[[bytes], bool]) -> bytes | None:
+def refusal(ids: Iterable[bytes], allowed: Callable[[bytes], bool | None]) -> bytes | None:
     """git's ``ERR`` packet for the first of ``ids`` that may not be sent (what git itself
-    says of an object it will not send), or None when all may."""
+    says of an object it will not send), or for one not known yet (try again); None when
+    all may."""
     for oid in dict.fromkeys(ids):
-        if not allowed(oid):
+        answer = allowed(oid)
+        if answer is None:
+            return err_packet("upload-pack: this repository's history is being indexed; retry")
+        if not answer:
             return err_packet(f"upload-pack: not our ref {oid.hex()}")
     return None
 
 
 def screen_wants(
-    body: Iterable[bytes], allowed: Callable[[bytes], bool], scratch: Path
+    body: Iterable[bytes], allowed: Callable[[bytes], bool | None], scratch: Path
 ) -> tuple[Iterator[bytes], bytes | None]:
     """Read a whole upload-pack request (a fetch's negotiation: its size is bounded by the
     caller) before git sees any of it, keeping it in memory up to 1 MiB and in a file in

@@ -55,6 +55,23 @@ class TimingMiddleware:
         timing.end_request()
 
 
+class BodylessMiddleware:
+    """Closes a streamed body that will not be sent: falcon drops ``resp.stream`` for HEAD and
+    for 204 and 304 answers without closing it, and a body left open keeps its git child
+    running and its git slot taken (two HEADs of a large ``.diff`` took every slot)."""
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, req_succeeded: bool
+    ) -> None:
+        if resp.stream is None:
+            return
+        if req.method == "HEAD" or resp.status_code in (204, 304):
+            close = getattr(resp.stream, "close", None)
+            resp.stream = None
+            if close is not None:
+                close()
+
+
 class ConditionalMiddleware:
     """An ETag for every HTML page, from its bytes, and 304 when the client already has it.
 
@@ -92,6 +109,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     )
     app = falcon.App(
         middleware=(
+            BodylessMiddleware(),  # first, so that its process_response runs last
             headers.SecurityHeadersMiddleware(),
             TimingMiddleware(metrics),
             auth.AuthMiddleware(authenticator),

@@ -247,6 +247,10 @@ def wsgi_environ(scope: Message, body: IO[bytes], length: int) -> dict[str, Any]
         "wsgi.run_once": False,
     }
     for name, value in scope["headers"]:
+        if b"_" in name:
+            # ``X_Forwarded_For`` would become ``HTTP_X_FORWARDED_FOR`` too, beside the
+            # proxy's own header: dropped, as nginx, Apache and gunicorn do
+            continue
         key = name.decode("latin-1").upper().replace("-", "_")
         text = value.decode("latin-1")
         if key in ("CONTENT_TYPE", "CONTENT_LENGTH"):

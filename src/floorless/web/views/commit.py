@@ -47,7 +47,9 @@ class Commit(View):
             )
             return
         # past the budget, git makes it in its own process: the whole diff, never cut short,
-        # as tools that apply it need
+        # as tools that apply it need (not for HEAD, which sends no body)
+        if req.method == "HEAD":
+            return
         stream = transport.start(
             self.forge.git,
             view.repo.path,

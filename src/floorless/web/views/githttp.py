@@ -143,14 +143,18 @@ class Service(GitView):
                 return
         checker = protocol.PktChecker(commands_only=self.service == "git-receive-pack")
         errors = tempfile.TemporaryFile(dir=self.forge.git.tmp)  # noqa: SIM115 (GitBody closes it)
-        proc = self.forge.git.popen(
-            found.path,
-            protocol.service_args(self.service, found.path),
-            extra_env=self.environment(req),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-        )
+        try:
+            proc = self.forge.git.popen(
+                found.path,
+                protocol.service_args(self.service, found.path),
+                extra_env=self.environment(req),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+            )
+        except BaseException:
+            errors.close()
+            raise
         output = transport.GitBody(proc, errors=errors, scratch=self.forge.git.tmp)
         try:
             transport.feed(proc, body, checker, output.spool)

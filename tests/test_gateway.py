@@ -1,0 +1,60 @@
+"""The gateway's WSGI environ: the same one granian's WSGI interface built, byte for byte where
+views rely on it, and nothing a client can smuggle past a proxy."""
+
+from __future__ import annotations
+
+import io
+
+from floorless.web.gateway import Limits, wsgi_environ
+
+
+def scope(path: bytes, headers: list[tuple[bytes, bytes]], query: bytes = b"") -> dict:
+    return {
+        "type": "http",
+        "method": "GET",
+        "path": path.decode("utf-8", "replace"),
+        "raw_path": path,
+        "query_string": query,
+        "headers": headers,
+        "server": ("127.0.0.1", 3000),
+        "client": ("10.0.0.2", 51000),
+        "scheme": "http",
+        "http_version": "1.1",
+    }
+
+
+def test_the_path_keeps_its_exact_bytes_and_the_query_its_encoding() -> None:
+    environ = wsgi_environ(scope(b"/a%2Fb/%ff/x%20y", [], b"q=%20a&b"), io.BytesIO(), 0)
+    assert environ["PATH_INFO"].encode("latin-1") == b"/a/b/\xff/x y"
+    assert environ["QUERY_STRING"] == "q=%20a&b"
+    assert environ["REMOTE_ADDR"] == "10.0.0.2" and environ["SERVER_PORT"] == "3000"
+
+
+def test_repeated_headers_are_joined_and_cookies_with_semicolons() -> None:
+    headers = [(b"x-a", b"1"), (b"x-a", b"2"), (b"cookie", b"a=1"), (b"cookie", b"b=2")]
+    environ = wsgi_environ(scope(b"/", headers), io.BytesIO(), 0)
+    assert environ["HTTP_X_A"] == "1,2"
+    assert environ["HTTP_COOKIE"] == "a=1; b=2"
+
+
+def test_a_header_name_with_an_underscore_is_dropped() -> None:
+    """``X_Forwarded_For`` would land beside the proxy's ``X-Forwarded-For`` (as its right-most
+    address, the one believed) under the same WSGI name."""
+    headers = [(b"x-forwarded-for", b"203.0.113.7"), (b"x_forwarded_for", b"6.6.6.6")]
+    environ = wsgi_environ(scope(b"/", headers), io.BytesIO(), 0)
+    assert environ["HTTP_X_FORWARDED_FOR"] == "203.0.113.7"
+
+
+def test_a_body_read_whole_has_its_length_and_no_transfer_encoding() -> None:
+    headers = [(b"transfer-encoding", b"chunked"), (b"content-type", b"text/plain")]
+    environ = wsgi_environ(scope(b"/", headers), io.BytesIO(b"hello"), 5)
+    assert environ["CONTENT_LENGTH"] == "5" and environ["CONTENT_TYPE"] == "text/plain"
+    assert "HTTP_TRANSFER_ENCODING" not in environ
+    assert environ["wsgi.input"].read() == b"hello"
+
+
+def test_each_route_class_has_its_body_limit() -> None:
+    limits = Limits(client_timeout=30, push_bytes=3, fetch_bytes=2, form_bytes=1)
+    assert limits.body_limit("/a/b.git/git-receive-pack") == 3
+    assert limits.body_limit("/a/b/git-upload-pack") == 2
+    assert limits.body_limit("/-/login") == 1
