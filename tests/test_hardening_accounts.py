@@ -19,6 +19,7 @@ from test_spawns import counting
 
 from floorless.forge import Forge
 from floorless.web.app import create_app
+from floorless.web.throttle import SigninThrottle
 
 PASSWORD = "a long password"
 WRONG = "not the password"
@@ -159,6 +160,32 @@ def test_attackers_at_many_addresses_slow_the_account_but_never_lock_its_owner_o
     assert client.simulate_get("/", headers=anywhere, remote_addr="192.0.2.201").status_code == 200
     # another account is untouched
     assert sign_in(client, "ben", PASSWORD, "192.0.2.202").status_code == 303
+
+
+def test_the_owners_places_outlive_a_restart(tmp_path: Path) -> None:
+    """A restart (or a worker started again after a crash) must not hand an attacker the
+    lockout: where ann has signed in is kept in the database."""
+    forge = make_forge(tmp_path, **LIMITS)
+    try:
+        client = testing.TestClient(create_app(forge))
+        assert sign_in(client, "ann", PASSWORD, HOME).status_code == 303
+    finally:
+        forge.stop()
+    forge = start_forge(tmp_path / "repos", tmp_path / "data", **LIMITS)
+    try:
+        client = testing.TestClient(create_app(forge))
+        for n in range(1, 21):  # the account's window fills from everywhere
+            client.simulate_get("/", headers=basic("ann", WRONG), remote_addr=f"198.51.100.{n}")
+        assert sign_in(client, "ann", PASSWORD, "192.0.2.200").status_code == 429
+        assert sign_in(client, "ann", PASSWORD, HOME).status_code == 303
+        # and a guesser trying made-up names makes the throttle keep nothing
+        throttle = SigninThrottle(3, 8, 6, 300.0, forge.accounts)
+        for n in range(50):
+            throttle.check(f"nobody{n}", ATTACKER)
+        assert throttle.is_known("ann", HOME) and not throttle.is_known("ann", ATTACKER)
+        assert list(throttle._known) == ["ann"]
+    finally:
+        forge.stop()
 
 
 def test_an_address_guessing_at_many_accounts_waits(started) -> None:

@@ -307,6 +307,29 @@ class Accounts:
 
     # -- sessions -----------------------------------------------------------------------------
 
+    # -- where people sign in from (sign-in throttling never slows them there) -----------------
+
+    def places(self, name: str) -> list[str]:
+        """The places ``name``'s person signed in from, least recently seen first."""
+        rows = self.db.query(
+            "SELECT place FROM signin_places WHERE name = ? ORDER BY seen_at", (name,)
+        )
+        return [row["place"] for row in rows]
+
+    def remember_place(self, name: str, place: str, keep: int) -> None:
+        """Record ``place`` for ``name``, keeping the ``keep`` most recently seen."""
+        with self.db.transaction():
+            self.db.execute(
+                "INSERT INTO signin_places (name, place, seen_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (name, place) DO UPDATE SET seen_at = excluded.seen_at",
+                (name, place, time.time()),
+            )
+            self.db.execute(
+                "DELETE FROM signin_places WHERE name = ? AND place NOT IN"
+                " (SELECT place FROM signin_places WHERE name = ? ORDER BY seen_at DESC LIMIT ?)",
+                (name, name, keep),
+            )
+
     def start_session(self, user: Account) -> str:
         """A new session for ``user``; returns the cookie value."""
         session_id = secrets.token_urlsafe(32)

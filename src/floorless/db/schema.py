@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS repos (
@@ -118,5 +118,13 @@ STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS meta (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
+    )""",
+    # The places (an address, or an IPv6 /64) a person has signed in from: sign-in throttling
+    # never slows them there, also after a restart.
+    """CREATE TABLE IF NOT EXISTS signin_places (
+        name TEXT NOT NULL COLLATE NOCASE,
+        place TEXT NOT NULL,
+        seen_at REAL NOT NULL,
+        PRIMARY KEY (name, place)
     )""",
 )

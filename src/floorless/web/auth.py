@@ -70,6 +70,7 @@ class Authenticator:
             settings.signin_address_attempts,
             settings.signin_account_attempts,
             settings.signin_window,
+            forge.accounts,
         )
         # verified passwords: (account id, its password hash then), for _PASSWORD_MEMORY seconds
         self._verified: Cache[bytes, tuple[int, str]] = Cache.lru_ttl(

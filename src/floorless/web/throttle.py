@@ -13,7 +13,9 @@ ages out. Guessing is held to ``signin_account_attempts`` a window however many 
 the guesser has, the owner is never locked out where they have been, and a new place waits at
 most one window. Tokens are never counted nor refused here: they cannot be guessed, and cost a
 SHA-256 rather than an argon2 check. An IPv6 address counts as its /64, which one host often
-holds whole. Memory only, bounded: a restart forgets.
+holds whole. The failure counts live in memory, bounded (a restart forgets them); the places
+a person has used are also written to the database (``Places``), the first time this process
+sees each, so that a restart (or a worker started again) does not hand an attacker the lockout.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import ipaddress
 import threading
 import time
 from collections import deque
+from typing import Protocol
 
 from floorless.errors import Throttled
 
@@ -69,12 +72,26 @@ class Window:
         self._times.pop(key, None)
 
 
+class Places(Protocol):
+    """Where the places people sign in from are kept beyond this process."""
+
+    def places(self, name: str) -> list[str]: ...
+
+    def remember_place(self, name: str, place: str, keep: int) -> None: ...
+
+
 class SigninThrottle:
     def __init__(
-        self, pair_attempts: int, address_attempts: int, account_attempts: int, window: float
+        self,
+        pair_attempts: int,
+        address_attempts: int,
+        account_attempts: int,
+        window: float,
+        places: Places | None = None,
     ) -> None:
         self.limits = {"pair": pair_attempts, "addr": address_attempts, "name": account_attempts}
         self.window = Window(window)
+        self.places = places
         # name -> the addresses that person has used, least recently seen first
         self._known: dict[str, dict[str, None]] = {}
         self._lock = threading.Lock()
@@ -121,13 +138,32 @@ class SigninThrottle:
         """``name``'s person proved who they are from ``address`` (password, token, session).
         Kept per person, so nobody can push another person's places out."""
         key = address_key(address)
+        places = self._places(name)
         with self._lock:
-            places = self._known.setdefault(name.lower(), {})
+            new = key not in places
             places.pop(key, None)
             places[key] = None
             while len(places) > _MAX_PLACES:
                 del places[next(iter(places))]
+        if new and self.places is not None:  # once a place a process: no write a request
+            self.places.remember_place(name.lower(), key, _MAX_PLACES)
 
     def is_known(self, name: str, address: str) -> bool:
+        places = self._places(name, keep=False)
         with self._lock:
-            return address_key(address) in self._known.get(name.lower(), {})
+            return address_key(address) in places
+
+    def _places(self, name: str, keep: bool = True) -> dict[str, None]:
+        """The person's places, read from the database the first time this process asks.
+        Kept in memory for people seen signed in, and for names that have places: a guesser
+        trying made-up names fills nothing."""
+        name = name.lower()
+        with self._lock:
+            places = self._known.get(name)
+        if places is not None:
+            return places
+        stored = dict.fromkeys(self.places.places(name)[-_MAX_PLACES:]) if self.places else {}
+        if not keep and not stored:
+            return stored
+        with self._lock:
+            return self._known.setdefault(name, stored)
