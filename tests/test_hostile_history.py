@@ -50,6 +50,7 @@ class Case:
     encoding: bytes | None = None
     shown: str = SANE_SHOWN  # the author date as the commit page prints it
     clamped: bool = False  # and marked as out of range
+    author_line: bool = True  # False: the commit has no author line at all
     name: str = NAME
     summary: str = SUMMARY
 
@@ -74,6 +75,9 @@ CASES = {
     "offset-9959": Case(stamp=f"{EPOCH_START} +9959".encode()),
     "offset-garbage": Case(stamp=f"{EPOCH_START} +zz".encode()),
     "no-date": Case(stamp=b"", shown="1970-01-01 00:00:00 +0000"),
+    # commits libgit2 will not parse at all, read from their bytes as git reads them
+    "past-64-bits": Case(stamp=b"18446744073709551616 +0000", shown="1970-01-01 00:00:00 +0000"),
+    "no-author-line": Case(author_line=False, name="", shown="1970-01-01 00:00:00 +0000"),
     # authors without a name or an e-mail
     "empty-author": Case(person=b"<>", name=""),
     "blank-author": Case(person=b" <> ", name=""),
@@ -110,12 +114,14 @@ def raw_commit(
     person: bytes,
     message: bytes,
     encoding: bytes | None = None,
+    author: bool = True,
 ) -> pygit2.Oid:
     """Write a commit object with exactly these header bytes (``person`` is the author and
     committer line after the role) and return its id."""
     lines = [b"tree " + str(tree).encode()]
     lines += [b"parent " + str(p).encode() for p in parents]
-    lines += [b"author " + person, b"committer " + person]
+    lines += [b"author " + person] if author else []
+    lines += [b"committer " + person]
     if encoding is not None:
         lines.append(b"encoding " + encoding)
     body = b"\n".join(lines) + b"\n\n" + message
@@ -132,7 +138,8 @@ def build_case(path: Path, case: Case) -> str:
     files = {"README.md": b"# Hostile\n\nChanged.\n", "notes.txt": b"notes\n"}
     person = case.person + (b" " + case.stamp if case.stamp else b"")
     message = f"{SUMMARY}\n\nThe body.\n".encode()
-    tip = raw_commit(repo, _blob_tree(repo, files), [root], person, message, case.encoding)
+    tree = _blob_tree(repo, files)
+    tip = raw_commit(repo, tree, [root], person, message, case.encoding, case.author_line)
     repo.references.create("refs/heads/main", tip)
     repo.references.create("refs/tags/v1", tip)
     return str(tip)

@@ -29,6 +29,7 @@ from floorless.errors import FloorlessError
 from floorless.garbage import collect
 from floorless.git import reach
 from floorless.git.env import GitEnvironment
+from floorless.git.lenient import read_commit
 from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
@@ -204,8 +205,8 @@ class Forge:
         repo, handle = state.repo, state.handle()
         times: list[int] = []
         for commit in snapshot.branches.values():
-            obj = handle.get(pygit2.Oid(raw=commit))
-            if isinstance(obj, pygit2.Commit):
+            obj = read_commit(handle, pygit2.Oid(raw=commit))
+            if obj is not None:
                 times.append(obj.commit_time)
         updated = min(dates.clamp(max(times)), time.time()) if times else None
         self.registry.set_updated(repo.id, updated)

@@ -26,6 +26,7 @@ from floorless.caches import Cache
 from floorless.db import Database
 from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.history import CommitGraph, Page
+from floorless.git.lenient import AnyCommit, read_commit
 from floorless.git.objects import MODE_TREE
 from floorless.git.refs import RefSnapshot
 from floorless.reachability import Reachability, Reached
@@ -396,9 +397,9 @@ class Indexer:
             if commit not in graph:
                 continue
             self.commit_count(repo.id, commit)
-            obj = handle.get(pygit2.Oid(raw=commit))
-            if isinstance(obj, pygit2.Commit):
-                names = [e.raw_name for e in obj.tree]
+            obj = read_commit(handle, pygit2.Oid(raw=commit))
+            if obj is not None:
+                names = [e.raw_name or b"" for e in obj.tree]
                 if self.answers.get(repo.id, "last", commit + b"\0") is None:
                     self._compute_last(graph, repo.id, commit, b"", names, None)
 
@@ -426,19 +427,19 @@ def _unhex(value: str | None) -> bytes | None:
 
 def _missing_commits(
     repo: pygit2.Repository, graph: CommitGraph, tips: set[bytes]
-) -> list[pygit2.Commit]:
+) -> list[AnyCommit]:
     """Commits reachable from ``tips`` that the graph lacks, parents before children."""
-    ordered: list[pygit2.Commit] = []
+    ordered: list[AnyCommit] = []
     # Only commits already emitted are skipped: one merely pushed (by another child) may be
     # an ancestor of this commit's other parents (``merge --no-ff``), so it is pushed again
     # here to be emitted before them; its older stack entry is skipped when it comes up.
     emitted: set[bytes] = set()
-    stack: list[tuple[pygit2.Commit, bool]] = []
+    stack: list[tuple[AnyCommit, bool]] = []
     for tip in sorted(tips):
         if tip in graph or tip in emitted:
             continue
-        obj = repo.get(pygit2.Oid(raw=tip))
-        if not isinstance(obj, pygit2.Commit):
+        obj = read_commit(repo, pygit2.Oid(raw=tip))
+        if obj is None:
             continue
         stack.append((obj, False))
         while stack:
@@ -454,12 +455,14 @@ def _missing_commits(
                 raw = parent_id.raw
                 if raw in graph or raw in emitted:
                     continue
-                stack.append((repo.get(parent_id), False))
+                parent = read_commit(repo, parent_id)
+                if parent is not None:
+                    stack.append((parent, False))
     return ordered
 
 
 def _changed_paths(
-    repo: pygit2.Repository, commit: pygit2.Commit, graph: CommitGraph
+    repo: pygit2.Repository, commit: AnyCommit, graph: CommitGraph
 ) -> tuple[frozenset[int], ...]:
     """Per parent (or against the empty tree for a root), the ids of every changed path and
     of each directory above a changed path.

@@ -45,6 +45,7 @@ import pygit2
 
 from floorless.errors import FloorlessError
 from floorless.git.history import CommitGraph
+from floorless.git.lenient import read_commit
 from floorless.git.reach import find_commit, introduced, mark_reachable
 
 log = logging.getLogger(__name__)
@@ -215,8 +216,8 @@ class Reachability:
 def _introduced(handle: pygit2.Repository, commit_id: bytes) -> frozenset[bytes]:
     """What an unreachable commit introduced; nothing once garbage collection removed it."""
     try:
-        obj = handle.get(pygit2.Oid(raw=commit_id))
-        return introduced(handle, obj) if isinstance(obj, pygit2.Commit) else frozenset()
+        obj = read_commit(handle, pygit2.Oid(raw=commit_id))
+        return introduced(handle, obj) if obj is not None else frozenset()
     except (pygit2.GitError, KeyError, ValueError) as exc:
         log.warning("unreachable commit %s cannot be read whole: %s", commit_id.hex(), exc)
         return frozenset()

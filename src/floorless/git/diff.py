@@ -19,6 +19,7 @@ from pygit2.enums import DeltaStatus, DiffFind, DiffOption
 
 from floorless import dates, timing
 from floorless.git import objects
+from floorless.git.lenient import AnyCommit
 from floorless.git.objects import commit_info
 
 STATUS = {
@@ -79,7 +80,7 @@ class CommitDiff:
     complete_stats: bool = True  # additions and deletions count every file's patch
 
 
-def _diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> pygit2.Diff:
+def _diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> pygit2.Diff:
     with timing.phase("git"):
         if commit.parents:
             diff = commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
@@ -122,7 +123,7 @@ def _sizes(repo: pygit2.Repository, delta: pygit2.DiffDelta) -> int:
     )
 
 
-def fits_in_process(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> bool:
+def fits_in_process(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> bool:
     """Whether the whole diff (``.diff``, ``.patch``) is small enough to make in-process: no
     more files than a page diffs, and no more bytes of blobs than its budget."""
     with timing.phase("git"):
@@ -141,7 +142,7 @@ def fits_in_process(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limi
     return total <= limits.total_bytes
 
 
-def git_diff_args(commit: pygit2.Commit, stat: bool = False) -> list[str]:
+def git_diff_args(commit: AnyCommit, stat: bool = False) -> list[str]:
     """``git diff-tree`` arguments printing what ``patch_text`` does (with ``stat``, the
     diffstat and summary ``format_patch`` puts before it), for commits past the budget."""
     args = ["diff-tree", "--no-commit-id", "-p", "-M", "--no-color", "--no-ext-diff"]
@@ -152,7 +153,7 @@ def git_diff_args(commit: pygit2.Commit, stat: bool = False) -> list[str]:
     return [*args, "--root", str(commit.id)]
 
 
-def commit_diff(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> CommitDiff:
+def commit_diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> CommitDiff:
     diff = _diff(repo, commit, limits)
     files: list[FileDiff] = []
     total_lines = total_bytes = additions = deletions = 0
@@ -226,7 +227,7 @@ def _hunks(fd: FileDiff, patch: pygit2.Patch, limits: Limits, total_lines: int) 
     return False
 
 
-def patch_text(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> bytes:
+def patch_text(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> bytes:
     """The unified diff, as ``git diff`` prints it."""
     diff = _diff(repo, commit, limits)
     with timing.phase("git"):
@@ -241,7 +242,7 @@ def _raw_patch(diff: pygit2.Diff) -> bytes:
 MAIL_END = b"-- \nfloorless\n\n"
 
 
-def format_patch(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits) -> bytes:
+def format_patch(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> bytes:
     """The commit as ``git format-patch`` would mail it."""
     diff = _diff(repo, commit, limits)
     with timing.phase("git"):
@@ -256,7 +257,7 @@ def format_patch(repo: pygit2.Repository, commit: pygit2.Commit, limits: Limits)
         )
 
 
-def mail_header(commit: pygit2.Commit) -> bytes:
+def mail_header(commit: AnyCommit) -> bytes:
     """A mailed patch up to its ``---`` line: what comes after is the diffstat and the diff."""
     info = commit_info(commit)
     author = info.author

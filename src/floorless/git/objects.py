@@ -13,6 +13,7 @@ import pygit2
 from floorless import dates, timing
 from floorless.caches import Cache
 from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
+from floorless.git.lenient import AnyCommit, LenientSignature, read_commit
 from floorless.git.oid import is_abbreviation
 
 MODE_TREE = 0o040000
@@ -51,7 +52,7 @@ def decode_text(raw: bytes, encoding: str | None) -> str:
         return raw.decode("utf-8", "replace")
 
 
-def message_encoding(commit: pygit2.Commit) -> str | None:
+def message_encoding(commit: AnyCommit) -> str | None:
     """The commit's ``encoding`` header (pygit2 raises on one that is not ASCII)."""
     try:
         return commit.message_encoding
@@ -67,7 +68,7 @@ class Person:
     clamped: bool = False  # the date (or its offset) git holds is out of range: ``when`` is near
 
     @classmethod
-    def of(cls, sig: pygit2.Signature, encoding: str | None = None) -> Person:
+    def of(cls, sig: pygit2.Signature | LenientSignature, encoding: str | None = None) -> Person:
         stamp = dates.moment(sig.time, sig.offset)
         return cls(
             name=decode_text(sig.raw_name, encoding),
@@ -124,7 +125,7 @@ class Entry:
         return "blob"
 
 
-def commit_info(commit: pygit2.Commit) -> CommitInfo:
+def commit_info(commit: AnyCommit) -> CommitInfo:
     """A commit as pages show it; any date, offset or ``encoding`` header renders."""
     encoding = message_encoding(commit)
     return CommitInfo(
@@ -146,14 +147,18 @@ def to_oid(raw: bytes) -> pygit2.Oid:
         raise UnknownRevision("no such object") from exc
 
 
-def get_commit(repo: pygit2.Repository, commit_id: bytes) -> pygit2.Commit:
+def get_commit(repo: pygit2.Repository, commit_id: bytes) -> AnyCommit:
+    """The commit ``commit_id`` names: libgit2's, or a ``LenientCommit`` read from its bytes
+    when libgit2 will not parse it (a date past 64 bits, no author)."""
     oid = to_oid(commit_id)
     with timing.phase("git"):
         try:
-            obj = repo.get(oid)
+            obj = read_commit(repo, oid)
+        except KeyError as exc:
+            raise UnknownRevision("no such commit") from exc
         except (pygit2.GitError, ValueError) as exc:
             raise RepositoryBroken(f"cannot read commit: {exc}") from exc
-    if not isinstance(obj, pygit2.Commit):
+    if obj is None:
         raise UnknownRevision("no such commit")
     return obj
 
@@ -191,9 +196,7 @@ def child(tree: pygit2.Tree, name: bytes) -> pygit2.Object | None:
     return None
 
 
-def lookup(
-    repo: pygit2.Repository, commit: pygit2.Commit, path: bytes
-) -> tuple[pygit2.Object, int]:
+def lookup(repo: pygit2.Repository, commit: AnyCommit, path: bytes) -> tuple[pygit2.Object, int]:
     """The object at ``path`` in ``commit`` and its file mode; NotFound when there is none."""
     with timing.phase("git"):
         tree = commit.tree

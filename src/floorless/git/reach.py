@@ -37,6 +37,7 @@ import pygit2
 from floorless.errors import BadRequest
 from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph
+from floorless.git.lenient import AnyCommit, read_commit
 from floorless.git.objects import MODE_SUBMODULE, MODE_TREE
 from floorless.git.oid import is_raw
 
@@ -84,7 +85,7 @@ def _walk(graph: CommitGraph, starts: list[int], marks: bytearray, met: set[int]
         stack.extend(p for p in parents[node] if not marks[p] or met is not None)
 
 
-def introduced(repo: pygit2.Repository, commit: pygit2.Commit) -> frozenset[bytes]:
+def introduced(repo: pygit2.Repository, commit: AnyCommit) -> frozenset[bytes]:
     """The ids of the trees and blobs ``commit`` has that its first parent does not have at the
     same path (every tree and blob of a root commit)."""
     found: set[bytes] = set()
@@ -163,8 +164,8 @@ def find_commit(
         visited += 1
         if budget is not None and visited > budget:
             return None
-        obj = repo.get(pygit2.Oid(raw=oid))
-        if isinstance(obj, pygit2.Commit):
+        obj = read_commit(repo, pygit2.Oid(raw=oid))
+        if obj is not None:
             stack.extend(p.raw for p in obj.parent_ids if p.raw not in seen)
     return False
 

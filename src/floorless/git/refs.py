@@ -16,8 +16,10 @@ from functools import cached_property
 from pathlib import Path
 
 import pygit2
+from pygit2.enums import ObjectType
 
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
+from floorless.git.lenient import read_commit
 from floorless.git.oid import is_abbreviation, is_full
 
 HEADS = b"refs/heads/"
@@ -119,12 +121,11 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
         for ref in repo.references.iterator():
             name: bytes = ref.raw_name
             if name.startswith(HEADS):
-                try:
-                    commit = ref.peel(pygit2.Commit)
-                except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+                commit = _peeled_commit(repo, ref)
+                if commit is None:
                     unreadable += 1  # a branch whose commit is missing is left out
                     continue
-                branches[name[len(HEADS) :]] = commit.id.raw
+                branches[name[len(HEADS) :]] = commit
             elif name.startswith(TAGS):
                 tags[name[len(TAGS) :]] = _read_tag(repo, name[len(TAGS) :], ref)
     except pygit2.GitError as exc:
@@ -134,15 +135,42 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
     return RefSnapshot(head=head, branches=branches, tags=tags, detached=detached)
 
 
+def _peeled_commit(repo: pygit2.Repository, ref: pygit2.Reference) -> bytes | None:
+    """The commit a branch or tag names, through an annotated tag; also a commit libgit2
+    cannot parse (git/lenient.py)."""
+    try:
+        return bytes(ref.peel(pygit2.Commit).id.raw)
+    except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
+        pass
+    target = ref.target
+    try:
+        for _ in range(8):  # a tag of a tag of a commit
+            if not isinstance(target, pygit2.Oid):
+                return None
+            obj = repo.get(target) if repo.odb.read_header(target)[0] == ObjectType.TAG else None
+            if not isinstance(obj, pygit2.Tag):
+                break
+            target = obj.target
+        commit = read_commit(repo, target) if isinstance(target, pygit2.Oid) else None
+    except (pygit2.GitError, KeyError, ValueError):
+        return None
+    return commit.id.raw if commit is not None else None
+
+
 def _read_tag(repo: pygit2.Repository, short: bytes, ref: pygit2.Reference) -> Tag:
     target = ref.target
-    obj = repo.get(target) if isinstance(target, pygit2.Oid) else None
-    annotated = isinstance(obj, pygit2.Tag)
-    try:
-        commit: bytes | None = ref.peel(pygit2.Commit).id.raw
-    except (pygit2.GitError, KeyError, ValueError, pygit2.InvalidSpecError):
-        commit = None
-    return Tag(name=short, commit=commit, target=obj.id.raw if obj else b"", annotated=annotated)
+    kind = None
+    if isinstance(target, pygit2.Oid):
+        try:  # the header alone: the object may be a commit libgit2 cannot parse
+            kind = repo.odb.read_header(target)[0]
+        except (pygit2.GitError, KeyError, ValueError):
+            kind = None
+    return Tag(
+        name=short,
+        commit=_peeled_commit(repo, ref),
+        target=target.raw if kind is not None and isinstance(target, pygit2.Oid) else b"",
+        annotated=kind == ObjectType.TAG,
+    )
 
 
 Fingerprint = tuple[tuple[str, int, int, int] | None, ...]

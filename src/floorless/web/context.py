@@ -14,6 +14,7 @@ from floorless.access import Level
 from floorless.errors import NotFound, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
+from floorless.git.lenient import AnyCommit
 from floorless.git.refs import RefSnapshot, Resolved, resolve
 from floorless.reachability import PAGE_BUDGET
 from floorless.repos import Repo
@@ -74,7 +75,7 @@ class RepoView:
             raise falcon.HTTPFound(urls.ref_page(page, self.repo, candidate, found.ref, found.path))
         raise NotFound("no such branch, tag or commit")
 
-    def commit(self, resolved: Resolved) -> pygit2.Commit:
+    def commit(self, resolved: Resolved) -> AnyCommit:
         return objects.get_commit(self.handle, resolved.commit)
 
     def template_context(self, **more: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import cast
 
 import falcon
-import pygit2
 from markupsafe import Markup, escape
 
 from floorless.errors import NotFound
@@ -88,7 +87,7 @@ class Commit(View):
             ),
         )
         info = objects.commit_info(commit)
-        parents = [objects.commit_info(p) for p in commit.parents if isinstance(p, pygit2.Commit)]
+        parents = [objects.commit_info(p) for p in commit.parents]
         req.context.final_page = True
         self.html(
             resp,

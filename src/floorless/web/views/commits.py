@@ -19,6 +19,7 @@ import pygit2
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
 from floorless.git import objects
 from floorless.git.history import Page, log_page
+from floorless.git.lenient import AnyCommit
 from floorless.git.oid import parse_list
 from floorless.git.refs import Resolved
 from floorless.web import urls
@@ -62,9 +63,9 @@ def libgit2_page(
     skewed: Sequence[bytes] = (),
 ) -> Page[bytes]:
     """One page of ``git log`` from ``starts`` (no path), reading only the commits shown."""
-    cache: dict[bytes, pygit2.Commit] = {}
+    cache: dict[bytes, AnyCommit] = {}
 
-    def get(oid: bytes) -> pygit2.Commit:
+    def get(oid: bytes) -> AnyCommit:
         commit = cache.get(oid)
         if commit is None:
             commit = cache[oid] = objects.get_commit(handle, oid)

@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from floorless.errors import NotFound
 from floorless.git import objects
+from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Resolved
 from floorless.web import urls
 from floorless.web.context import RepoView
@@ -179,7 +180,7 @@ def _link_target(path: bytes, target: bytes) -> bytes | None:
     return b"/".join(parts)
 
 
-def _submodule(view: RepoView, commit: pygit2.Commit, path: bytes, oid: str) -> dict[str, str]:
+def _submodule(view: RepoView, commit: AnyCommit, path: bytes, oid: str) -> dict[str, str]:
     url = ""
     try:
         obj, _ = objects.lookup(view.handle, commit, b".gitmodules")
