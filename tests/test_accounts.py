@@ -458,3 +458,20 @@ def test_names_the_forge_uses_for_itself_cannot_be_accounts(forge: Forge) -> Non
     for name in ("local", "LOCAL", "admin", "-"):
         with pytest.raises(Exception, match=r"reserved|valid"):
             forge.accounts.create_user(name, "x@example.org", PASSWORD)
+
+
+def test_sign_in_comes_back_to_the_exact_url_that_asked_for_it(client: testing.TestClient) -> None:
+    """The way back is the URL that asked, its query and encoding kept."""
+    from urllib.parse import parse_qs, quote
+
+    asked = client.simulate_get("/-/tokens", query_string="note=a%20b")
+    assert asked.status_code in (302, 303)
+    location = asked.headers["location"]
+    assert location.startswith("/-/login?next=")
+    back = parse_qs(location.split("?", 1)[1])["next"][0]
+    assert back == "/-/tokens?note=a%20b"
+    browser = Browser(client)
+    result = browser.post(
+        "/-/login", {"name": "ann", "password": PASSWORD, "next": quote(back, safe="")}
+    )
+    assert result.status_code == 303 and result.headers["location"] == back

@@ -51,7 +51,9 @@ def safe_next(value: str | None) -> str:
 
 
 def login_url(req: falcon.Request) -> str:
-    return urls.login(next=req.relative_uri)
+    """The sign-in page, coming back to this very URL (its exact bytes, percent-encoded)."""
+    here = urls.path(urls.exact_path(req).encode("latin-1"))
+    return urls.login(next=here + (f"?{req.query_string}" if req.query_string else ""))
 
 
 class FormView(View):
