@@ -209,6 +209,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0,
     ),
     Setting(
+        "compressed_cache_bytes",
+        int,
+        16 * 1024 * 1024,
+        "Bytes of gzip- and brotli-compressed answers kept in memory, keyed by the answer's ETag and encoding, so a warm page is not compressed again; 0 keeps none.",
+        minimum=0,
+    ),
+    Setting(
         "page_cache_seconds",
         float,
         60.0,
@@ -364,6 +371,7 @@ class Settings:
     repos_per_page: int
     page_cache_bytes: int
     render_cache_bytes: int
+    compressed_cache_bytes: int
     page_cache_seconds: float
     session_days: float
     secure_cookies: str

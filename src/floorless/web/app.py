@@ -8,6 +8,7 @@ from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.web import auth, errors, headers
+from floorless.web.compression import CompressionMiddleware
 from floorless.web.pages import page_etag
 from floorless.web.render import Renderer
 from floorless.web.views import (
@@ -104,14 +105,21 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     renderer.configure(forge.settings)
     forge.states.attach(renderer.pages)  # a repository's pages go when its state is forgotten
     authenticator = auth.Authenticator(forge)
+    compression = CompressionMiddleware(forge.settings.compressed_cache_bytes)
     metrics = Metrics(
-        lambda: {**renderer.caches, "pages": renderer.pages, "answers": forge.indexer.answers}
+        lambda: {
+            **renderer.caches,
+            "pages": renderer.pages,
+            "answers": forge.indexer.answers,
+            "compressed": compression.cache,
+        }
     )
     app = falcon.App(
         middleware=(
             BodylessMiddleware(),  # first, so that its process_response runs last
             headers.SecurityHeadersMiddleware(),
             TimingMiddleware(metrics),
+            compression,  # before auth and conditional: its process_response runs after theirs
             auth.AuthMiddleware(authenticator),
             ConditionalMiddleware(),
         ),
