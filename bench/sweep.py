@@ -1,0 +1,299 @@
+"""``python -m bench.sweep``: distinct URLs, each asked once, against cgit without its cache.
+
+A person browsing a large repository rarely asks for the same page twice; what they meet is
+the cost of a page nobody has asked for yet. This takes 300 files, 100 directories, 100 path
+histories and 100 commits of one repository (chosen with a fixed seed), asks floorless and
+cgit (no page cache) for each exactly once, alternating which goes first, and reports
+p50/p95/p99 per page class and floorless's ratio to cgit. Then, on a second set of distinct
+URLs, 16 clients at once: throughput on distinct URLs for both. Around it, floorless's
+resident memory and its garbage-collection pauses, from its own ``/-/metrics``.
+
+floorless is measured after its index is complete (the first index is another benchmark);
+every page it serves here is a cache miss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import random
+import re
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from bench import contenders, measure
+from bench import repos as bench_repos
+from bench.run import OWNER, Target, git, prepare_store, start_floorless, wait_listening
+from bench.run import wait_floorless_indexed as wait_indexed
+
+CLASSES = ("file", "dir", "history", "commit")
+COUNTS = {"file": 300, "dir": 100, "history": 100, "commit": 100}
+
+
+@dataclass
+class ClassResult:
+    requests: int
+    floorless_ms: dict[str, float]  # p50, p95, p99
+    cgit_ms: dict[str, float]
+    floorless_errors: int = 0
+    cgit_errors: int = 0
+
+    @property
+    def ratio(self) -> float:
+        return self.floorless_ms["p50"] / self.cgit_ms["p50"] if self.cgit_ms["p50"] else 0.0
+
+
+@dataclass
+class SweepResult:
+    repo: str
+    commits: int
+    classes: dict[str, ClassResult] = field(default_factory=dict)
+    throughput: dict[str, float] = field(default_factory=dict)  # requests/s, distinct URLs
+    memory_mb: dict[str, float] = field(default_factory=dict)
+    gc: dict[str, float] = field(default_factory=dict)
+
+
+def choose(git_dir: Path, home: Path, branch: str, seed: int) -> list[dict[str, list[str]]]:
+    """Two disjoint sets of page targets (paths and commit ids): one to time, one for the
+    throughput run. A small repository reuses targets when it has too few."""
+    rng = random.Random(seed)
+    files = [
+        f
+        for f in git(git_dir, "ls-tree", "-r", "--name-only", branch, home=home).splitlines()
+        if f and not f.endswith((".png", ".jpg", ".gz", ".zip"))
+    ]
+    dirs = sorted({f.rsplit("/", 1)[0] for f in files if "/" in f})
+    commits = git(git_dir, "rev-list", "--max-count=20000", branch, home=home).split()
+    pools = {"file": files, "dir": dirs, "history": files, "commit": commits}
+    sets: list[dict[str, list[str]]] = [{}, {}]
+    for kind, pool in pools.items():
+        picked = rng.sample(pool, min(len(pool), 2 * COUNTS[kind]))
+        half = max(1, len(picked) // 2)
+        first, second = picked[:half][: COUNTS[kind]], picked[half:][: COUNTS[kind]]
+        sets[0][kind] = first
+        sets[1][kind] = second or first
+    return sets
+
+
+def floorless_url(base: str, name: str, branch: str, kind: str, target: str) -> str:
+    r = f"{base}/{OWNER}/{name}"
+    if kind in ("file", "dir"):
+        return f"{r}/src/branch/{quote(branch)}/{quote(target)}"
+    if kind == "history":
+        return f"{r}/commits/branch/{quote(branch)}/{quote(target)}"
+    return f"{r}/commit/{target}"
+
+
+def cgit_url(base: str, name: str, branch: str, kind: str, target: str) -> str:
+    r = f"{base}/{OWNER}/{name}"
+    h = f"?h={quote(branch, safe='')}"
+    if kind in ("file", "dir"):
+        return f"{r}/tree/{quote(target)}{h}"
+    if kind == "history":
+        return f"{r}/log/{quote(target)}{h}"
+    return f"{r}/commit/?id={target}"
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0}
+    return {
+        f"p{int(q * 100)}": round(measure.percentile(samples, q) * 1000, 2)
+        for q in (0.5, 0.95, 0.99)
+    }
+
+
+def sweep(
+    floorless: str, cgit: str, name: str, branch: str, targets: dict[str, list[str]]
+) -> dict[str, ClassResult]:
+    """Each URL once on each server, alternating which goes first."""
+    ours, theirs = measure.Client(floorless), measure.Client(cgit)
+    results: dict[str, ClassResult] = {}
+    try:
+        turn = 0
+        for kind in CLASSES:
+            times: dict[str, list[float]] = {"floorless": [], "cgit": []}
+            errors = {"floorless": 0, "cgit": 0}
+            for target in targets[kind]:
+                pair = [
+                    ("floorless", ours, floorless_url(floorless, name, branch, kind, target)),
+                    ("cgit", theirs, cgit_url(cgit, name, branch, kind, target)),
+                ]
+                turn += 1
+                for who, client, url in pair if turn % 2 else reversed(pair):
+                    took, status, _, _ = measure.timed_get(client, url)
+                    times[who].append(took)
+                    errors[who] += status != 200
+            results[kind] = ClassResult(
+                len(targets[kind]),
+                _percentiles(times["floorless"]),
+                _percentiles(times["cgit"]),
+                errors["floorless"],
+                errors["cgit"],
+            )
+    finally:
+        ours.close()
+        theirs.close()
+    return results
+
+
+def distinct_throughput(urls: list[str], clients: int) -> float:
+    """Requests a second with ``clients`` connections, each URL asked exactly once."""
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for url in urls:
+        todo.put(url)
+    base = re.match(r"https?://[^/]+", urls[0])
+    assert base is not None
+
+    def work() -> None:
+        client = measure.Client(base.group(0))
+        try:
+            while True:
+                try:
+                    url = todo.get_nowait()
+                except queue.Empty:
+                    return
+                client.get(url)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=work) for _ in range(clients)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=3600)
+    return len(urls) / (time.perf_counter() - began)
+
+
+_METRIC = r"^{name}(?:{{{labels}}})? ([0-9.e+-]+)$"
+
+
+def floorless_process(base: str) -> dict[str, float]:
+    """Resident memory and garbage-collection figures from floorless's ``/-/metrics``."""
+    client = measure.Client(base)
+    try:
+        _, body, _ = client.get(base + "/-/metrics")
+    finally:
+        client.close()
+    text = body.decode()
+
+    def value(name: str, labels: str = "") -> float:
+        found = re.search(_METRIC.format(name=name, labels=re.escape(labels)), text, re.M)
+        return float(found.group(1)) if found else 0.0
+
+    return {
+        "rss_mb": round(value("process_resident_memory_bytes") / 2**20, 1),
+        "full_gcs": value("floorless_gc_collections_total", 'gen="2"'),
+        "full_gc_seconds": value("floorless_gc_pause_seconds_total", 'gen="2"'),
+        "longest_gc_ms": round(value("floorless_gc_longest_pause_seconds", 'gen="2"') * 1000, 2),
+    }
+
+
+def run(args: argparse.Namespace) -> SweepResult:
+    work = Path(tempfile.mkdtemp(prefix="floorless-sweep-"))
+    if args.repo in bench_repos.SIZES:
+        built = bench_repos.ensure(args.repo, args.cache_dir.absolute())
+        name = args.repo
+    else:
+        built = bench_repos.from_path(Path(args.repo).absolute())
+        name = Path(args.repo).name.removesuffix(".git") or "repo"
+    target = Target(name, built.path, built.kind, built.branch, built.file, built.directory,
+                    built.history_path, built.commits)  # fmt: skip
+    repos, home = prepare_store(work / "store", built.path, name)
+    sets = choose(built.path, home, built.branch, args.seed)
+    commit = sets[0]["commit"][0]
+    result = SweepResult(name, built.commits)
+    served, proc = start_floorless(repos, work / "data", target, commit)
+    try:
+        wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
+        print(f"floorless: waiting for the index of {built.commits} commits", file=sys.stderr)
+        began = time.perf_counter()
+        wait_indexed(served, deadline=args.index_deadline)
+        print(f"  indexed in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+        result.memory_mb["after index"] = floorless_process(served.base_url)["rss_mb"]
+        before = floorless_process(served.base_url)
+        with contenders.running(
+            "cgit", repos, f"{OWNER}/{name}", built.branch, built.file, built.directory,
+            built.history_path, commit, home, work / "cgit",
+        ) as cgit:  # fmt: skip
+            print("sweep: each URL once, floorless and cgit in turn", file=sys.stderr)
+            result.classes = sweep(served.base_url, cgit.base_url, name, built.branch, sets[0])
+            after = floorless_process(served.base_url)
+            result.memory_mb["after sweep"] = after["rss_mb"]
+            result.gc = {
+                "full collections": after["full_gcs"] - before["full_gcs"],
+                "full collection seconds": round(
+                    after["full_gc_seconds"] - before["full_gc_seconds"], 3
+                ),
+                "longest full collection ms": after["longest_gc_ms"],
+            }
+            for who, base, build in (
+                ("floorless", served.base_url, floorless_url),
+                ("cgit", cgit.base_url, cgit_url),
+            ):
+                urls = [build(base, name, built.branch, k, t) for k in CLASSES for t in sets[1][k]]
+                print(f"throughput: {who}, {len(urls)} distinct URLs, 16 clients", file=sys.stderr)
+                result.throughput[who] = round(distinct_throughput(urls, 16), 1)
+            result.memory_mb["after throughput"] = floorless_process(served.base_url)["rss_mb"]
+    finally:
+        served.stop()
+    return result
+
+
+def markdown(result: SweepResult, command: str) -> str:
+    lines = [
+        f"`{command}`",
+        "",
+        f"Repository `{result.repo}` ({result.commits:,} commits); every URL asked once of each.",
+        "",
+        "| page | n | floorless p50 / p95 / p99 ms | cgit p50 / p95 / p99 ms | p50 ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for kind, c in result.classes.items():
+        f, g = c.floorless_ms, c.cgit_ms
+        lines.append(
+            f"| {kind} | {c.requests} | {f['p50']} / {f['p95']} / {f['p99']} | "
+            f"{g['p50']} / {g['p95']} / {g['p99']} | {c.ratio:.2f}x |"
+        )
+    lines += [
+        "",
+        "Throughput on distinct URLs, 16 clients: "
+        + ", ".join(f"{k} {v:,.1f}/s" for k, v in result.throughput.items()),
+        "",
+        "floorless memory (RSS, MB): "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in result.memory_mb.items()),
+        "",
+        "Garbage collection during the sweep: "
+        + ", ".join(f"{k} {v:g}" for k, v in result.gc.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.sweep", description=__doc__)
+    parser.add_argument("--repo", default="medium", help="small, medium, large or a path")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--index-deadline", type=float, default=7200.0)
+    parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    reason = contenders.available("cgit")
+    if reason is not None:
+        raise SystemExit(reason)
+    result = run(args)
+    command = "python -m bench.sweep " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(markdown(result, command.strip()))
+    if args.json is not None:
+        args.json.write_text(json.dumps(asdict(result), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
