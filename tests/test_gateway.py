@@ -58,3 +58,65 @@ def test_each_route_class_has_its_body_limit() -> None:
     assert limits.body_limit("/a/b.git/git-receive-pack") == 3
     assert limits.body_limit("/a/b/git-upload-pack") == 2
     assert limits.body_limit("/-/login") == 1
+
+
+def test_a_cheap_page_never_waits_for_a_thread_behind_dear_ones(tmp_path) -> None:
+    """Blames, commits, compares and archives have request threads of their own: while every
+    one of them is busy, a file page still gets a thread at once."""
+    import asyncio
+    import threading
+
+    from floorless.web.gateway import DEAR, Gateway
+
+    release = threading.Event()
+    finished: list[str] = []
+
+    def app(environ, start_response):
+        if DEAR.match(environ["PATH_INFO"]):
+            release.wait(30)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    gateway = Gateway(app, Limits(30, 1, 1, 1), 2, tmp_path, dear_threads=1)
+
+    async def ask(path: str) -> None:
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await gateway(scope(path.encode(), []), receive, send)
+        assert sent[0]["status"] == 200
+        finished.append(path)
+
+    async def main() -> None:
+        dear = [
+            asyncio.create_task(ask(p))
+            for p in ("/a/b/blame/branch/main/x", "/a/b/commit/abc", "/a/b/archive/main.zip")
+        ]
+        await asyncio.sleep(0)
+        await asyncio.wait_for(ask("/a/b/src/branch/main/x"), 10)
+        assert finished == ["/a/b/src/branch/main/x"]  # the dear ones are all still waiting
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*dear), 10)
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+        gateway.close()
+    assert len(finished) == 4
+
+
+def test_the_dear_lane_is_chosen_by_the_page() -> None:
+    from floorless.web.gateway import DEAR
+
+    for path in ("/a/b/blame/branch/main/f", "/a/b/commit/abc.diff", "/a/b/compare/x...y",
+                 "/a/b/archive/main.tar.gz", "//a/b//commit/abc"):  # fmt: skip
+        assert DEAR.match(path), path
+    for path in ("/a/b", "/a/b/src/branch/main/commit", "/a/b/raw/branch/main/blame",
+                 "/a/b/commits/branch/main", "/-/login", "/a/commit"):  # fmt: skip
+        assert not DEAR.match(path), path

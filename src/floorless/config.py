@@ -67,6 +67,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("port", int, 3000, "TCP port to listen on.", minimum=0),
     Setting("threads", int, 4, "Request-handling threads.", minimum=1),
     Setting(
+        "dear_threads",
+        int,
+        2,
+        "Request threads of their own for pages that can take seconds when not cached (blame, commit pages and their diffs, compares, archives): other pages never wait for a thread behind them.",
+        minimum=1,
+    ),
+    Setting(
         "default_owner",
         str,
         "local",
@@ -348,6 +355,7 @@ class Settings:
     host: str
     port: int
     threads: int
+    dear_threads: int
     default_owner: str
     site_name: str
     base_url: str

@@ -30,4 +30,11 @@ def application() -> Gateway:
         fetch_bytes=settings.max_fetch_request_bytes,
         form_bytes=settings.max_form_bytes,
     )
-    return Gateway(create_app(forge), limits, settings.threads, forge.git.tmp, forge.stop)
+    return Gateway(
+        create_app(forge),
+        limits,
+        settings.threads,
+        forge.git.tmp,
+        forge.stop,
+        dear_threads=settings.dear_threads,
+    )
