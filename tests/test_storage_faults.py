@@ -55,7 +55,7 @@ def _state(forge: Forge) -> dict[str, tuple[int, int, int]]:
     for repo in forge.registry.all():
         counts = [
             forge.db.one(f"SELECT COUNT(*) AS n FROM {table} WHERE repo_id = ?", (repo.id,))
-            for table in ("index_commits", "answers")
+            for table in ("index_chunks", "answers")
         ]
         state[repo.full_name] = (repo.id, *(int(c["n"]) if c else 0 for c in counts))
     return state
@@ -154,7 +154,7 @@ def test_a_repository_is_dropped_only_when_two_scans_in_a_row_miss_it(
     assert (second.missing, second.removed) == (0, 1)
     repo_id = before["alice/two"][0]
     assert "alice/two" not in _state(forge)
-    for table in ("index_commits", "answers", "repo_missing"):
+    for table in ("index_chunks", "answers", "repo_missing"):
         row = forge.db.one(f"SELECT COUNT(*) AS n FROM {table} WHERE repo_id = ?", (repo_id,))
         assert row is not None and row["n"] == 0, table
     assert forge.indexer.graph(repo_id) is None

@@ -57,6 +57,7 @@ class Forge:
             self.db,
             self.open,
             lambda git_dir, tips, ids: reach.reached_among(self.git, git_dir, tips, ids),
+            git=self.git,
         )
         self.states.attach(self.indexer)
         self.secret = SecretKey(settings.data / "secret.key")

@@ -2,9 +2,18 @@
 
 After a ref changes (a push, or a change seen by the background ref check) the repository is
 queued; the indexer adds the commits not yet indexed (only those: the work is proportional to
-what arrived), persists them, and precomputes the answers the repository's home page needs
+what arrived), stores them, and precomputes the answers the repository's home page needs
 (the last commit of each root entry per branch tip, the commit count). Pages read the
 in-memory ``CommitGraph`` and cached answers; they never wait for the indexer.
+
+git does the reading (``git/changed.py``: one ``git rev-list`` for the commits, one ``git
+diff-tree`` for the changed paths), the interpreter only parses and packs. The work is done
+in slices: between two slices the indexer picks the next job, a repository a page is waiting
+for first (``want``), else round robin, so that a small repository queued behind git.git is
+ready after one slice of it. Changed paths are indexed newest commits first, so the recent
+history (a path's first page, most last commits) answers long before the whole history is
+done; ``progress`` says how far it is. Each slice is stored as it ends (``indexrows.py``): a
+forge stopped half-way goes on from there when it starts again.
 """
 
 from __future__ import annotations
@@ -12,42 +21,38 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pygit2
 
-from floorless import background
+from floorless import background, indexrows
 from floorless.caches import Cache
 from floorless.db import Database
 from floorless.errors import FloorlessError, RepositoryBroken
+from floorless.git.changed import ChangeStream, topology
+from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph, Page
-from floorless.git.lenient import AnyCommit, read_commit
-from floorless.git.objects import MODE_TREE
+from floorless.git.lenient import read_commit
 from floorless.git.refs import RefSnapshot
+from floorless.indexrows import write_changes, write_commits
 from floorless.reachability import Reachability, Reached
 from floorless.repos import Repo
 
 log = logging.getLogger(__name__)
 
 INLINE_BUDGET = 20_000  # commits a page may visit answering from the index before deferring
-_BATCH = 2000
+SLICE_COMMITS = 5000  # commits whose changed paths one slice indexes ...
+SLICE_PATHS = 500_000  # ... or changed paths it reads, before the next job is picked
+WANTED = 30.0  # seconds a page's wait puts its repository first
 DEFERRED_WALKS = 2  # background last-commit walks running at once
 ANSWER_MEMORY_BYTES = 32 * 1024 * 1024  # answers kept in memory, before the database
 _ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
-
-
-@dataclass(frozen=True)
-class IndexJob:
-    repo: Repo
-    snapshot: RefSnapshot
-    # tips of snapshots queued before this one and never indexed: their commits are indexed
-    # too, so that the reachability marks know them as unreachable (``reachability.py``)
-    passed: frozenset[bytes] = frozenset()
 
 
 class AnswerCache:
@@ -98,50 +103,91 @@ class AnswerCache:
         return self._memory.count_where(lambda key: key[0] == repo_id)
 
 
+@dataclass(eq=False)
+class IndexJob:
+    """One repository's indexing, done a slice at a time."""
+
+    repo: Repo
+    snapshot: RefSnapshot
+    # tips of snapshots queued before this one and never indexed: their commits are indexed
+    # too, so that the reachability marks know them as unreachable (``reachability.py``)
+    passed: frozenset[bytes] = frozenset()
+    queued_at: float = field(default_factory=time.monotonic)
+    turn: int = 0  # round robin: the job with the lowest turn goes next
+    fresh: bool = True  # the snapshot's commits are not in the graph yet
+    added: int = 0  # commits this job added to the graph
+    slices: int = 0
+    graph: CommitGraph | None = None
+    stream: ChangeStream | None = None
+    nodes: Iterator[int] | None = None  # the commits the stream answers for, in its order
+
+
 class Indexer:
     def __init__(
         self,
         db: Database,
         open_repo: Callable[[Repo], pygit2.Repository],
         reached: Reached | None = None,
+        git: GitEnvironment | None = None,
     ) -> None:
         self.db = db
         self.open_repo = open_repo
+        self.git = git
         self.answers = AnswerCache(db)
         self.reach = Reachability(reached)
         self._graphs: dict[int, CommitGraph] = {}
-        self._queue: queue.Queue[int | None] = queue.Queue()
-        # repo id -> the newest job and when it was first queued; a job queued again before it
-        # ran keeps its place but takes the newer snapshot.
-        self._pending: dict[int, tuple[IndexJob, float]] = {}
+        self._next_slice: dict[int, int] = {}  # repo id -> number of its next stored slice
+        # repo id -> its job; a job queued again before it is done keeps its place and takes
+        # the newer snapshot.
+        self._pending: dict[int, IndexJob] = {}
+        self._wanted: dict[int, float] = {}  # repo id -> when a page last waited for it
+        self._turns = 0
         self._running = 0
+        self._stopping = False
         self.failures: dict[int, str] = {}  # repo id -> why its latest indexing failed
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
         self._deferred: set[tuple[object, ...]] = set()  # background walks running
         self._thread: threading.Thread | None = None
         self.on_indexed: list[Callable[[Repo, int], None]] = []
+        self.on_slice: list[Callable[[Repo, IndexJob], None]] = []  # after each slice
+        self.commits_indexed = 0  # changed paths found by this process, in commits
 
     # -- the background thread ---------------------------------------------------------------
 
     def start(self) -> None:
+        self._stopping = False
         self._thread = background.start(self._run, "index")
 
     def stop(self) -> None:
+        """Stop after the slice running now (its work is kept: a restart goes on from it)."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
         if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=30)
             self._thread = None
+        with self._lock:
+            jobs = list(self._pending.values())
+        for job in jobs:
+            _close(job)
 
     def schedule(self, repo: Repo, snapshot: RefSnapshot) -> None:
-        with self._lock:
-            queued = self._pending.get(repo.id)
-            passed = queued[0].passed | queued[0].snapshot.tip_set if queued else frozenset()
-            self._pending[repo.id] = (
-                IndexJob(repo, snapshot, passed - snapshot.tip_set),
-                queued[1] if queued else time.monotonic(),
-            )
-        if queued is None:
-            self._queue.put(repo.id)
+        with self._wake:
+            job = self._pending.get(repo.id)
+            if job is None:
+                self._turns += 1
+                self._pending[repo.id] = IndexJob(repo, snapshot, turn=self._turns)
+            else:
+                job.repo = repo
+                job.passed = (job.passed | job.snapshot.tip_set) - snapshot.tip_set
+                job.snapshot = snapshot
+                job.fresh = True
+            self._wake.notify()
+
+    def want(self, repo_id: int) -> None:
+        """A page is waiting for the repository's index: its slices go first."""
+        self._wanted[repo_id] = time.monotonic()
 
     def idle(self) -> bool:
         """True when nothing is queued or being indexed."""
@@ -153,28 +199,60 @@ class Indexer:
         with self._lock:
             if not self._pending:
                 return 0.0
-            return time.monotonic() - min(t for _, t in self._pending.values())
+            return time.monotonic() - min(j.queued_at for j in self._pending.values())
+
+    def progress(self, repo_id: int) -> tuple[int, int] | None:
+        """(commits whose changed paths are indexed, commits known); None before the
+        repository's turn came."""
+        graph = self._graphs.get(repo_id)
+        return None if graph is None else (graph.indexed, len(graph))
+
+    def _take(self) -> IndexJob | None:
+        """The next job to give a slice: one a page waits for (the most recently wanted),
+        else round robin, so a small repository queued behind a large one is done after a
+        slice of it."""
+        with self._wake:
+            while not self._pending and not self._stopping:
+                self._wake.wait()
+            if self._stopping:
+                return None
+            now = time.monotonic()
+            jobs = list(self._pending.values())
+            wanted = [j for j in jobs if now - self._wanted.get(j.repo.id, -WANTED) < WANTED]
+            if wanted:
+                job = max(wanted, key=lambda j: self._wanted[j.repo.id])
+            else:
+                job = min(jobs, key=lambda j: j.turn)
+            self._turns += 1
+            job.turn = self._turns
+            self._running += 1
+            return job
 
     def _run(self) -> None:
         while True:
-            repo_id = self._queue.get()
-            if repo_id is None:
+            job = self._take()
+            if job is None:
                 return
-            with self._lock:
-                job, _ = self._pending.pop(repo_id)
-                self._running += 1
+            done = True
             try:
-                self.update(job.repo, job.snapshot, job.passed)
-                self.failures.pop(repo_id, None)
+                done = self.work(job)
+                if done:
+                    self.failures.pop(job.repo.id, None)
             except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
                 log.warning("indexing %s failed: %s", job.repo.full_name, exc)
-                self.failures[repo_id] = str(exc)
+                self.failures[job.repo.id] = str(exc)
             except Exception as exc:  # a bug must not stop the indexing of every repository
                 log.exception("indexing %s failed unexpectedly", job.repo.full_name)
-                self.failures[repo_id] = repr(exc)
+                self.failures[job.repo.id] = repr(exc)
             finally:
                 with self._lock:
                     self._running -= 1
+                    if done and not job.fresh and self._pending.get(job.repo.id) is job:
+                        del self._pending[job.repo.id]
+                if done:
+                    _close(job)
+            for listener in self.on_slice:
+                listener(job.repo, job)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -182,10 +260,14 @@ class Indexer:
         return self._graphs.get(repo_id)
 
     def ready(self, repo_id: int, commit: bytes) -> CommitGraph | None:
-        """The graph, if it already holds ``commit``."""
+        """The graph, if it already holds ``commit`` (and is not stuck half-way: indexing
+        failed)."""
         graph = self._graphs.get(repo_id)
         if graph is not None and commit in graph:
+            if repo_id in self.failures and graph.indexed < len(graph):
+                return None
             return graph
+        self.want(repo_id)
         return None
 
     def last_commits(
@@ -200,12 +282,15 @@ class Indexer:
         graph = self.ready(repo.id, commit)
         if graph is None:
             return None
+        complete = graph.indexed == len(graph)
         found = self._compute_last(graph, repo.id, commit, directory, names, INLINE_BUDGET)
-        if found is None:
+        if found is None and complete:
             self._defer(
                 ("last", repo.id, commit, directory),
                 lambda: self._compute_last(graph, repo.id, commit, directory, names, None),
             )
+        elif found is None:  # the indexer gets there first
+            self.want(repo.id)
         return found
 
     def path_history(
@@ -218,9 +303,11 @@ class Indexer:
     ) -> Page[bytes] | None:
         """One page of ``git log -- path``: ``cursor`` is (starts, seen, skewed) as raw ids.
 
-        None while the answer is pending: the index does not hold ``tip`` yet, or the walk
-        needs more than INLINE_BUDGET commits (a path changed rarely in a long history); that
-        page is then computed in the background and kept, keyed by its commit ids.
+        None while the answer is pending: the index does not hold ``tip`` or the changed
+        paths the walk needs yet (the repository then goes first in the indexer's queue), or
+        the walk needs more than INLINE_BUDGET commits (a path changed rarely in a long
+        history); that page is then computed in the background and kept, keyed by its
+        commit ids.
         """
         graph = self.ready(repo_id, tip)
         if graph is None:
@@ -234,6 +321,7 @@ class Indexer:
         cached = self.answers.get(repo_id, "history", key)
         if cached is not None:
             return _page_from_json(cached)
+        complete = graph.indexed == len(graph)
 
         def walk(budget: int | None) -> Page[bytes] | None:
             page = graph.history(
@@ -257,8 +345,10 @@ class Indexer:
             return found
 
         page = walk(INLINE_BUDGET)
-        if page is None:
+        if page is None and complete:
             self._defer(("history", repo_id, key), lambda: walk(None))
+        elif page is None:
+            self.want(repo_id)
         return page
 
     def _defer(self, key: tuple[object, ...], work: Callable[[], object]) -> None:
@@ -320,76 +410,136 @@ class Indexer:
     def update(
         self, repo: Repo, snapshot: RefSnapshot, passed: frozenset[bytes] = frozenset()
     ) -> int:
-        """Index every commit reachable from the snapshot's tips (and from ``passed``, tips
-        of snapshots this one replaced in the queue) that is not indexed yet; then mark what
-        the snapshot reaches."""
+        """Index, now and to the end, every commit reachable from the snapshot's tips (and
+        from ``passed``) that is not indexed yet; return how many were added."""
+        job = IndexJob(repo, snapshot, passed)
+        try:
+            while not self.work(job):
+                pass
+        finally:
+            _close(job)
+        return job.added
+
+    def work(self, job: IndexJob) -> bool:
+        """One slice of ``job``; True once the repository is indexed up to its snapshot.
+
+        The first slice adds the commits the graph lacks (their ids, parents and times, from
+        one ``git rev-list``) and marks what the tips reach; the next ones index changed
+        paths, newest commits first, SLICE_COMMITS commits at a time, from one ``git
+        diff-tree`` kept running between slices; the last precomputes the home page's
+        answers. Every slice is stored before the next begins.
+        """
+        repo = job.repo
+        job.slices += 1
         graph = self._graphs.get(repo.id)
         if graph is None:
-            graph = self._load(repo.id)
+            graph, self._next_slice[repo.id] = self._load(repo.id)
             self._graphs[repo.id] = graph
+        if job.graph is not graph:  # the repository was forgotten and loaded again
+            _close(job)
+            job.graph = graph
         handle = self.open_repo(repo)
-        new = _missing_commits(handle, graph, snapshot.tips() | passed)
-        rows: list[tuple[object, ...]] = []
-        path_rows: list[tuple[object, ...]] = []
-        for commit in new:
-            known_paths = len(graph.path_names)
-            parents = tuple(graph.seq[p.raw] for p in commit.parent_ids)
-            changes = _changed_paths(handle, commit, graph)
-            with graph.lock:
-                seq = graph.add(commit.id.raw, commit.commit_time, parents, changes)
-            rows.append(
-                (
-                    repo.id,
-                    seq,
-                    commit.id.raw,
-                    commit.commit_time,
-                    json.dumps(parents),
-                    json.dumps([sorted(c) for c in changes]),
-                )
-            )
-            path_rows.extend(
-                (repo.id, i, graph.path_names[i]) for i in range(known_paths, len(graph.path_names))
-            )
-            if len(rows) >= _BATCH:
-                self._persist(rows, path_rows)
-                rows, path_rows = [], []
-        self._persist(rows, path_rows)
-        self.reach.update(repo.id, handle, graph, snapshot.tip_set)
-        self._precompute(repo, graph, snapshot)
+        if job.fresh:
+            job.fresh = False
+            snapshot = job.snapshot
+            job.added += self._add_commits(repo, graph, handle, snapshot.tips() | job.passed)
+            self.reach.update(repo.id, handle, graph, snapshot.tip_set)
+            return False
+        if graph.indexed < len(graph):
+            if job.stream is None:
+                self._open_stream(job, graph, handle)
+            if not self._index_slice(job, graph):
+                return False
+            _close(job)
+            if graph.indexed < len(graph):
+                return False
+        self.reach.update(repo.id, handle, graph, job.snapshot.tip_set)
+        self._precompute(repo, graph, job.snapshot)
         for listener in self.on_indexed:
-            listener(repo, len(new))
-        return len(new)
+            listener(repo, job.added)
+        return True
 
-    def _persist(self, rows: list[tuple[object, ...]], path_rows: list[tuple[object, ...]]) -> None:
-        if not rows and not path_rows:
-            return
-        with self.db.transaction():
-            self.db.executemany(
-                "INSERT OR REPLACE INTO index_paths (repo_id, id, path) VALUES (?, ?, ?)", path_rows
-            )
-            self.db.executemany(
-                "INSERT OR REPLACE INTO index_commits (repo_id, seq, oid, time, parents, changes)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+    def _git(self) -> GitEnvironment:
+        if self.git is None:
+            raise FloorlessError("the indexer has no git environment")
+        return self.git
 
-    def _load(self, repo_id: int) -> CommitGraph:
-        graph = CommitGraph()
-        for row in self.db.query(
-            "SELECT path FROM index_paths WHERE repo_id = ? ORDER BY id", (repo_id,)
-        ):
-            graph.path_id(bytes(row["path"]), create=True)
-        for row in self.db.query(
-            "SELECT oid, time, parents, changes FROM index_commits WHERE repo_id = ? ORDER BY seq",
-            (repo_id,),
-        ):
-            graph.add(
-                bytes(row["oid"]),
-                row["time"],
-                tuple(json.loads(row["parents"])),
-                tuple(frozenset(c) for c in json.loads(row["changes"])),
-            )
-        return graph
+    def _add_commits(
+        self, repo: Repo, graph: CommitGraph, handle: pygit2.Repository, tips: set[bytes]
+    ) -> int:
+        """Add the commits ``tips`` reach that the graph lacks (ids, parents, times)."""
+        tips = {t for t in tips if t not in graph and _exists(handle, t)}
+        if not tips:
+            return 0
+        # the graph holds every ancestor of its commits: its heads stand for all of it
+        known = [graph.oids[n] for n in graph.heads()]
+        known = [k for k in known if _exists(handle, k)]
+        first = len(graph)
+        seq = graph.seq
+        for oid, when, parents in topology(self._git(), Path(handle.path), tips, known):
+            if oid in seq:
+                continue
+            with graph.lock:
+                graph.add(oid, when, [seq[p] for p in parents])
+        write_commits(self.db, repo.id, graph, first)
+        return len(graph) - first
+
+    def _open_stream(self, job: IndexJob, graph: CommitGraph, handle: pygit2.Repository) -> None:
+        nodes = graph.not_indexed()
+        oids, parents = graph.oids, graph.parents
+
+        def slots() -> Iterator[tuple[bytes, bytes | None]]:
+            for node in nodes:
+                these = parents[node]
+                if not these:
+                    yield oids[node], None
+                for parent in these:
+                    yield oids[node], oids[parent]
+
+        job.stream = ChangeStream(self._git(), Path(handle.path), slots())
+        job.nodes = iter(nodes)
+
+    def _index_slice(self, job: IndexJob, graph: CommitGraph) -> bool:
+        """Index the changed paths of up to SLICE_COMMITS commits from the job's stream and
+        store them; True when the stream is done."""
+        assert job.stream is not None and job.nodes is not None
+        answers = job.stream.slots
+        names = len(graph.path_names)
+        done: list[int] = []
+        paths = 0
+        finished = True
+        for node in job.nodes:
+            changes = []
+            for _ in range(max(1, len(graph.parents[node]))):
+                answer = next(answers, None)
+                if answer is None:
+                    raise FloorlessError("git diff-tree stopped early")
+                header, changed = answer
+                if header != graph.oids[node].hex().encode():
+                    raise FloorlessError("git diff-tree answered out of order")
+                changes.append(_with_directories(graph, changed))
+                paths += len(changed)
+            if not graph.is_indexed(node):  # (a slice stored before a restart may hold it)
+                with graph.lock:
+                    graph.set_changes(node, changes, ordered=True)
+                done.append(node)
+            if len(done) >= SLICE_COMMITS or paths >= SLICE_PATHS:
+                finished = False
+                break
+        number = self._next_slice.get(job.repo.id, 0)
+        write_changes(self.db, job.repo.id, number, graph, done, names)
+        self._next_slice[job.repo.id] = number + 1
+        self.commits_indexed += len(done)
+        return finished
+
+    def _load(self, repo_id: int) -> tuple[CommitGraph, int]:
+        try:
+            graph, slices = indexrows.load(self.db, repo_id)
+        except (RepositoryBroken, ValueError, IndexError) as exc:
+            log.warning("the stored index of repository %d is dropped: %s", repo_id, exc)
+            indexrows.drop(self.db, repo_id)
+            graph, slices = CommitGraph(), 0
+        return graph, slices
 
     def _precompute(self, repo: Repo, graph: CommitGraph, snapshot: RefSnapshot) -> None:
         handle = self.open_repo(repo)
@@ -425,110 +575,30 @@ def _unhex(value: str | None) -> bytes | None:
     return None if value is None else bytes.fromhex(value)
 
 
-def _missing_commits(
-    repo: pygit2.Repository, graph: CommitGraph, tips: set[bytes]
-) -> list[AnyCommit]:
-    """Commits reachable from ``tips`` that the graph lacks, parents before children."""
-    ordered: list[AnyCommit] = []
-    # Only commits already emitted are skipped: one merely pushed (by another child) may be
-    # an ancestor of this commit's other parents (``merge --no-ff``), so it is pushed again
-    # here to be emitted before them; its older stack entry is skipped when it comes up.
-    emitted: set[bytes] = set()
-    stack: list[tuple[AnyCommit, bool]] = []
-    for tip in sorted(tips):
-        if tip in graph or tip in emitted:
-            continue
-        obj = read_commit(repo, pygit2.Oid(raw=tip))
-        if obj is None:
-            continue
-        stack.append((obj, False))
-        while stack:
-            commit, expanded = stack.pop()
-            if expanded:
-                emitted.add(commit.id.raw)
-                ordered.append(commit)
-                continue
-            if commit.id.raw in emitted:
-                continue
-            stack.append((commit, True))
-            for parent_id in commit.parent_ids:
-                raw = parent_id.raw
-                if raw in graph or raw in emitted:
-                    continue
-                parent = read_commit(repo, parent_id)
-                if parent is not None:
-                    stack.append((parent, False))
-    return ordered
+def _exists(handle: pygit2.Repository, oid: bytes) -> bool:
+    try:
+        return read_commit(handle, pygit2.Oid(raw=oid)) is not None
+    except (pygit2.GitError, KeyError, ValueError):
+        return False
 
 
-def _changed_paths(
-    repo: pygit2.Repository, commit: AnyCommit, graph: CommitGraph
-) -> tuple[frozenset[int], ...]:
-    """Per parent (or against the empty tree for a root), the ids of every changed path and
-    of each directory above a changed path.
-
-    Trees are compared entry by entry, descending only into subtrees whose ids differ. This
-    reads nothing but tree objects: libgit2's diff would also re-check the repository's
-    config file for every commit, a round trip per commit on slow storage.
-    """
-    tree = commit.tree
-    bases: list[pygit2.Tree | None] = [p.tree for p in commit.parents] or [None]
-    result = []
-    for base in bases:
-        paths: set[bytes] = set()
-        _compare_trees(repo, base, tree, b"", paths)
-        ids: set[int] = set()
-        for path in paths:
-            while path:
-                pid = graph.path_id(path, create=True)
-                assert pid is not None
-                if pid in ids:
-                    break
-                ids.add(pid)
-                path = path.rpartition(b"/")[0]
-        result.append(frozenset(ids))
-    return tuple(result)
+def _with_directories(graph: CommitGraph, paths: Sequence[bytes]) -> array[int]:
+    """The sorted ids of ``paths`` and of every directory above them (new paths get ids)."""
+    ids: set[int] = set()
+    path_ids, above = graph.path_ids, graph.path_parent
+    for path in paths:
+        pid = path_ids.get(path)
+        if pid is None:
+            pid = graph.path_id(path, create=True)
+            assert pid is not None
+        while pid >= 0 and pid not in ids:
+            ids.add(pid)
+            pid = above[pid]
+    return array("I", sorted(ids))
 
 
-def _compare_trees(
-    repo: pygit2.Repository,
-    old: pygit2.Tree | None,
-    new: pygit2.Tree | None,
-    prefix: bytes,
-    out: set[bytes],
-) -> None:
-    """Add to ``out`` every file path that differs between two trees (a tree that is absent
-    on one side contributes all its files).
-
-    The walk keeps its own stack: a pushed tree may nest thousands of levels deep, past
-    Python's recursion limit, and indexing must still finish.
-    """
-    pending: list[tuple[pygit2.Tree | None, pygit2.Tree | None, bytes]] = [(old, new, prefix)]
-    while pending:
-        old, new, prefix = pending.pop()
-        before = {e.raw_name: e for e in old} if old is not None else {}
-        after = {e.raw_name: e for e in new} if new is not None else {}
-        for name in before.keys() | after.keys():
-            a, b = before.get(name), after.get(name)
-            if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
-                continue
-            path = prefix + (name or b"")
-            a_tree = a is not None and a.filemode == MODE_TREE
-            b_tree = b is not None and b.filemode == MODE_TREE
-            if a_tree or b_tree:
-                pending.append(
-                    (
-                        _tree(repo, a.id) if a is not None and a_tree else None,
-                        _tree(repo, b.id) if b is not None and b_tree else None,
-                        path + b"/",
-                    )
-                )
-            if not (a_tree and b_tree):  # a file (or submodule, or link) on at least one side
-                out.add(path)
-
-
-def _tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
-    found = repo.get(oid)
-    if not isinstance(found, pygit2.Tree):
-        raise RepositoryBroken(f"tree {oid} cannot be read")
-    return found
+def _close(job: IndexJob) -> None:
+    if job.stream is not None:
+        job.stream.close()
+    job.stream = None
+    job.nodes = None

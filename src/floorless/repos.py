@@ -204,7 +204,7 @@ class Registry:
     def _drop_row(self, repo_id: int) -> None:
         """Remove a repository's row and everything indexed under it (visibility and
         collaborators stay with the name: a repository back after a moment is as it was)."""
-        for table in ("index_commits", "index_paths", "answers", "repo_missing"):
+        for table in ("index_chunks", "index_changes", "answers", "repo_missing"):
             self.db.execute(f"DELETE FROM {table} WHERE repo_id = ?", (repo_id,))  # noqa: S608
         self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 STATEMENTS = (
     """CREATE TABLE IF NOT EXISTS repos (
@@ -17,22 +17,28 @@ STATEMENTS = (
         UNIQUE (owner, name)
     )""",
     "CREATE INDEX IF NOT EXISTS repos_updated ON repos (updated_at)",
-    # One row per indexed commit: ``seq`` is a dense per-repository number; ``parents`` and
-    # ``changes`` are JSON: parent seqs, and per parent the ids of the paths that differ.
-    """CREATE TABLE IF NOT EXISTS index_commits (
+    # The history index (``floorless/indexrows.py``): packed binary rows, one per batch of
+    # commits and one per slice of indexing. Version 4 kept a row of JSON per commit: those
+    # tables are dropped, and the index is built again (at git's speed, in the background).
+    "DROP TABLE IF EXISTS index_commits",
+    "DROP TABLE IF EXISTS index_paths",
+    """CREATE TABLE IF NOT EXISTS index_chunks (
         repo_id INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        oid BLOB NOT NULL,
-        time INTEGER NOT NULL,
-        parents TEXT NOT NULL,
-        changes TEXT NOT NULL,
-        PRIMARY KEY (repo_id, seq)
+        first INTEGER NOT NULL,
+        count INTEGER NOT NULL,
+        oids BLOB NOT NULL,
+        times BLOB NOT NULL,
+        counts BLOB NOT NULL,
+        parents BLOB NOT NULL,
+        PRIMARY KEY (repo_id, first)
     )""",
-    """CREATE TABLE IF NOT EXISTS index_paths (
+    """CREATE TABLE IF NOT EXISTS index_changes (
         repo_id INTEGER NOT NULL,
-        id INTEGER NOT NULL,
-        path BLOB NOT NULL,
-        PRIMARY KEY (repo_id, id)
+        slice INTEGER NOT NULL,
+        first_path INTEGER NOT NULL,
+        paths BLOB NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (repo_id, slice)
     )""",
     # Answers keyed by object ids never change: a tree's last commits, a commit count.
     """CREATE TABLE IF NOT EXISTS answers (

@@ -1,0 +1,170 @@
+"""A history's commits and changed paths, streamed from git children: background work only.
+
+Indexing a whole history in the interpreter (libgit2 tree comparisons, a Python set per
+commit) took half an hour for git.git; git does the same work in seconds. Two children:
+
+- ``topology``: ``git rev-list --reverse --topo-order --parents --timestamp``, the commits
+  the index lacks (the tips, less what the index's heads reach), parents before children,
+  each with its committer time as git orders by it.
+- ``ChangeStream``: one ``git diff-tree --stdin``, fed one line per (commit, parent) (the
+  commit alone for a root, against the empty tree), answering in the same order with the
+  paths that differ. A merge is diffed against each parent, because git's history
+  simplification asks each parent; ``git log -m`` would leave out the header of an empty
+  diff, so which parent a diff belongs to would be lost. ``--always`` prints every header.
+
+Both run in floorless's git environment, with replace refs off (libgit2, which pages read
+through, knows none), and are read as they write: memory stays bounded by what the caller
+keeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from floorless.errors import GitCommandError
+from floorless.git.env import GitEnvironment
+
+_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
+_READ = 1 << 20
+_DIFF_TREE = (
+    *("diff-tree", "--stdin", "-r", "--no-renames", "--always", "--root", "-z"),
+    *("--name-status", "--ignore-submodules=none"),
+)
+_TIME_MAX = (1 << 63) - 1
+
+
+def topology(
+    git: GitEnvironment, git_dir: Path, tips: Iterable[bytes], known: Iterable[bytes]
+) -> Iterator[tuple[bytes, int, list[bytes]]]:
+    """(commit, committer time, parents) of every commit ``tips`` reach and ``known`` do
+    not, parents first. ``known`` must all exist (git refuses a missing one)."""
+    lines = [t.hex() for t in tips] + ["^" + k.hex() for k in known]
+    if not any(not line.startswith("^") for line in lines):
+        return
+    proc = git.popen(
+        git_dir,
+        ["rev-list", "--reverse", "--topo-order", "--parents", "--timestamp", "--stdin"],
+        extra_env=_ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    writer = _feed(proc.stdin, (line + "\n" for line in lines))
+    try:
+        for line in proc.stdout:
+            fields = line.split()
+            yield (
+                bytes.fromhex(fields[1].decode("ascii")),
+                min(int(fields[0]), _TIME_MAX),
+                [bytes.fromhex(p.decode("ascii")) for p in fields[2:]],
+            )
+        writer.join()
+        error = proc.stderr.read()
+        if proc.wait() != 0:
+            raise GitCommandError(f"git rev-list failed: {_last_line(error)}")
+    finally:
+        _stop(proc)
+
+
+class ChangeStream:
+    """The paths that differ, slot by slot: for each ``(commit, parent or None)`` given, in
+    that order, the list of file paths (``git diff-tree -r``: files, links and submodules,
+    never directories) that differ between the parent (the empty tree) and the commit."""
+
+    def __init__(
+        self, git: GitEnvironment, git_dir: Path, slots: Iterable[tuple[bytes, bytes | None]]
+    ) -> None:
+        self._proc = git.popen(
+            git_dir,
+            [*_DIFF_TREE],
+            extra_env=_ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._stdout: IO[bytes] = self._proc.stdout
+        lines = ((c.hex() if p is None else f"{c.hex()} {p.hex()}") + "\n" for c, p in slots)
+        self._writer = _feed(self._proc.stdin, lines)
+        self.slots = self._read()
+
+    def _read(self) -> Iterator[tuple[bytes, list[bytes]]]:
+        """(commit id as hex, paths) per slot, in the order the slots were given."""
+        rest = b""
+        header: bytes | None = None
+        paths: list[bytes] = []
+        want_path = False
+        while True:
+            chunk = self._stdout.read1(_READ)  # type: ignore[attr-defined]
+            if not chunk:
+                break
+            tokens = (rest + chunk).split(b"\0")
+            rest = tokens.pop()
+            for token in tokens:
+                if want_path:
+                    paths.append(token)
+                    want_path = False
+                elif len(token) >= 40:  # a commit id: the next slot's header
+                    if header is not None:
+                        yield header, paths
+                    header, paths = token, []
+                else:  # a status letter: a path follows
+                    want_path = True
+        if rest or want_path:
+            raise GitCommandError("git diff-tree stopped mid-answer")
+        if header is not None:
+            yield header, paths
+
+    def close(self) -> None:
+        _stop(self._proc)
+        self._writer.join(timeout=5)
+
+    def __enter__(self) -> ChangeStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _feed(pipe: IO[bytes], lines: Iterable[str]) -> threading.Thread:
+    """Write ``lines`` to a child's stdin from a thread of its own (the child answers as it
+    reads: writing all before reading would fill both pipes), then close it."""
+
+    def run() -> None:
+        try:
+            batch: list[str] = []
+            for line in lines:
+                batch.append(line)
+                if len(batch) >= 1024:
+                    pipe.write("".join(batch).encode("ascii"))
+                    batch = []
+            pipe.write("".join(batch).encode("ascii"))
+        except (BrokenPipeError, ValueError, OSError):  # the child was stopped: nothing to do
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+    thread = threading.Thread(target=run, name="fl-bg-feed", daemon=True)
+    thread.start()
+    return thread
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def _last_line(error: bytes) -> str:
+    lines = error.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else "no message"
