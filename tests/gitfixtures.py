@@ -810,6 +810,56 @@ def build_history(path: Path) -> Path:
     return path
 
 
+# ------------------------------------------------------------------------- many refs
+
+
+def many_refs_tag(number: int) -> str:
+    """The name of many-refs tag ``number`` (on main's commit ``number``): unpadded, so that
+    names sort otherwise than dates (rel-10 before rel-9)."""
+    return f"rel-{number}"
+
+
+def many_refs_branch(number: int) -> str:
+    return f"topic/b{number}"
+
+
+def build_many_refs(path: Path, tags: int, branches: int, commits: int = 1000) -> Path:
+    """Bare repository with ``commits`` commits on main (the first adds README.md and src/,
+    each later one changes counter.txt), ``tags`` tags (tag ``n`` on commit ``n``, every tenth
+    annotated) and ``branches`` branches besides main (branch ``n`` on commit ``7n % commits``,
+    so that the branches' dates run otherwise than their names). The same ``commits`` give
+    the same main, whatever the refs: pages of two such repositories differ in refs alone."""
+    if not 0 <= tags <= commits:
+        raise ValueError("at most one tag a commit")
+    _init_bare(path)
+    stream = FastImportStream()
+    marks = [
+        stream.commit(
+            "refs/heads/main",
+            "commit 1\n",
+            files={
+                "README.md": b"# Many refs\n",
+                "src/app.py": b"print('hello')\n",
+                "src/util.py": b"def util():\n    return 1\n",
+                "counter.txt": b"1\n",
+            },
+        )
+    ]
+    for number in range(2, commits + 1):
+        change: dict[GitPath, FileValue] = {"counter.txt": b"%d\n" % number}
+        marks.append(stream.commit("refs/heads/main", f"commit {number}\n", marks[-1:], change))
+    for number in range(1, tags + 1):
+        name, mark = many_refs_tag(number), marks[number - 1]
+        if number % 10 == 0:
+            stream.tag(name, mark, f"release {number}\n")
+        else:
+            stream.reset(f"refs/tags/{name}", mark)
+    for number in range(1, branches + 1):
+        stream.reset(f"refs/heads/{many_refs_branch(number)}", marks[(7 * number) % commits])
+    stream.run(path)
+    return path
+
+
 # ---------------------------------------------------------------------------- build_all
 
 BUILDERS: dict[str, Callable[[Path], Path]] = {

@@ -94,6 +94,7 @@ READ_PAGES = [
     ("/{owner}/{repo}/rss/branch/{tail:path}", "/alice/demo/rss/branch/main", "GET"),
     ("/{owner}/{repo}/-/last/{sha}", "/alice/demo/-/last/{main}", "GET"),
     ("/{owner}/{repo}/-/last/{sha}/{tail:path}", "/alice/demo/-/last/{main}/docs", "GET"),
+    ("/{owner}/{repo}/-/refs", "/alice/demo/-/refs?for=blame&at=README.md", "GET"),
 ]
 GIT_READ = [
     ("/{owner}/{repo}/info/refs", "/alice/demo.git/info/refs?service=git-upload-pack", "GET"),

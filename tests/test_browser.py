@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitfixtures import git_text
+from gitfixtures import build_many_refs, git_text, many_refs_tag
 from serving import serving
+
+from floorless.web.views.refswitch import SHOWN
 
 pytestmark = pytest.mark.browser
 
@@ -394,6 +396,80 @@ def test_sign_in_and_manage_a_private_repository(browser, tmp_path: Path) -> Non
             page.goto(f"{server}/-/login")
             page.set_viewport_size(PHONE)
             _no_horizontal_overflow(page)
+        finally:
+            context.close()
+    assert watcher.problems == [], "\n".join(watcher.problems)
+
+
+def test_ref_switcher_loads_filters_and_follows(browser, tmp_path: Path) -> None:
+    """The switcher's list is fetched when it opens: newest first and bounded, filtered as one
+    types, walked with the arrow keys, closed with Escape; a tag link opens the same file at
+    that tag."""
+    from playwright.sync_api import expect
+
+    tags = SHOWN + 70
+    build_many_refs(tmp_path / "repos" / "alice" / "many.git", tags, 3, commits=tags)
+    with serving(tmp_path / "repos", tmp_path / "data") as running:
+        server = running.url
+        context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        page.set_default_timeout(STEP_TIMEOUT_MS)
+        expect.set_options(timeout=STEP_TIMEOUT_MS)
+        watcher = Watcher(page)
+        try:
+            page.goto(f"{server}/alice/many/src/branch/main/src/app.py")
+            expect(page).to_have_title("app.py at main · alice/many · floorless")
+            switcher = page.locator("details.refswitch")
+            expect(switcher.locator("a", has_text=many_refs_tag(1))).to_have_count(0)
+
+            # Opened from the keyboard: the filter box takes the focus, the list arrives.
+            switcher.locator("summary").focus()
+            page.keyboard.press("Enter")
+            expect(switcher).to_have_attribute("open", "")
+            box = switcher.get_by_label("Filter branches and tags")
+            expect(box).to_be_focused()
+            groups = switcher.locator(".refgroup")
+            tag_links = groups.filter(has_text="Tags").locator("a")
+            expect(tag_links).to_have_count(SHOWN)
+            expect(tag_links.first).to_have_text(many_refs_tag(tags))
+            expect(groups.filter(has_text="Branches").locator("a").first).to_have_text("main")
+            expect(groups.filter(has_text="Branches").locator("a[aria-current]")).to_have_text(
+                "main"
+            )
+
+            # Arrow keys walk from the box into the list and back; Escape closes.
+            page.keyboard.press("ArrowDown")
+            expect(switcher.locator(".refgroup a").first).to_be_focused()
+            page.keyboard.press("ArrowDown")
+            expect(switcher.locator(".refgroup a").nth(1)).to_be_focused()
+            page.keyboard.press("ArrowUp")
+            page.keyboard.press("ArrowUp")
+            expect(box).to_be_focused()
+            page.keyboard.press("Escape")
+            expect(switcher).not_to_have_attribute("open", "")
+            expect(switcher.locator("summary")).to_be_focused()
+
+            # Filtering asks the server again: the matching tags alone, newest first.
+            switcher.locator("summary").click()
+            expect(box).to_be_focused()
+            box.fill("REL-1")
+            expected = sorted(
+                (n for n in range(1, tags + 1) if many_refs_tag(n).startswith("rel-1")),
+                reverse=True,
+            )[:SHOWN]
+            expect(tag_links).to_have_text([many_refs_tag(n) for n in expected])
+            expect(switcher).to_contain_text("No branches match")
+            box.fill("rel-11")
+            expect(tag_links).to_have_text(
+                [many_refs_tag(n) for n in (119, 118, 117, 116, 115, 114, 113, 112, 111, 110, 11)]
+            )
+            _save_screenshot(page, tmp_path, "refswitch")
+
+            # Following a tag keeps the page and the path.
+            tag_links.filter(has_text=re.compile(r"^rel-11$")).click()
+            expect(page).to_have_url(f"{server}/alice/many/src/tag/rel-11/src/app.py")
+            expect(page).to_have_title("app.py at rel-11 · alice/many · floorless")
+            expect(page.locator("details.refswitch summary")).to_contain_text("Tag: rel-11")
         finally:
             context.close()
     assert watcher.problems == [], "\n".join(watcher.problems)

@@ -201,8 +201,10 @@ def test_repo_home(client, demo):
     # commit count, as git counts
     count = git_text(demo, "rev-list", "--count", "main")
     assert f"{count} commits" in latest
-    # the branch and tag switcher
-    switch = section(page, '<details class="refswitch">', "</details>")
+    # the branch and tag switcher: its button in the page, its list fetched when opened
+    button = section(page, '<details class="refswitch"', "</details>")
+    assert 'data-refs="/alice/demo/-/refs?for=src"' in button
+    switch = ok(client, "/alice/demo/-/refs", query_string="for=src").text
     for url in (
         "src/branch/main",
         "src/branch/feature/x",

@@ -182,7 +182,7 @@ def test_no_view_reparses_the_path():
 
 # ---------------------------------------------------------------------- the templates
 
-_URL_ATTRIBUTE = re.compile(r'\b(?:href|src|action|data-last)="([^"]*)"')
+_URL_ATTRIBUTE = re.compile(r'\b(?:href|src|action|data-last|data-refs)="([^"]*)"')
 
 
 def test_templates_build_no_urls_themselves():
@@ -211,11 +211,11 @@ def test_templates_build_no_urls_themselves():
 
 
 class _Links(HTMLParser):
-    """Every link of a page, each marked when it lies in the ref switch (which keeps the path
-    shown, whether or not the other ref has it) or in a rendered Markdown file (whose author
-    chose where it points)."""
+    """Every link of a page, each marked when it lies in the ref switch or its list (which
+    keep the path shown, whether or not the other ref has it) or in a rendered Markdown file
+    (whose author chose where it points)."""
 
-    GUARDED = (("details", "refswitch"), ("div", "markdown"))
+    GUARDED = (("details", "refswitch"), ("div", "reflist"), ("div", "markdown"))
 
     def __init__(self) -> None:
         super().__init__()
@@ -227,7 +227,7 @@ class _Links(HTMLParser):
         classes = (found.get("class") or "").split()
         if any(tag == t and c in classes for t, c in self.GUARDED) or (tag in self._open):
             self._open.append(tag)
-        for name in ("href", "src", "action", "data-last"):
+        for name in ("href", "src", "action", "data-last", "data-refs"):
             value = found.get(name)
             if value is not None and tag != "use":
                 self.links.append((name, value, bool(self._open)))
@@ -350,7 +350,7 @@ def test_every_link_on_the_demo_pages_answers(own_client, fixture_root):
                 and url.startswith(("/alice/demo", "/alice/history/commits"))
                 and "/raw/" not in url
                 and "/archive/" not in url
-                and "/-/" not in url
+                and ("/-/" not in url or "/-/refs?" in url)  # the ref switcher's list
                 and not url.endswith((".diff", ".patch"))
             ):
                 queue.append(url)
@@ -359,6 +359,9 @@ def test_every_link_on_the_demo_pages_answers(own_client, fixture_root):
     odd = urls.src(REPO, "branch", b"main", DEMO_INVALID_UTF8_PATH)
     assert odd in checked and checked[odd] == 200
     assert urls.raw(REPO, "branch", b"main", "images/logo.png") in checked
+    # the ref switcher's lists were followed, keeping the page and the path shown
+    assert urls.ref_switch(REPO, "blame", "src/app.py") in crawled
+    assert urls.blame(REPO, "tag", b"v1.0", "src/app.py") in checked
     assert any("/rss/" not in u and "/-/last/" in u for u in checked)
 
 

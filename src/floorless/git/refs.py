@@ -43,6 +43,9 @@ class RefSnapshot:
     tags: Mapping[bytes, Tag]
     detached: bytes | None = None  # HEAD's commit when HEAD is detached
     loaded_at: float = field(default_factory=time.monotonic)
+    _newest: tuple[list[bytes], list[bytes]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def default_branch(self) -> bytes | None:
@@ -57,6 +60,29 @@ class RefSnapshot:
     @cached_property
     def sorted_tags(self) -> list[bytes]:
         return sorted(self.tags)
+
+    def newest_first(self, committed: Callable[[bytes], int]) -> tuple[list[bytes], list[bytes]]:
+        """Branch names (the default branch first) and tag names, each newest first by the
+        time ``committed`` gives their commit id, ties by name; a tag of a tree or a blob last.
+
+        Worked out once per snapshot and kept on it (the ref switcher asks for every path of
+        every page): a commit's time never changes, and refs that move make a new snapshot.
+        """
+        found = self._newest
+        if found is None:
+            default = self.default_branch
+            branches = sorted(
+                self.branches,
+                key=lambda name: (name != default, -committed(self.branches[name]), name),
+            )
+
+            def tag_key(name: bytes) -> tuple[bool, int, bytes]:
+                commit = self.tags[name].commit
+                return (commit is None, -committed(commit) if commit else 0, name)
+
+            found = (branches, sorted(self.tags, key=tag_key))
+            object.__setattr__(self, "_newest", found)  # frozen, like a cached_property
+        return found
 
     @cached_property
     def home(self) -> tuple[str, bytes, bytes] | None:

@@ -202,6 +202,16 @@ def settings(repo: Named) -> str:
     return f"{home(repo)}/settings"
 
 
+def ref_switch(
+    repo: Named, page: str = "src", at: str | bytes = b"", q: str | bytes | None = None
+) -> str:
+    """The ref switcher's list (an HTML fragment) for the ``page`` of path ``at``: each of its
+    links opens that page and path on another branch or tag; ``q`` filters the names."""
+    if page not in PAGES:
+        raise ValueError(f"no ref page {page!r}")
+    return f"{home(repo)}/-/refs" + query({"for": page, "at": at or None, "q": q or None})
+
+
 def archive(repo: Named, ref: str | bytes, suffix: str = ".tar.gz") -> str:
     if suffix not in ARCHIVES:
         raise ValueError(f"no archive format {suffix!r}")

@@ -80,3 +80,90 @@
   }
   poll();
 })();
+
+// The ref switcher: the page holds its button alone; opening it fetches the list of branches
+// and tags (newest first, bounded) from data-refs, and the filter box asks for it again with
+// ?q=. Arrow keys move through the box and the list, Escape closes it.
+(function () {
+  "use strict";
+  function setUp(switcher) {
+    var menu = switcher.querySelector(".refmenu");
+    var summary = switcher.querySelector("summary");
+    var filter = document.createElement("input");
+    filter.type = "search";
+    filter.className = "reffilter";
+    filter.placeholder = "Filter branches and tags";
+    filter.setAttribute("aria-label", "Filter branches and tags");
+    filter.autocomplete = "off";
+    var slot = document.createElement("div");
+    slot.className = "refslot";
+    slot.setAttribute("aria-live", "polite");
+    slot.textContent = "Loading…";
+    menu.insertBefore(slot, menu.firstChild);
+    menu.insertBefore(filter, slot);
+    var asked = 0, timer = null;
+    function load() {
+      asked += 1;
+      var mine = asked;
+      var url = switcher.dataset.refs;  // exact bytes of the path kept: only q is added
+      if (filter.value) { url += "&q=" + encodeURIComponent(filter.value); }
+      fetch(url, { headers: { "Accept": "text/html" } })
+        .then(function (response) {
+          if (!response.ok) { throw new Error(String(response.status)); }
+          return response.text();
+        })
+        .then(function (html) {
+          if (mine !== asked) { return; }  // a newer filter's answer is on its way
+          slot.innerHTML = html;
+          var here = window.location.pathname;
+          slot.querySelectorAll("a").forEach(function (link) {
+            if (link.pathname === here) { link.setAttribute("aria-current", "page"); }
+          });
+        })
+        .catch(function () {
+          if (mine === asked) { slot.textContent = "The list could not be loaded."; }
+        });
+    }
+    filter.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(load, 150);
+    });
+    filter.addEventListener("keydown", function (event) {
+      if (event.key !== "Enter") { return; }
+      event.preventDefault();
+      var first = slot.querySelector("a");
+      if (first) { first.click(); }
+    });
+    switcher.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && switcher.open) {
+        event.preventDefault();
+        switcher.open = false;
+        summary.focus();
+        return;
+      }
+      if (event.key !== "ArrowDown" && event.key !== "ArrowUp") { return; }
+      if (!switcher.open) { return; }
+      var stops = [filter].concat(Array.prototype.slice.call(menu.querySelectorAll("a")));
+      var at = stops.indexOf(document.activeElement);
+      var next = event.key === "ArrowDown" ? at + 1 : at - 1;
+      if (at === -1) { next = 0; }
+      if (next < 0 || next >= stops.length) { return; }
+      event.preventDefault();
+      stops[next].focus();
+    });
+    load();
+  }
+  document.querySelectorAll("details.refswitch[data-refs]").forEach(function (switcher) {
+    switcher.addEventListener("toggle", function () {
+      if (!switcher.open) { return; }
+      if (!switcher.querySelector(".reffilter")) { setUp(switcher); }
+      switcher.querySelector(".reffilter").focus();
+    });
+  });
+  // A click elsewhere closes an open switcher.
+  document.addEventListener("click", function (event) {
+    document.querySelectorAll("details.refswitch[open]").forEach(function (switcher) {
+      if (!switcher.contains(event.target)) { switcher.open = false; }
+    });
+  });
+})();
