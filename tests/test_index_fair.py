@@ -191,3 +191,24 @@ def test_the_loaded_index_is_packed(repos: Path, tmp_path: Path) -> None:
         assert not any(isinstance(v, (set, frozenset)) for v in vars(graph).values())
     finally:
         again.stop()
+
+
+def test_pages_say_how_far_the_index_is(forge: Forge) -> None:
+    repo = _repo(forge, "big", "one")
+    job = IndexJob(repo, forge.state(repo).snapshot())
+    try:
+        for _ in range(2):  # the commits, then one slice of changed paths
+            assert not forge.indexer.work(job)
+    finally:
+        floorless.indexer._close(job)
+    known = len(forge.indexer.graph(repo.id) or ())
+    client = testing.TestClient(create_app(forge))
+    page = client.simulate_get("/big/one/commits/branch/main/rare.txt")
+    assert page.status_code == 200 and "being prepared" in page.text
+    assert f"{SLICE} of {known:,} commits" in page.text
+    assert "refresh" not in page.headers  # the page fetches itself again: no reload
+    home = client.simulate_get("/big/one")
+    assert f"{SLICE} of {known:,} commits" in home.text
+    tip = git_text(Path(repo.path), "rev-parse", "main")
+    column = client.simulate_get(f"/big/one/-/last/{tip}")
+    assert column.status_code == 202 and column.json["progress"] == [SLICE, known]

@@ -38,12 +38,57 @@
     field.addEventListener("focus", function () { field.select(); });
   });
 
+  // What the history index has not answered yet is asked again until it is: backing off to
+  // 10 s, and never giving up while the index moves (its progress shows in p.indexing); only
+  // after 30 polls in a row without a change does the page stop asking.
+  function waitFor(ask) {
+    var delay = 250, still = 0, last = null;
+    function again(progress) {
+      if (progress === last) { still += 1; } else { still = 0; last = progress; }
+      if (still < 30) { setTimeout(run, delay); delay = Math.min(delay * 2, 10000); }
+    }
+    function run() { ask(again); }
+    run();
+  }
+  function showProgress(progress) {
+    var note = document.querySelector("p.indexing .progress");
+    if (note && progress) {
+      var done = progress[0], total = progress[1];
+      note.textContent = done.toLocaleString("en") + " of " + total.toLocaleString("en") +
+        " commits, " + (total ? Math.floor(100 * done / total) : 100) + "%";
+    }
+  }
+
+  // A path's history being prepared: the page itself is fetched again, and its list put in
+  // place once it is there (no reload: an open menu stays open).
+  var pending = document.querySelector("p.indexing[data-poll='page']");
+  if (pending) {
+    waitFor(function (again) {
+      fetch(window.location.href, { headers: { "Accept": "text/html" } })
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (text) {
+          if (text === null) { return; }
+          var fresh = new DOMParser().parseFromString(text, "text/html");
+          var note = fresh.querySelector("p.indexing");
+          if (note) {
+            var progress = note.querySelector(".progress");
+            var mine = pending.querySelector(".progress");
+            if (progress && mine) { mine.textContent = progress.textContent; }
+            again(progress ? progress.textContent : null);
+            return;
+          }
+          var list = fresh.querySelector("ol.commit-list"), pager = fresh.querySelector("nav.pager");
+          if (list) { pending.replaceWith(list); }
+          if (list && pager) { list.after(pager); }
+        })
+        .catch(function () { again(null); });
+    });
+  }
+
   // Fill in the last-commit column once the index can answer.
   var table = document.querySelector("table.files[data-ready='no']");
   if (!table) { return; }
-  var tries = 0;
-  function poll() {
-    tries += 1;
+  waitFor(function (again) {
     fetch(table.dataset.last, { headers: { "Accept": "application/json" } })
       .then(function (response) {
         if (!response.ok) { return [response.status, null]; }
@@ -57,7 +102,8 @@
           return;
         }
         if (!body.ready) {
-          if (tries < 60) { setTimeout(poll, Math.min(250 * tries, 2000)); }
+          showProgress(body.progress);
+          again(body.progress ? body.progress.join("/") : null);
           return;
         }
         table.querySelectorAll("tr[data-name]").forEach(function (row) {
@@ -76,9 +122,8 @@
         var note = document.querySelector("p.indexing");
         if (note) { note.remove(); }
       })
-      .catch(function () { if (tries < 60) { setTimeout(poll, 2000); } });
-  }
-  poll();
+      .catch(function () { again(null); });
+  });
 })();
 
 // The ref switcher: the page holds its button alone; opening it fetches the list of branches

@@ -124,8 +124,6 @@ class Commits(RefPage):
             else [objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits]
         )
         following = Cursor.of(page) if page else None
-        if page is None:
-            resp.set_header("Refresh", "1")
         req.context.final_page = page is not None
         self.html(
             resp,
@@ -134,6 +132,7 @@ class Commits(RefPage):
                 resolved=resolved,
                 commits=commits,
                 indexing=page is None,
+                progress=view.forge.indexer.progress(view.repo.id) if page is None else None,
                 newest_url=None if cursor is None else urls.same_page(),
                 next_url=urls.same_page(**following.params()) if following else None,
                 crumbs=crumbs(resolved.path),

@@ -65,6 +65,9 @@ class LastCommits(View):
             ):
                 raise RepositoryBroken(f"this repository cannot be indexed: {failure}")
             resp.status = falcon.HTTP_202
+            progress = self.forge.indexer.progress(view.repo.id)
+            if progress is not None:  # (commits indexed, commits known)
+                body["progress"] = progress
             resp.cache_control = ["no-store"]
         resp.content_type = falcon.MEDIA_JSON
         resp.media = body

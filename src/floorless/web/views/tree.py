@@ -68,6 +68,7 @@ def tree_context(
     return {
         "rows": rows,
         "last_ready": last is not None,
+        "progress": None if last is not None else view.forge.indexer.progress(view.repo.id),
         "readme": readme(view, tree, resolved, cache),
         "paged": {"total": total, "limit": limit, "after": after, "next": following}
         if total > limit or after is not None
