@@ -85,6 +85,11 @@ READ_PAGES = [
     ("/{owner}/{repo}/commits/{kind}", "/alice/demo/commits/main", "GET"),
     ("/{owner}/{repo}/commits/{kind}/{tail:path}", "/alice/demo/commits/branch/main", "GET"),
     ("/{owner}/{repo}/commit/{sha}", "/alice/demo/commit/{main}", "GET"),
+    (
+        "/{owner}/{repo}/commit/{sha}/-/diff/{tail:path}",
+        "/alice/demo/commit/{main}/-/diff/README.md",
+        "GET",
+    ),
     ("/{owner}/{repo}/blame/{kind}", "/alice/demo/blame/main", "GET"),
     ("/{owner}/{repo}/blame/{kind}/{tail:path}", "/alice/demo/blame/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/branches", "/alice/demo/branches", "GET"),

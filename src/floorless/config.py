@@ -139,16 +139,36 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "max_diff_total_lines",
         int,
-        10_000,
-        "Diff lines shown in total on a commit page.",
+        3000,
+        "Diff lines shown in total on a commit page; a file whose diff does not fit is listed, and its diff loads on its own when asked for.",
         minimum=10,
     ),
-    Setting("max_diff_files", int, 300, "Files whose diff is shown on a commit page.", minimum=1),
+    Setting(
+        "max_diff_highlight_lines",
+        int,
+        1000,
+        "Diff lines highlighted on a commit page, or in one file's diff loaded on its own (a file's lines before and after the change count once each); files past it are shown as plain text.",
+        minimum=0,
+    ),
+    Setting(
+        "max_diff_page_bytes",
+        int,
+        393_216,
+        "Bytes of diff HTML on a commit page; a file whose diff does not fit is listed, and its diff loads on its own when asked for.",
+        minimum=1024,
+    ),
+    Setting(
+        "max_diff_files",
+        int,
+        300,
+        "Files of a commit whose diff is made (their lines added and removed are counted and their diff may be shown on its page); the diffs of the others load one file at a time when asked for.",
+        minimum=1,
+    ),
     Setting(
         "max_diff_listed",
         int,
-        3000,
-        "Changed files listed on a commit page (those past `max_diff_files` without their diff); beyond them only their number is given.",
+        1000,
+        "Changed files listed on a commit page; beyond them only their number is given.",
         minimum=1,
     ),
     Setting(
@@ -162,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
         "max_diff_bytes",
         int,
         8_388_608,
-        "Bytes of file contents (before and after) diffed for one commit page; the files past this budget are listed without their diff. Also the largest commit whose `.diff` and `.patch` are made in-process: a larger one is streamed from a `git diff-tree` child, under the same limit as archives.",
+        "Bytes of file contents (before and after) diffed for one commit page; the files past this budget are listed, and their diff loads on its own when asked for. Also the largest commit whose `.diff` and `.patch` are made in-process: a larger one is streamed from a `git diff-tree` child, under the same limit as archives.",
         minimum=1024,
     ),
     Setting(
@@ -367,6 +387,8 @@ class Settings:
     max_highlight: int
     max_diff_lines: int
     max_diff_total_lines: int
+    max_diff_highlight_lines: int
+    max_diff_page_bytes: int
     max_diff_files: int
     max_diff_listed: int
     max_diff_file_bytes: int

@@ -4,9 +4,12 @@ rename detection, hunks with line numbers, truncated per file and in total.
 libgit2 holds the interpreter while it reads and diffs blobs, so the work a page does is
 budgeted before it starts: the list of changed files is cheap (tree against tree), but a
 file's patch is made only when its blobs, by their headers, are small enough, and only until
-a page's budget of files, bytes and lines is spent. Rename detection compares contents only
-when the added and deleted files are few and small; otherwise it matches identical files
-alone. A commit too large for the budget has its ``.diff`` and ``.patch`` made by git."""
+a page's budget of files and bytes is spent. Of the files with a patch, those that fit the
+page's budget of lines keep their lines (they are shown on the page); the others keep their
+counts only, and their lines are made one file at a time on request (``file_diff``). Rename
+detection compares contents only when the added and deleted files are few and small;
+otherwise it matches identical files alone. A commit too large for the budget has its
+``.diff`` and ``.patch`` made by git."""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ STATUS = {
 class Limits(NamedTuple):
     files: int  # files whose patch may be made
     lines_per_file: int
-    lines_total: int
+    lines_total: int  # lines shown on a page in all (files past it load on request)
     listed: int = 3000  # files listed at all
     file_bytes: int = 1 << 20  # a file larger than this (either side) gets no patch
     total_bytes: int = 8 << 20  # bytes of blobs diffed in all
@@ -66,7 +69,7 @@ class FileDiff:
     similarity: int
     hunks: list[Hunk] = field(default_factory=list)
     truncated: bool = False
-    shown: bool = True
+    shown: bool = True  # False: listed only, its lines made on request (``file_diff``)
     too_large: bool = False  # a blob past ``Limits.file_bytes``: no patch was made
 
 
@@ -76,7 +79,7 @@ class CommitDiff:
     additions: int
     deletions: int
     total_files: int
-    truncated: bool
+    truncated: bool  # a listed file is not shown, or shown cut short
     complete_stats: bool = True  # additions and deletions count every file's patch
 
 
@@ -154,6 +157,9 @@ def git_diff_args(commit: AnyCommit, stat: bool = False) -> list[str]:
 
 
 def commit_diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> CommitDiff:
+    """The commit's changed files, each with its counts while the budgets of files and bytes
+    last, and with its lines while the page's budget of lines lasts (a file that does not fit
+    whole is not shown, and one after it that fits is)."""
     diff = _diff(repo, commit, limits)
     files: list[FileDiff] = []
     total_lines = total_bytes = additions = deletions = 0
@@ -163,19 +169,12 @@ def commit_diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> C
         total_files = len(diff)
         deltas = list(itertools.islice(diff.deltas, limits.listed))
     for i, delta in enumerate(deltas):
-        fd = FileDiff(
-            old_path=delta.old_file.raw_path,
-            new_path=delta.new_file.raw_path,
-            status=STATUS.get(delta.status, "modified"),
-            additions=None,
-            deletions=None,
-            binary=False,  # known once its patch is made: asking the delta reads both blobs
-            similarity=delta.similarity,
-        )
+        fd = _listed(delta)
         files.append(fd)
-        if i >= limits.files or total_lines >= limits.lines_total:
+        if i >= limits.files:
             fd.shown = False
             truncated = True
+            complete = False
             continue
         size = _sizes(repo, delta)
         if size > limits.file_bytes:
@@ -185,34 +184,84 @@ def commit_diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> C
         if total_bytes + size > limits.total_bytes:
             fd.shown = False
             truncated = True
+            complete = False
             continue
         total_bytes += size
         with timing.phase("git"):
             patch = diff[i]
         if patch is None:  # libgit2 found nothing to show for this delta
             continue
-        _, fd.additions, fd.deletions = patch.line_stats
+        context, fd.additions, fd.deletions = patch.line_stats
         additions += fd.additions
         deletions += fd.deletions
         fd.binary = bool(patch.delta.is_binary)
         if fd.binary:
             continue
-        fd.truncated = _hunks(fd, patch, limits, total_lines)
+        lines = min(context + fd.additions + fd.deletions, limits.lines_per_file)
+        if total_lines + lines > limits.lines_total:
+            fd.shown = False
+            truncated = True
+            continue
+        fd.truncated = _hunks(
+            fd, patch, min(limits.lines_per_file, limits.lines_total - total_lines)
+        )
         total_lines += sum(len(h.lines) for h in fd.hunks)
         truncated = truncated or fd.truncated
-    complete = complete and not truncated and total_files == len(files)
+    complete = complete and total_files == len(files)
     return CommitDiff(files, additions, deletions, total_files, truncated, complete)
 
 
-def _hunks(fd: FileDiff, patch: pygit2.Patch, limits: Limits, total_lines: int) -> bool:
-    """Fill ``fd.hunks`` from ``patch`` within the line limits; True if it was cut short."""
+def file_diff(
+    repo: pygit2.Repository, commit: AnyCommit, path: bytes, limits: Limits
+) -> FileDiff | None:
+    """One changed file of the commit with its lines, for loading on its own: ``path`` is its
+    path after the commit (before it, for a deleted file), paired with the same rename
+    detection as the commit's page. None if the commit does not change ``path``."""
+    diff = _diff(repo, commit, limits)
+    with timing.phase("git"):
+        found = next(
+            ((i, delta) for i, delta in enumerate(diff.deltas) if delta.new_file.raw_path == path),
+            None,
+        )
+    if found is None:
+        return None
+    index, delta = found
+    fd = _listed(delta)
+    if _sizes(repo, delta) > limits.file_bytes:
+        fd.too_large = True
+        return fd
+    with timing.phase("git"):
+        patch = diff[index]
+    if patch is None:
+        return fd
+    _, fd.additions, fd.deletions = patch.line_stats
+    fd.binary = bool(patch.delta.is_binary)
+    if not fd.binary:
+        fd.truncated = _hunks(fd, patch, limits.lines_per_file)
+    return fd
+
+
+def _listed(delta: pygit2.DiffDelta) -> FileDiff:
+    return FileDiff(
+        old_path=delta.old_file.raw_path,
+        new_path=delta.new_file.raw_path,
+        status=STATUS.get(delta.status, "modified"),
+        additions=None,
+        deletions=None,
+        binary=False,  # known once its patch is made: asking the delta reads both blobs
+        similarity=delta.similarity,
+    )
+
+
+def _hunks(fd: FileDiff, patch: pygit2.Patch, cap: int) -> bool:
+    """Fill ``fd.hunks`` from ``patch``, at most ``cap`` lines; True if it was cut short."""
     count = 0
     with timing.phase("git"):
         for hunk in patch.hunks:
             h = Hunk(hunk.header.rstrip("\n"))
             fd.hunks.append(h)
             for line in hunk.lines:
-                if count >= limits.lines_per_file or total_lines + count >= limits.lines_total:
+                if count >= cap:
                     return True
                 content = line.raw_content.decode("utf-8", "replace").rstrip("\n")
                 h.lines.append(

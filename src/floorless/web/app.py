@@ -152,6 +152,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/commits/{kind}", commits.Commits(*deps)),
         (repo_prefix + "/commits/{kind}/{tail:path}", commits.Commits(*deps)),
         (repo_prefix + "/commit/{sha}", commit.Commit(*deps)),
+        (repo_prefix + "/commit/{sha}/-/diff/{tail:path}", commit.CommitFile(*deps)),
         (repo_prefix + "/blame/{kind}", blame.Blame(*deps)),
         (repo_prefix + "/blame/{kind}/{tail:path}", blame.Blame(*deps)),
         (repo_prefix + "/settings", settings.Settings(*deps, authenticator)),

@@ -190,6 +190,12 @@ def commit(repo: Named, oid: str | bytes, variant: str = "") -> str:
     return f"{home(repo)}/commit/{_hex(oid)}" + (f".{variant}" if variant else "")
 
 
+def diff_file(repo: Named, oid: str | bytes, at: str | bytes) -> str:
+    """One changed file's diff in commit ``oid``, loaded on its own (``at``: its path after
+    the commit, or before it for a deleted file)."""
+    return _below(f"{home(repo)}/commit/{_hex(oid)}/-/diff", at)
+
+
 def branches(repo: Named) -> str:
     return f"{home(repo)}/branches"
 

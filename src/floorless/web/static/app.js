@@ -85,6 +85,32 @@
     });
   }
 
+  // A file a big commit's page lists without its diff: its diff loads under its entry when
+  // selected (one file at a time), and hides and shows again after that. Without the script,
+  // the link opens the file's diff as a page.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a.load-diff");
+    if (!link || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) { return; }
+    event.preventDefault();
+    var item = link.closest("li");
+    var loaded = item.querySelector("section.file-diff");
+    if (loaded) { loaded.hidden = !loaded.hidden; return; }
+    if (link.dataset.loading === "yes") { return; }
+    link.dataset.loading = "yes";
+    fetch(link.href, { headers: { "Accept": "text/html" } })
+      .then(function (response) {
+        if (!response.ok) { throw new Error(String(response.status)); }
+        return response.text();
+      })
+      .then(function (text) {
+        var page = new DOMParser().parseFromString(text, "text/html");
+        var section = page.querySelector("section.file-diff");
+        if (section) { item.appendChild(document.importNode(section, true)); }
+        link.dataset.loading = "";
+      })
+      .catch(function () { link.dataset.loading = ""; window.location.href = link.href; });
+  });
+
   // Fill in the last-commit column once the index can answer.
   var table = document.querySelector("table.files[data-ready='no']");
   if (!table) { return; }
