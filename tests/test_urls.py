@@ -22,7 +22,7 @@ from gitfixtures import DEMO_INVALID_UTF8_PATH, git, git_text
 
 from floorless.errors import BadRequest, UnknownRevision
 from floorless.git import oid
-from floorless.git.blame import parse_porcelain
+from floorless.git.blame import BlameGroup, IncrementalParser
 from floorless.git.reach import requested_ids
 from floorless.git.refs import RefSnapshot, Tag, resolve
 from floorless.web import urls
@@ -429,7 +429,7 @@ def test_cursor_takes_either_length():
 
 
 def test_blame_output_of_a_sha256_repository(tmp_path):
-    """``git blame --porcelain`` in a real SHA-256 repository, parsed."""
+    """``git blame --incremental`` in a real SHA-256 repository, parsed."""
     work = tmp_path / "s256"
     subprocess.run(
         ["git", "init", "-q", "-b", "main", "--object-format=sha256", str(work)], check=True
@@ -439,9 +439,10 @@ def test_blame_output_of_a_sha256_repository(tmp_path):
     git(work, "commit", "-q", "-m", "first", when=1_700_000_000)
     head = git_text(work, "rev-parse", "HEAD")
     assert len(head) == 64
-    lines, commits = parse_porcelain(git(work, "blame", "--porcelain", "HEAD", "--", "a.txt"))
-    assert [(line.commit, line.text) for line in lines] == [(head, b"one"), (head, b"two")]
-    assert commits[head].summary == "first"
+    parser = IncrementalParser(2)
+    groups = parser.feed(git(work, "blame", "--incremental", "HEAD", "--", "a.txt"))
+    assert groups + parser.finish() == [BlameGroup(head, 1, 2)]
+    assert parser.commits[head].summary == "first"
 
 
 def test_protocol_requests_name_ids_of_either_length():

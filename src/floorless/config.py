@@ -207,6 +207,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1024,
     ),
     Setting(
+        "max_blame_highlight",
+        int,
+        32_768,
+        "Largest file, in bytes, whose blame page is syntax-highlighted; a larger one is shown as plain text, so that its first blame costs about what `git blame` costs (highlighting a 7,000-line C file takes longer than blaming it) and its page stays small.",
+        minimum=0,
+    ),
+    Setting(
         "max_raw_in_process_bytes",
         int,
         8_388_608,
@@ -396,6 +403,7 @@ class Settings:
     max_tree_entries: int
     max_blob_page_bytes: int
     max_blame_bytes: int
+    max_blame_highlight: int
     max_raw_in_process_bytes: int
     commits_per_page: int
     repos_per_page: int

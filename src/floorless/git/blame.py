@@ -1,22 +1,35 @@
-"""Blame through one ``git blame --porcelain`` child on a cache miss (libgit2's blame is 5-7x
-slower), parsed into runs of lines that share a commit. The answer is keyed by commit id and
-path, so it never needs invalidating."""
+"""Blame through one ``git blame --incremental`` child on a cache miss (libgit2's blame is
+5-7x slower than git's).
+
+git reports each run of lines as soon as it has found the commit that last changed them, in
+the order it finds them (newest commits first), and writes nothing else: no line text (the
+blob is already in hand), no repeated headers. ``IncrementalParser`` reads those reports in
+pieces of any size and hands back, in line order, each *group* (a run of consecutive lines
+last changed by one commit) as soon as its commit and its end are known, so a page can show
+its first lines while git still works on others. Parsing keeps pace with git, so the cold
+cost is git's own time plus the rendering of what is left when it ends.
+
+The answer is keyed by commit id and path, so it never needs invalidating.
+"""
 
 from __future__ import annotations
 
+import os
+import selectors
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
+from floorless.errors import Busy, GitCommandError
 from floorless.git.env import GitEnvironment
 from floorless.git.oid import is_full
 
-
-@dataclass(frozen=True)
-class BlameLine:
-    commit: str
-    original_line: int
-    line: int
-    text: bytes
+CHUNK = 65536
 
 
 @dataclass(frozen=True)
@@ -27,44 +40,196 @@ class BlameCommit:
     summary: str
 
 
-def run_blame(
-    env: GitEnvironment, git_dir: Path, commit: str, path: bytes, timeout: float
-) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
-    out = env.run(
-        git_dir,
-        ["blame", "--porcelain", commit, "--", path.decode("utf-8", "surrogateescape")],
-        timeout=timeout,
-    )
-    return parse_porcelain(out)
+@dataclass(frozen=True)
+class BlameGroup:
+    """Lines ``first`` to ``first + count - 1`` (numbered from 1), last changed by ``commit``
+    ("" for lines git never attributed, which git does not do)."""
+
+    commit: str
+    first: int
+    count: int
 
 
-def parse_porcelain(out: bytes) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
-    lines: list[BlameLine] = []
-    commits: dict[str, BlameCommit] = {}
-    headers: dict[str, dict[bytes, bytes]] = {}
-    current: str | None = None
-    original = final = 0
-    for raw in out.split(b"\n"):
-        if raw.startswith(b"\t"):
-            assert current is not None
-            lines.append(BlameLine(current, original, final, raw[1:]))
-            if current not in commits:
-                h = headers[current]
-                commits[current] = BlameCommit(
-                    current,
-                    h.get(b"author", b"").decode("utf-8", "replace"),
-                    int(h.get(b"author-time", b"0") or 0),
-                    h.get(b"summary", b"").decode("utf-8", "replace"),
+class IncrementalParser:
+    """``git blame --incremental`` output for a file of ``lines`` lines, fed in pieces."""
+
+    def __init__(self, lines: int) -> None:
+        self.owners: list[str | None] = [None] * lines
+        self.commits: dict[str, BlameCommit] = {}
+        self._partial = b""
+        self._current: str | None = None  # the commit of the entry being read
+        self._headers: dict[bytes, bytes] = {}
+        self._range = (0, 0)  # its lines, from 0, end excluded
+        self._start = 0  # the first line of the group not yet handed out (from 0)
+        self._scan = 0  # the first line whose owner is not yet looked at
+
+    def feed(self, data: bytes) -> list[BlameGroup]:
+        """Read ``data``; return the groups now complete, in line order."""
+        *whole, self._partial = (self._partial + data).split(b"\n")
+        for line in whole:
+            self._line(line)
+        return self._complete()
+
+    def finish(self) -> list[BlameGroup]:
+        """The groups left at the end of git's output, the last one included."""
+        if self._partial:
+            self._line(self._partial)
+            self._partial = b""
+        groups = self._complete()
+        owners = self.owners
+        while self._start < len(owners):
+            commit = owners[self._start] or ""
+            end = self._start + 1
+            while end < len(owners) and (owners[end] or "") == commit:
+                end += 1
+            groups.append(BlameGroup(commit, self._start + 1, end - self._start))
+            self._start = end
+        self._scan = self._start
+        return groups
+
+    def _line(self, line: bytes) -> None:
+        if self._current is None:  # an entry starts: "<commit> <orig line> <line> <count>"
+            parts = line.split(b" ")
+            if len(parts) != 4 or not is_full(parts[0]) or not all(p.isdigit() for p in parts[1:]):
+                return  # nothing else starts an entry
+            self._current = parts[0].decode("ascii").lower()
+            first = int(parts[2]) - 1
+            self._range = (first, min(first + int(parts[3]), len(self.owners)))
+            return
+        key, _, value = line.partition(b" ")
+        if key == b"filename":  # every entry ends with its file's name
+            commit = self._current
+            if commit not in self.commits:
+                headers = self._headers
+                self.commits[commit] = BlameCommit(
+                    commit,
+                    headers.get(b"author", b"").decode("utf-8", "replace"),
+                    _int(headers.get(b"author-time", b"")),
+                    headers.get(b"summary", b"").decode("utf-8", "replace"),
                 )
-            continue
-        if not raw:
-            continue
-        parts = raw.split(b" ")
-        if len(parts) >= 3 and is_full(parts[0]) and parts[1].isdigit():
-            current = parts[0].decode()
-            original, final = int(parts[1]), int(parts[2])
-            headers.setdefault(current, {})
-        elif current is not None:
-            key, _, value = raw.partition(b" ")
-            headers[current][key] = value
-    return lines, commits
+            # its lines are owned only now, so a group handed out has its commit known
+            first, end = self._range
+            if 0 <= first < end:
+                self.owners[first:end] = [commit] * (end - first)
+            self._current = None
+            self._headers = {}
+        elif self._current not in self.commits:  # a commit's headers come once, at its first
+            self._headers[key] = value
+
+    def _complete(self) -> list[BlameGroup]:
+        groups = []
+        owners, start, scan = self.owners, self._start, self._scan
+        while scan < len(owners) and owners[scan] is not None:
+            if owners[scan] != owners[start]:
+                groups.append(BlameGroup(owners[start] or "", start + 1, scan - start))
+                start = scan
+            scan += 1
+        self._start, self._scan = start, scan
+        return groups
+
+
+def _int(value: bytes) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        return 0
+
+
+class BlameRun:
+    """A running ``git blame --incremental``: ``groups()`` yields its groups in line order as
+    git finds them. It holds one of the forge's git slots while it lives; ``close()`` stops
+    git, reaps it and frees the slot, once, however the reading ended."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        errors: IO[bytes],
+        lines: int,
+        timeout: float,
+        release: Callable[[], None],
+    ) -> None:
+        self.proc = proc
+        self.parser = IncrementalParser(lines)
+        self.timeout = timeout
+        self._deadline = time.monotonic() + timeout
+        self._errors = errors
+        self._release: Callable[[], None] | None = release
+        self._lock = threading.Lock()
+
+    @property
+    def commits(self) -> dict[str, BlameCommit]:
+        return self.parser.commits
+
+    def groups(self) -> Iterator[list[BlameGroup]]:
+        """Batches of complete groups, as git's output arrives; the last batch once git has
+        ended well. ``GitCommandError`` when git fails or runs past its timeout."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                if not selector.select(max(0.0, self._deadline - time.monotonic())):
+                    self.close()
+                    raise GitCommandError(f"git blame took longer than {self.timeout:.0f} s")
+                data = os.read(fd, CHUNK)
+                if not data:
+                    break
+                batch = self.parser.feed(data)
+                if batch:
+                    yield batch
+        if self.proc.wait() != 0:
+            raise GitCommandError(f"git blame failed: {self._reason()}")
+        yield self.parser.finish()
+
+    def _reason(self) -> str:
+        self._errors.seek(0)
+        lines = self._errors.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else f"exit status {self.proc.returncode}"
+
+    def close(self) -> None:
+        with self._lock:
+            release, self._release = self._release, None
+        if release is None:
+            return
+        proc = self.proc
+        try:
+            if proc.stdout is not None:
+                proc.stdout.close()  # git writing on gets SIGPIPE
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        finally:
+            self._errors.close()
+            release()
+
+
+def start_blame(
+    env: GitEnvironment,
+    git_dir: Path,
+    commit: str,
+    path: bytes,
+    lines: int,
+    timeout: float,
+    slots: threading.BoundedSemaphore,
+) -> BlameRun:
+    """Start blaming ``path`` (of ``lines`` lines) at ``commit`` in one git child, holding one
+    of ``slots`` until the run is closed; ``Busy`` at once when every slot is taken."""
+    if not slots.acquire(blocking=False):  # each may run for up to ``timeout``
+        raise Busy("too many files are being blamed; try again in a moment", retry_after=5)
+    try:
+        errors = tempfile.TemporaryFile(dir=env.tmp)  # noqa: SIM115 (the run closes it)
+        try:
+            proc = env.popen(
+                git_dir,
+                ["blame", "--incremental", commit, "--", path.decode("utf-8", "surrogateescape")],
+                stdout=subprocess.PIPE,
+                stderr=errors,
+            )
+        except BaseException:
+            errors.close()
+            raise
+    except BaseException:
+        slots.release()
+        raise
+    return BlameRun(proc, errors, lines, timeout, slots.release)

@@ -1,24 +1,48 @@
-"""``/blame/{kind}/{ref}/{path}``: lines grouped by the commit that last changed them."""
+"""``/blame/{kind}/{ref}/{path}``: each line beside the commit that last changed it.
+
+One row a line. A group (consecutive lines last changed by one commit) shows its commit once,
+in a cell spanning its rows and shaded by the commit's age at the commit blamed (a small fixed
+palette of classes in style.css). Rows are built as strings, not in a template loop: a loop
+over thousands of lines would cost more than the rest of the page.
+
+The answer (groups and commits) is kept by (commit, path) in the forge's answers. On a miss,
+one ``git blame --incremental`` runs and the page is streamed: its head at once, then rows in
+line order as git finds their commits, so the first lines show while git still works. A page
+made from a kept answer is whole, and goes to the page cache.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+import logging
+from collections.abc import Callable, Generator
 from typing import Any, cast
 
 import falcon
 import pygit2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from floorless.errors import NotFound
+from floorless import dates, timing
+from floorless.errors import GitCommandError, NotFound
 from floorless.git import objects
-from floorless.git.blame import BlameCommit, BlameLine, run_blame
+from floorless.git.blame import BlameCommit, BlameGroup, BlameRun, start_blame
 from floorless.git.refs import Resolved
+from floorless.repos import Repo
+from floorless.web import urls
 from floorless.web.context import RepoView
-from floorless.web.markup import highlight_lines, numbered_rows
+from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
+
+log = logging.getLogger(__name__)
+
+ROWS = "floorless-blame-rows"  # where the rows go in the rendered page
+_DAY = 86_400
+# The age classes a0 (newest) to a5: a line's age at the commit blamed is under AGES[i] for
+# class ai, and a5 past the last.
+AGES = (30 * _DAY, 91 * _DAY, 365 * _DAY, 2 * 365 * _DAY, 5 * 365 * _DAY)
+SUMMARY_CHARS = 60  # more is never seen: the cell cuts it shorter
 
 
 class Blame(RefPage):
@@ -37,91 +61,201 @@ class Blame(RefPage):
         # a large blob is not read (that would hold the interpreter) nor blamed
         too_large = size > min(self.settings.max_blame_bytes, self.settings.max_blob_page_bytes)
         binary = not too_large and blob.is_binary
-        groups: list[dict[str, Any]] = []
-        if not binary and not too_large:
-            name = text(resolved.path.rsplit(b"/", 1)[-1])
-            enabled = size <= self.settings.max_highlight
-
-            def make() -> list[dict[str, Any]]:  # only when the rendered groups are not cached
-                lines, commits = self._blame(
-                    view.repo.id, view.repo.path, str(commit.id), resolved.path
-                )
-                # every line ends with a newline, so an empty last line keeps its fragment
-                source = b"".join(line.text + b"\n" for line in lines).decode("utf-8", "replace")
-                html = highlight_lines(name, source, enabled) if lines else []
-                return _groups(lines, commits, html)
-
-            key = (str(blob.id), name, enabled, str(commit.id), "blame")
-            groups = cast(
-                list[dict[str, Any]], self.renderer.caches["highlight"].get_or_make(key, make)
-            )
-        req.context.final_page = True
-        self.html(
-            resp,
+        page = self.renderer.page(
             "blame.html",
             **view.template_context(
                 resolved=resolved,
                 crumbs=crumbs(resolved.path),
-                groups=groups,
                 binary=binary,
                 too_large=too_large,
                 size=size,
+                rows=Markup(ROWS),  # noqa: S704 - a constant
             ),
         )
+        head, _, tail = page.partition(ROWS)
+        resp.content_type = "text/html; charset=utf-8"
+        if binary or too_large:
+            req.context.final_page = True
+            resp.text = head + tail
+            return
+        data = objects.blob_bytes(blob)
+        name = text(resolved.path.rsplit(b"/", 1)[-1])
+        enabled = size <= self.settings.max_blame_highlight
 
-    def _blame(
-        self, repo_id: int, git_dir: Any, commit: str, path: bytes
-    ) -> tuple[list[BlameLine], dict[str, BlameCommit]]:
+        def highlighted() -> list[str]:
+            return highlight_lines(name, data.decode("utf-8", "replace"), enabled)
+
+        def source() -> list[str]:  # the file's lines as HTML, highlighted when small
+            if not enabled:  # plain lines cost little: not kept
+                return highlighted()
+            key = (str(blob.id), name, "lines")
+            return cast(list[str], self.renderer.caches["highlight"].get_or_make(key, highlighted))
+
+        rows = Rows(view.repo, dates.clamp(commit.committer.time))
+        commit_id = str(commit.id)
+        key = bytes.fromhex(commit_id) + b"\0" + resolved.path
         answers = self.forge.indexer.answers
-        key = bytes.fromhex(commit) + b"\0" + path
-        cached = answers.get(repo_id, "blame", key)
-        if cached is not None:
-            data = json.loads(cached)
-            lines = [BlameLine(c, o, n, bytes.fromhex(t)) for c, o, n, t in data["lines"]]
-            commits = {k: BlameCommit(**v) for k, v in data["commits"].items()}
-            return lines, commits
-        if not self.forge.git_slots.acquire(blocking=False):  # each may run blame_timeout
-            raise falcon.HTTPServiceUnavailable(
-                description="too many files are being blamed; try again in a moment",
-                retry_after=5,
-            )
-        try:
-            lines, commits = run_blame(
-                self.forge.git, git_dir, commit, path, self.settings.blame_timeout
-            )
-        finally:
-            self.forge.git_slots.release()
-        answers.put(
-            repo_id,
-            "blame",
-            key,
-            json.dumps(
-                {
-                    "lines": [(x.commit, x.original_line, x.line, x.text.hex()) for x in lines],
-                    "commits": {k: asdict(v) for k, v in commits.items()},
-                }
-            ),
+        kept = _loads(answers.get(view.repo.id, "blame", key))
+        lines = line_count(data)
+        if kept is not None or not lines:  # an empty file: git has nothing to say
+            groups, commits = kept or ([], {})
+            req.context.final_page = True
+            with timing.phase("render"):
+                resp.text = head + rows.render(groups, commits, source()) + tail
+            return
+        if req.method == "HEAD":  # no body will be sent: no git either
+            resp.text = head + tail
+            return
+        run = start_blame(
+            self.forge.git,
+            view.repo.path,
+            commit_id,
+            resolved.path,
+            lines,
+            self.settings.blame_timeout,
+            self.forge.git_slots,
         )
-        return lines, commits
+
+        def keep(groups: list[BlameGroup]) -> None:
+            answers.put(view.repo.id, "blame", key, _dumps(groups, run.commits))
+
+        try:
+            public = self.public_url(req)  # as the page cache fills it in for whole pages
+            mark = self.renderer.pages.public_mark
+            resp.stream = StreamedBlame(
+                head.replace(mark, public), tail.replace(mark, public), run, rows, source, keep
+            )
+        except BaseException:
+            run.close()
+            raise
 
 
-def _groups(
-    lines: list[BlameLine], commits: dict[str, BlameCommit], html: list[str]
-) -> list[dict[str, Any]]:
-    """Runs of lines that share a commit: the first line apart (its row carries the commit's
-    cell), the rest as ready-made rows."""
-    runs: list[tuple[str, list[tuple[int, str]]]] = []
-    for line, fragment in zip(lines, html, strict=False):
-        if not runs or runs[-1][0] != line.commit:
-            runs.append((line.commit, []))
-        runs[-1][1].append((line.line, fragment))
-    return [
+def line_count(data: bytes) -> int:
+    """Lines as git counts them: a last line without a newline counts too."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+class Rows:
+    """The table rows of a blame page, group by group."""
+
+    def __init__(self, repo: Repo, blamed_at: float) -> None:
+        self.repo = repo
+        self.blamed_at = blamed_at  # the commit blamed: ages are counted back from it
+        self._cells: dict[str, tuple[str, str]] = {}  # by commit
+
+    def render(
+        self, groups: list[BlameGroup], commits: dict[str, BlameCommit], lines: list[str]
+    ) -> str:
+        out = []
+        for group in groups:
+            n = group.first
+            opening, content = self._cell(commits.get(group.commit))
+            span = f' rowspan="{group.count}">' if group.count > 1 else ">"
+            out.append(f'<tr id="L{n}">{opening}{span}{content}{_line(n, lines)}')
+            out.extend(f'<tr id="L{n}">{_line(n, lines)}' for n in range(n + 1, n + group.count))
+        return "".join(out)
+
+    def _cell(self, commit: BlameCommit | None) -> tuple[str, str]:
+        """The commit's cell: its opening tag without the closing ``>`` (a rowspan may come
+        before it), and its content."""
+        if commit is None:
+            return '<td class="blame-commit"', ""
+        cell = self._cells.get(commit.id)
+        if cell is None:
+            when = dates.moment(commit.author_time).when
+            age = self.blamed_at - dates.clamp(commit.author_time)
+            shade = sum(age >= limit for limit in AGES)
+            summary = commit.summary
+            if len(summary) > SUMMARY_CHARS:
+                summary = summary[: SUMMARY_CHARS - 1] + "\u2026"
+            cell = (
+                f'<td class="blame-commit a{shade}"',
+                f'<a class="sha" href="{escape(urls.commit(self.repo, commit.id))}">'
+                f"{commit.id[:10]}</a> {when.year:04d}-{when:%m-%d} "
+                f"<b>{escape(commit.author)}</b> {escape(summary)}",
+            )
+            self._cells[commit.id] = cell
+        return cell
+
+    def stopped(self, reason: str) -> str:
+        return f'<tr><td colspan="3" class="notice">Blame stopped: {escape(reason)}'
+
+
+def _line(n: int, lines: list[str]) -> str:
+    html = lines[n - 1] if n <= len(lines) else ""
+    return f'<td><a href="#L{n}">{n}</a><td>{html}\n'
+
+
+class StreamedBlame:
+    """A cold blame page as a response body: its head, then rows as git finds their commits,
+    then its tail. ``close()`` stops git and frees its slot, whether the page was read to the
+    end or not; an answer is kept only when git ended well."""
+
+    def __init__(
+        self,
+        head: str,
+        tail: str,
+        run: BlameRun,
+        rows: Rows,
+        source: Callable[[], list[str]],
+        keep: Callable[[list[BlameGroup]], None],
+    ) -> None:
+        self.run = run
+        self._pieces = self._make(head, tail, rows, source, keep)
+
+    def __iter__(self) -> Generator[bytes, None, None]:
+        return self._pieces
+
+    def _make(
+        self,
+        head: str,
+        tail: str,
+        rows: Rows,
+        source: Callable[[], list[str]],
+        keep: Callable[[list[BlameGroup]], None],
+    ) -> Generator[bytes, None, None]:
+        try:
+            yield head.encode()
+            lines = source()  # while git works
+            found: list[BlameGroup] = []
+            try:
+                for groups in self.run.groups():
+                    found += groups
+                    yield rows.render(groups, self.run.commits, lines).encode()
+            except GitCommandError as exc:
+                log.warning("blame of %s: %s", self.run.proc.args, exc)
+                yield rows.stopped(str(exc)).encode()
+            else:
+                keep(found)
+            yield tail.encode()
+        finally:
+            self.run.close()
+
+    def close(self) -> None:
+        self._pieces.close()
+        self.run.close()
+
+
+def _dumps(groups: list[BlameGroup], commits: dict[str, BlameCommit]) -> str:
+    used = {group.commit for group in groups}
+    return json.dumps(
         {
-            "commit": commits[commit],
-            "first": members[0][0],
-            "first_html": Markup(members[0][1]),  # noqa: S704 - Pygments output, escaped
-            "rest": numbered_rows([f for _, f in members[1:]], members[0][0] + 1),
-            "count": len(members),
-        }
-        for commit, members in runs
-    ]
+            "groups": [(g.commit, g.first, g.count) for g in groups],
+            "commits": {
+                c.id: (c.author, c.author_time, c.summary) for c in commits.values() if c.id in used
+            },
+        },
+        separators=(",", ":"),
+    )
+
+
+def _loads(value: str | None) -> tuple[list[BlameGroup], dict[str, BlameCommit]] | None:
+    """A kept answer; None for none, or for one kept by an earlier version (line by line)."""
+    if value is None:
+        return None
+    data: dict[str, Any] = json.loads(value)
+    if "groups" not in data:
+        return None
+    groups = [BlameGroup(c, first, count) for c, first, count in data["groups"]]
+    commits = {k: BlameCommit(k, a, t, s) for k, (a, t, s) in data["commits"].items()}
+    return groups, commits
