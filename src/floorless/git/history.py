@@ -334,17 +334,20 @@ class CommitGraph:
 
         Every path follows one chain (a merge TREESAME to a parent continues on that parent
         alone; one that differs from all parents is the answer), so paths that share a commit
-        travel together and the walk visits each commit once. None if ``budget`` runs out, or
-        the walk reaches a commit not indexed yet.
+        travel together and the walk visits each commit once. A commit costs what it changed,
+        not how many paths travel through it: the paths a commit changed are found from the
+        smaller of its changed ids and the travelling group, and a group nothing changed moves
+        on to the parent whole. None if ``budget`` runs out, or the walk reaches a commit not
+        indexed yet.
         """
         answer: dict[bytes, int | None] = {}
         complete = self.indexed == len(self.oids)
-        pending: dict[int, list[tuple[bytes, int | None]]] = {
-            start: [(p, self.path_ids.get(p)) for p in paths]
-        }
+        first: dict[int | None, list[bytes]] = {}
+        for path in paths:
+            first.setdefault(self.path_ids.get(path), []).append(path)
+        pending: dict[int, dict[int | None, list[bytes]]] = {start: first}
         queue = [(-self.times[start], start)]
         visited = 0
-        changed = self.changed
         try:
             while queue:
                 visited += 1
@@ -352,31 +355,68 @@ class CommitGraph:
                     return None
                 _, node = heapq.heappop(queue)
                 group = pending.pop(node)
-                parents = self.parents[node]
                 if not complete and not self.is_indexed(node):
                     raise NotIndexed(node)
-                for path, pid in group:
-                    if pid is None and not complete:
-                        pid = self.path_ids.get(path)  # named since the walk began?
-                    if pid is None and complete:
-                        answer[path] = None
-                        continue
-                    if not parents:
-                        answer[path] = node if pid is not None and changed(node, 0, pid) else None
-                        continue
-                    for i, parent in enumerate(parents):
-                        if pid is None or not changed(node, i, pid):
-                            if parent in pending:
-                                pending[parent].append((path, pid))
-                            else:
-                                pending[parent] = [(path, pid)]
-                                heapq.heappush(queue, (-self.times[parent], parent))
-                            break
+                unnamed = group.pop(None, None)
+                if unnamed:
+                    for path in unnamed:
+                        pid = None if complete else self.path_ids.get(path)  # named since?
+                        if pid is None and complete:
+                            answer[path] = None
+                        else:
+                            group.setdefault(pid, []).append(path)
+                parents = self.parents[node]
+                if not parents:  # a root: what it has is what it changed
+                    hit = self._changed_among(node, 0, group)
+                    for pid, travelling in group.items():
+                        for path in travelling:
+                            answer[path] = node if pid in hit else None
+                    continue
+                for i, parent in enumerate(parents):
+                    if not group:
+                        break
+                    hit = self._changed_among(node, i, group)
+                    if hit:  # those go on to the next parent; the rest follow this one
+                        moving = {pid: ps for pid, ps in group.items() if pid not in hit}
+                        group = {pid: group[pid] for pid in hit}
                     else:
+                        moving, group = group, {}
+                    if not moving:
+                        continue
+                    waiting = pending.get(parent)
+                    if waiting is None:
+                        pending[parent] = moving
+                        heapq.heappush(queue, (-self.times[parent], parent))
+                    else:
+                        for pid, ps in moving.items():
+                            waiting.setdefault(pid, []).extend(ps)
+                for travelling in group.values():  # changed against every parent
+                    for path in travelling:
                         answer[path] = node
         except NotIndexed:
             return None
         return answer
+
+    def _changed_among(
+        self, node: int, parent: int, group: dict[int | None, list[bytes]]
+    ) -> set[int]:
+        """The path ids of ``group`` that differ between ``node`` and its ``parent``-th
+        parent: from the commit's changed ids when they are fewer, else one lookup each."""
+        slot = self._slot_start[node] + parent
+        length = self._len[slot]
+        if length == NOT_INDEXED:
+            raise NotIndexed(node)
+        start = self._at[slot]
+        if length <= len(group):
+            return {pid for pid in self._ids[start : start + length] if pid in group}
+        ids, end = self._ids, start + length
+        found = set()
+        for pid in group:
+            if pid is not None:
+                at = bisect_left(ids, pid, start, end)
+                if at < end and ids[at] == pid:
+                    found.add(pid)
+        return found
 
     def count_ancestors(self, start: int) -> int:
         """How many commits ``git rev-list --count`` finds from ``start``."""
