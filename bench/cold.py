@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
-from bench.repos import git_env
+from bench.repos import fast_import, git_env
 
 _GIT = shutil.which("git") or "/usr/bin/git"
 
@@ -108,27 +108,13 @@ def build_blame_repo(
         raise FileExistsError(f"{dest} exists and is not empty")
     rng = random.Random(seed)
     content = [_line(rng) for _ in range(lines)]
+    fast_import(
+        dest,
+        BLAME_BRANCH,
+        lambda out: _write_history(out, rng, content, lines, commits, years),
+    )
     with tempfile.TemporaryDirectory(prefix="bench-git-home-") as tmp:
-        home = Path(tmp)
-        env = git_env(home)
-        subprocess.run(
-            [_GIT, "init", "--quiet", "--bare", f"--initial-branch={BLAME_BRANCH}", str(dest)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=True,
-        )
-        proc = subprocess.Popen(
-            [_GIT, f"--git-dir={dest}", "fast-import", "--quiet", "--done"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-        )
-        assert proc.stdin is not None
-        with proc.stdin:
-            _write_history(proc.stdin, rng, content, lines, commits, years)
-        if proc.wait() != 0:
-            raise RuntimeError("git fast-import failed")
+        env = git_env(Path(tmp))
         subprocess.run(
             [_GIT, f"--git-dir={dest}", "commit-graph", "write", "--reachable", "--changed-paths"],
             env=env,

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from bench.repos import git_env
+from bench.repos import fast_import, git_env
 
 _GIT = shutil.which("git") or "/usr/bin/git"
 _WORDS = (
@@ -94,32 +94,18 @@ def build_commit_repo(dest: Path, files: int = 300, seed: int = 7) -> Path:
     contents = {
         n: [_line(rng, n.rsplit(".", 1)[1]) for _ in range(rng.randint(150, 600))] for n in names
     }
-    with tempfile.TemporaryDirectory(prefix="bench-git-home-") as tmp:
-        env = git_env(Path(tmp))
-        subprocess.run(
-            [_GIT, "init", "--quiet", "--bare", "--initial-branch=main", str(dest)],
-            env=env,
-            capture_output=True,
-            check=True,
-        )
-        proc = subprocess.Popen(
-            [_GIT, f"--git-dir={dest}", "fast-import", "--quiet", "--done"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-        )
-        assert proc.stdin is not None
-        with proc.stdin:
-            for number, message in enumerate(
-                ("Add the files", "Change every file", "Change every file again")
-            ):
-                if number:
-                    for name in names:
-                        _edit(rng, contents[name], name.rsplit(".", 1)[1])
-                _commit(proc.stdin, number, message, contents)
-            proc.stdin.write(b"done\n")
-        if proc.wait() != 0:
-            raise RuntimeError("git fast-import failed")
+
+    def write(out: IO[bytes]) -> None:
+        for number, message in enumerate(
+            ("Add the files", "Change every file", "Change every file again")
+        ):
+            if number:
+                for name in names:
+                    _edit(rng, contents[name], name.rsplit(".", 1)[1])
+            _commit(out, number, message, contents)
+        out.write(b"done\n")
+
+    fast_import(dest, "main", write)
     return dest
 
 

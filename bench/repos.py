@@ -55,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
@@ -146,6 +146,32 @@ def git_env(home: Path) -> dict[str, str]:
         "LC_ALL": "C",
         "TZ": "UTC",
     }
+
+
+def fast_import(dest: Path, branch: str, write: Callable[[IO[bytes]], None]) -> None:
+    """A new bare repository at ``dest`` on ``branch``, filled by one ``git fast-import``
+    whose input ``write`` writes (up to and including ``done``), in an isolated git HOME."""
+    git = shutil.which("git") or "git"
+    with tempfile.TemporaryDirectory(prefix="bench-git-home-") as tmp:
+        env = git_env(Path(tmp))
+        subprocess.run(
+            [git, "init", "--quiet", "--bare", f"--initial-branch={branch}", str(dest)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+        )
+        proc = subprocess.Popen(
+            [git, f"--git-dir={dest}", "fast-import", "--quiet", "--done"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None
+        with proc.stdin:
+            write(proc.stdin)
+        if proc.wait() != 0:
+            raise RuntimeError("git fast-import failed")
 
 
 def _git(git_dir: Path, home: Path, *args: str, stdin: bytes | None = None) -> bytes:

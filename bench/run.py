@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import measure
+from bench import repos as bench_repos
 from bench.measure import PageResult
 
 PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "blame", "explore")
@@ -143,6 +144,27 @@ def page_urls(base: str, repo: Target, commit: str) -> dict[str, str | None]:
         "blame": f"{r}/blame/branch/{b}/{repo.file}",
         "explore": f"{base}/",
     }
+
+
+def target_repository(spec: str, cache_dir: Path) -> Target:
+    """The repository a run measures: a generated size (built once into ``cache_dir``) or
+    the path of any repository."""
+    if spec in bench_repos.SIZES:
+        built = bench_repos.ensure(spec, cache_dir.absolute())
+        name = spec
+    else:
+        built = bench_repos.from_path(Path(spec).absolute())
+        name = Path(spec).name.removesuffix(".git") or "repo"
+    return Target(
+        name=name,
+        path=built.path,
+        kind=built.kind,
+        branch=built.branch,
+        file=built.file,
+        directory=built.directory,
+        history_path=built.history_path,
+        commits=built.commits,
+    )
 
 
 def start_floorless(
@@ -481,7 +503,6 @@ def machine() -> dict[str, str]:
 
 
 def run(options: Options, log: Callable[[str], None] = print) -> Results:
-    from bench import repos as bench_repos
     from bench import slowfs
 
     began = time.monotonic()
@@ -495,22 +516,7 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
         ).stdout.strip()
     )
     workdir.mkdir(parents=True, exist_ok=True)
-    if options.repo in bench_repos.SIZES:
-        built = bench_repos.ensure(options.repo, options.cache_dir.absolute())
-        name = options.repo
-    else:
-        built = bench_repos.from_path(Path(options.repo).absolute())
-        name = Path(options.repo).name.removesuffix(".git") or "repo"
-    repo = Target(
-        name=name,
-        path=built.path,
-        kind=built.kind,
-        branch=built.branch,
-        file=built.file,
-        directory=built.directory,
-        history_path=built.history_path,
-        commits=built.commits,
-    )
+    repo = target_repository(options.repo, options.cache_dir)
     home = workdir / "tip-home"
     home.mkdir(exist_ok=True)
     commit = git(repo.path, "rev-parse", f"refs/heads/{repo.branch}~1", home=home)

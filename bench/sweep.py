@@ -28,8 +28,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench import contenders, measure
-from bench import repos as bench_repos
-from bench.run import OWNER, Target, git, prepare_store, start_floorless, wait_listening
+from bench.run import (
+    OWNER,
+    git,
+    prepare_store,
+    start_floorless,
+    target_repository,
+    wait_listening,
+)
 from bench.run import wait_floorless_indexed as wait_indexed
 
 CLASSES = ("file", "dir", "history", "commit")
@@ -198,14 +204,8 @@ def floorless_process(base: str) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> SweepResult:
     work = Path(tempfile.mkdtemp(prefix="floorless-sweep-"))
-    if args.repo in bench_repos.SIZES:
-        built = bench_repos.ensure(args.repo, args.cache_dir.absolute())
-        name = args.repo
-    else:
-        built = bench_repos.from_path(Path(args.repo).absolute())
-        name = Path(args.repo).name.removesuffix(".git") or "repo"
-    target = Target(name, built.path, built.kind, built.branch, built.file, built.directory,
-                    built.history_path, built.commits)  # fmt: skip
+    built = target = target_repository(args.repo, args.cache_dir)
+    name = target.name
     repos, home = prepare_store(work / "store", built.path, name)
     sets = choose(built.path, home, built.branch, args.seed)
     commit = sets[0]["commit"][0]
