@@ -3,7 +3,7 @@
 The in-memory index (``CommitGraph``) answers ``git log -- path`` (default history
 simplification, default ordering) and ``git log -1 -- dir/entry``; libgit2 answers the
 branch commit list. Every answer here is checked against what ``git`` itself prints, and
-cursor pagination (a page's frontier starting the next page) must rebuild the full list.
+cursor pagination (a page going on from the one before) must rebuild the full list.
 """
 
 from __future__ import annotations
@@ -125,45 +125,51 @@ def graph_of(forge: Forge, relative: str) -> CommitGraph:
 def fl_history(
     graph: CommitGraph, start: str, path: bytes | None, limit: int = 100_000
 ) -> list[str]:
-    page = graph.history([graph.seq[bytes.fromhex(start)]], path, limit)
-    assert page is not None
-    return [graph.oids[s].hex() for s in page.commits]
+    walk = graph.walk([graph.seq[bytes.fromhex(start)]], path)
+    assert graph.history(walk, limit)
+    return [graph.oids[s].hex() for s in walk.page(0, limit).commits]
 
 
 def fl_history_pages(
     graph: CommitGraph, start: str, path: bytes | None, size: int, most: int | None = None
 ) -> list[str]:
-    """Walk ``size``-commit pages, each resuming from the previous page's cursor."""
-    starts = [graph.seq[bytes.fromhex(start)]]
-    seen: list[int] = []
-    skewed: list[int] = []
+    """Walk ``size``-commit pages, each going on from the previous page's cursor (the start
+    and a count): on one kept walk, and on a walk made again from the start for each page
+    (a walk no longer kept); both must give the same pages."""
+    kept = graph.walk([graph.seq[bytes.fromhex(start)]], path)
     shown: list[str] = []
-    while starts and (most is None or len(shown) < most):
-        page = graph.history(starts, path, size, exclude=seen, skewed=skewed)
-        assert page is not None
+    more = True
+    while more and (most is None or len(shown) < most):
+        skip = len(shown)
+        pages = []
+        for walk in (kept, graph.walk([graph.seq[bytes.fromhex(start)]], path)):
+            assert graph.history(walk, skip + size)
+            pages.append(walk.page(skip, size))
+        assert pages[0] == pages[1]
+        page = pages[0]
         assert len(page.commits) <= size
         shown += [graph.oids[s].hex() for s in page.commits]
-        if page.frontier:
+        if page.more and path is None:
             assert len(page.commits) == size  # a short page is the last one
-        starts, seen, skewed = page.frontier, page.seen, page.skewed
+        more = page.more
     return shown
 
 
 def libgit2_pages(
     forge: Forge, relative: str, tip: str, size: int, most: int | None = None
 ) -> list[str]:
-    handle = forge.open(repo_of(forge, relative))
-    starts = [bytes.fromhex(tip)]
-    seen: list[bytes] = []
-    skewed: list[bytes] = []
+    """The branch's pages as the commits list asks for them, from its kept walk."""
+    repo = repo_of(forge, relative)
     shown: list[str] = []
-    while starts and (most is None or len(shown) < most):
-        page = libgit2_page(handle, starts, size, seen, skewed)
+    more = True
+    while more and (most is None or len(shown) < most):
+        page = forge.indexer.branch_history(repo, bytes.fromhex(tip), len(shown), size)
+        assert page is not None
         assert len(page.commits) <= size
-        if page.frontier:
+        if page.more:
             assert len(page.commits) == size
         shown += [c.hex() for c in page.commits]
-        starts, seen, skewed = page.frontier, page.seen, page.skewed
+        more = page.more
     return shown
 
 
@@ -351,7 +357,7 @@ def test_branch_log_order_matches_git(forge: Forge, fixture_root: Path, relative
         expected = git_log(root, tip)
         page = libgit2_page(handle, [bytes.fromhex(tip)], 100_000)
         assert [c.hex() for c in page.commits] == expected, branch
-        assert page.frontier == []
+        assert not page.more
         for size in (1, 2, 3, 5, 50):
             assert libgit2_pages(forge, relative, tip, size) == expected, (branch, size)
 
@@ -363,7 +369,7 @@ def test_branch_log_order_in_a_long_history(forge: Forge, fixture_root: Path) ->
     handle = forge.open(repo_of(forge, HISTORY))
     page = libgit2_page(handle, [bytes.fromhex(tip)], 200)
     assert [c.hex() for c in page.commits] == expected[:200]
-    assert page.frontier
+    assert page.more
     assert libgit2_pages(forge, HISTORY, tip, 50, most=500) == expected
     # across a side-branch merge, where the walk holds two lines at once
     merge = git_text(root, "rev-parse", f"{tip}~{HISTORY_COMMITS - 10_250}")
@@ -650,8 +656,10 @@ def test_long_path_walk_is_deferred_then_served_from_the_index(
     page then comes from the stored answer without walking again."""
     monkeypatch.setattr(floorless.indexer, "INLINE_BUDGET", 100)
     client = testing.TestClient(create_app(forge))  # its own page cache: nothing rendered yet
-    url = "/alice/history/commits/branch/main/rare.txt"
-    expected = git_log(fixture_root / HISTORY, "main", b"rare.txt")
+    # from a commit no other test starts a walk at: the forge keeps the walks it made
+    start = git_text(fixture_root / HISTORY, "rev-parse", "main~1")
+    url = f"/alice/history/commits/commit/{start}/rare.txt"
+    expected = git_log(fixture_root / HISTORY, start, b"rare.txt")
     first = client.simulate_get(url)
     assert first.status_code == 200
     assert "being prepared" in first.text

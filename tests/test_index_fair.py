@@ -118,7 +118,7 @@ def test_a_recent_path_answers_before_the_history_is_indexed(forge: Forge, repos
     def ask(repo_: Repo, job: IndexJob) -> None:
         if answered:
             return
-        page = forge.indexer.path_history(repo.id, tip, path, ([tip], [], []), 5)
+        page = forge.indexer.path_history(repo.id, tip, path, 0, 5)
         progress = forge.indexer.progress(repo.id)
         if page is not None and progress is not None:
             answered.append(([c.hex() for c in page.commits], *progress))
@@ -158,9 +158,9 @@ def test_a_stopped_index_goes_on_where_it_stopped(
         assert graph is not None and graph.indexed == len(graph) == total
         tip = git_text(root, "rev-parse", "main")
         for path in (b"rare.txt", b"README.md", b"dir0", b"side"):
-            page = graph.history([graph.seq[bytes.fromhex(tip)]], path, 100_000)
-            assert page is not None
-            got = [graph.oids[s].hex() for s in page.commits]
+            walk = graph.walk([graph.seq[bytes.fromhex(tip)]], path)
+            assert graph.history(walk, 100_000)
+            got = [graph.oids[s].hex() for s in walk.page(0, 100_000).commits]
             assert got == git_text(root, "log", "--format=%H", tip, "--", path.decode()).split()
     finally:
         again.stop()

@@ -188,7 +188,7 @@ def test_a_configured_base_url_is_the_clone_url_for_every_host(wide_forge):
 
 
 def test_the_parameters_a_page_reads_are_its_key_and_no_others(forge):
-    """The commits list reads its cursor (``after``, ``seen``, ``skew``): each cursor is a page
+    """The commits list reads its cursor (``after``, ``skip``): each cursor is a page
     of its own; any other parameter is ignored, in the key as in the page."""
     client, renderer = serve(forge)
     url = "/alice/history/commits/branch/main"

@@ -422,10 +422,12 @@ def test_a_sha256_commit_id_resolves():
 
 
 def test_cursor_takes_either_length():
-    cursor = Cursor.parse(f"{SHA256},{SHA1}", SHA256, None)
-    assert cursor is not None
-    assert cursor.after == [bytes.fromhex(SHA256), bytes.fromhex(SHA1)]
-    assert Cursor.parse(cursor.params()["after"], None, None) == Cursor(cursor.after, [], [])
+    for sha in (SHA256, SHA1):
+        cursor = Cursor.parse(sha, "50")
+        assert cursor == Cursor(bytes.fromhex(sha), 50)
+        assert cursor.params() == {"after": sha, "skip": "50"}
+        assert Cursor.parse(cursor.params()["after"], None) == Cursor(bytes.fromhex(sha), 0)
+    assert Cursor(bytes.fromhex(SHA1)).params() == {"after": SHA1, "skip": None}
 
 
 def test_blame_output_of_a_sha256_repository(tmp_path):

@@ -14,6 +14,14 @@ ready after one slice of it. Changed paths are indexed newest commits first, so 
 history (a path's first page, most last commits) answers long before the whole history is
 done; ``progress`` says how far it is. Each slice is stored as it ends (``indexrows.py``): a
 forge stopped half-way goes on from there when it starts again.
+
+Commit lists are pages of ``git log`` walks (``floorless.git.history``), kept here between
+pages: a branch's walk over the repository's objects, a path's over the index. A walk is
+named by its start commit and path, and a page by a count of the commits before it, so a
+page is the same whoever asks and whenever: a walk kept (``WALK_MEMORY_BYTES`` of them, least
+recently used first out) goes on from where its last page stopped, and one no longer kept is
+walked again from its start, ``INLINE_BUDGET`` commits on the request and the rest in the
+background while the page waits, as for any long walk.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pygit2
 
@@ -37,8 +46,9 @@ from floorless.db import Database
 from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.changed import ChangeStream, topology
 from floorless.git.env import GitEnvironment
-from floorless.git.history import CommitGraph, Page
+from floorless.git.history import CommitGraph, LogWalk, Page
 from floorless.git.lenient import read_commit
+from floorless.git.objects import commit_links, get_commit
 from floorless.git.refs import RefSnapshot
 from floorless.indexrows import write_changes, write_commits
 from floorless.reachability import Reachability, Reached
@@ -46,12 +56,15 @@ from floorless.repos import Repo
 
 log = logging.getLogger(__name__)
 
+N = TypeVar("N")
+
 INLINE_BUDGET = 20_000  # commits a page may visit answering from the index before deferring
 SLICE_COMMITS = 5000  # commits whose changed paths one slice indexes ...
 SLICE_PATHS = 500_000  # ... or changed paths it reads, before the next job is picked
 WANTED = 30.0  # seconds a page's wait puts its repository first
 DEFERRED_WALKS = 2  # background last-commit walks running at once
 ANSWER_MEMORY_BYTES = 32 * 1024 * 1024  # answers kept in memory, before the database
+WALK_MEMORY_BYTES = 32 * 1024 * 1024  # history walks kept between pages (``LogWalk.nbytes``)
 _ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
 
 
@@ -148,6 +161,10 @@ class Indexer:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._deferred: set[tuple[object, ...]] = set()  # background walks running
+        # (repo id, start, path or None for a branch's list over its objects) -> its walk
+        self._walks: Cache[tuple[int, bytes, bytes | None], LogWalk[Any]] = Cache.lru(
+            WALK_MEMORY_BYTES, getsizeof=lambda walk: walk.nbytes()
+        )
         self._thread: threading.Thread | None = None
         self.on_indexed: list[Callable[[Repo, int], None]] = []
         self.on_slice: list[Callable[[Repo, IndexJob], None]] = []  # after each slice
@@ -293,63 +310,101 @@ class Indexer:
             self.want(repo.id)
         return found
 
-    def path_history(
-        self,
-        repo_id: int,
-        tip: bytes,
-        path: bytes,
-        cursor: tuple[Sequence[bytes], Sequence[bytes], Sequence[bytes]],
-        limit: int,
-    ) -> Page[bytes] | None:
-        """One page of ``git log -- path``: ``cursor`` is (starts, seen, skewed) as raw ids.
+    def branch_history(self, repo: Repo, start: bytes, skip: int, limit: int) -> Page[bytes] | None:
+        """The ``limit`` commits of ``git log start`` after the first ``skip``, read from the
+        repository's objects (the index need not hold them yet). None while the walk goes
+        on in the background (see the module docstring)."""
+        return self._page(
+            (repo.id, start, None),
+            lambda: LogWalk([start], lambda oid: get_commit(self.open_repo(repo), oid).commit_time),
+            lambda walk, until, budget: walk.extend(
+                until, *commit_links(self.open_repo(repo)), budget
+            ),
+            lambda oid: oid,
+            skip,
+            limit,
+        )
 
-        None while the answer is pending: the index does not hold ``tip`` or the changed
+    def path_history(
+        self, repo_id: int, start: bytes, path: bytes, skip: int, limit: int
+    ) -> Page[bytes] | None:
+        """The ``limit`` commits of ``git log start -- path`` after the first ``skip``.
+
+        None while the answer is pending: the index does not hold ``start`` or the changed
         paths the walk needs yet (the repository then goes first in the indexer's queue), or
         the walk needs more than INLINE_BUDGET commits (a path changed rarely in a long
-        history); that page is then computed in the background and kept, keyed by its
-        commit ids.
+        history, a walk no longer kept); the walk then goes on in the background, and a page
+        it had to finish there is kept, keyed by its commit ids.
         """
-        graph = self.ready(repo_id, tip)
+        graph = self.ready(repo_id, start)
         if graph is None:
             return None
-        starts, seen, skewed = cursor
-        key = hashlib.sha256(
-            b"\0".join(
-                [path, str(limit).encode(), b"".join(starts), b"".join(seen), b"".join(skewed)]
-            )
-        ).digest()
-        cached = self.answers.get(repo_id, "history", key)
-        if cached is not None:
-            return _page_from_json(cached)
-        complete = graph.indexed == len(graph)
+        return self._page(
+            (repo_id, start, path),
+            lambda: graph.walk([graph.seq[start]], path),
+            graph.history,
+            graph.oids.__getitem__,
+            skip,
+            limit,
+            lambda walk: walk.over is graph,
+            None if graph.indexed == len(graph) else lambda: self.want(repo_id),
+        )
 
-        def walk(budget: int | None) -> Page[bytes] | None:
-            page = graph.history(
-                [graph.seq[c] for c in starts],
-                path,
-                limit,
-                budget,
-                exclude=[graph.seq[c] for c in seen if c in graph],
-                skewed=[graph.seq[c] for c in skewed if c in graph],
-            )
-            if page is None:
-                return None
-            found = Page(
-                *(
-                    [graph.oids[s] for s in part]
-                    for part in (page.commits, page.frontier, page.seen, page.skewed)
-                )
-            )
-            if budget is None:
-                self.answers.put(repo_id, "history", key, _page_to_json(found))
-            return found
+    def _page(
+        self,
+        key: tuple[int, bytes, bytes | None],
+        make: Callable[[], LogWalk[N]],
+        extend: Callable[[LogWalk[N], int, int | None], bool | None],
+        oid: Callable[[N], bytes],
+        skip: int,
+        limit: int,
+        valid: Callable[[LogWalk[N]], bool] | None = None,
+        indexing: Callable[[], None] | None = None,
+    ) -> Page[bytes] | None:
+        """A page of the walk kept under ``key`` (``make`` makes it if none is), extended on
+        the request by at most INLINE_BUDGET commits and in the background past them. The
+        ``extend`` of a walk over an index still being built answers None when it reaches a
+        commit not indexed yet; ``indexing`` is then called instead of walking on in the
+        background (the indexer gets there first)."""
+        repo_id, start, path = key
+        until = skip + limit
+        stored_key = _page_key(start, path, skip, limit)
+        walk: LogWalk[N] | None = self._walks.get(key, valid)
+        if walk is None or (len(walk.shown) < skip and not walk.done):  # a walk to redo
+            stored = self.answers.get(repo_id, "history", stored_key)
+            if stored is not None:
+                return _page_from_json(stored)
+        if walk is None:
+            walk = make()
+        with walk.lock:
+            done = len(walk.shown) >= until or walk.done or extend(walk, until, INLINE_BUDGET)
+            page = walk.page(skip, limit) if done else None
+        self._walks.put(key, walk)  # again: a walk grows
+        if page is not None:
+            return Page([oid(c) for c in page.commits], page.more)
+        if indexing is not None:
+            indexing()
+            return None
 
-        page = walk(INLINE_BUDGET)
-        if page is None and complete:
-            self._defer(("history", repo_id, key), lambda: walk(None))
-        elif page is None:
-            self.want(repo_id)
-        return page
+        def finish(walk: LogWalk[N]) -> None:
+            try:
+                while True:
+                    with walk.lock:  # a chunk at a time: a page of this walk waits one at most
+                        done = extend(walk, until, INLINE_BUDGET)
+                        if done is None:  # not indexed yet: a later request goes on
+                            return
+                        if done:
+                            last = walk.page(skip, limit)
+                            break
+            except FloorlessError as exc:  # the page's next request shows it
+                log.warning("walking the history of repository %d failed: %s", repo_id, exc)
+                return
+            self._walks.put(key, walk)
+            found = Page([oid(c) for c in last.commits], last.more)
+            self.answers.put(repo_id, "history", stored_key, _page_to_json(found))
+
+        self._defer(("walk", *key), lambda: finish(walk))
+        return None
 
     def _defer(self, key: tuple[object, ...], work: Callable[[], object]) -> None:
         """Run ``work`` in the background: once however often pages ask for it (each poll of a
@@ -554,21 +609,28 @@ class Indexer:
                     self._compute_last(graph, repo.id, commit, b"", names, None)
 
     def forget_repository(self, repo_id: int) -> None:
-        """Drop what is kept about the repository: its graph, reachability marks, answers
-        in memory and last failure. Called by its ``RepoState.forget`` alone."""
+        """Drop what is kept about the repository: its graph, history walks, reachability
+        marks, answers in memory and last failure. Called by its ``RepoState.forget`` alone."""
         self._graphs.pop(repo_id, None)
+        self._walks.drop_where(lambda key: key[0] == repo_id)
         self.reach.forget(repo_id)
         self.answers.forget_repository(repo_id)
         self.failures.pop(repo_id, None)
 
 
+def _page_key(start: bytes, path: bytes | None, skip: int, limit: int) -> bytes:
+    """The answer cache's key of a page of a walk (None: a branch's list)."""
+    named = b"\0" if path is None else b"/" + path  # a path is never empty
+    return hashlib.sha256(b"\0".join([start, named, b"%d %d" % (skip, limit)])).digest()
+
+
 def _page_to_json(page: Page[bytes]) -> str:
-    parts = (page.commits, page.frontier, page.seen, page.skewed)
-    return json.dumps([[c.hex() for c in part] for part in parts])
+    return json.dumps([[c.hex() for c in page.commits], page.more])
 
 
 def _page_from_json(value: str) -> Page[bytes]:
-    return Page(*([bytes.fromhex(c) for c in part] for part in json.loads(value)))
+    commits, more = json.loads(value)
+    return Page([bytes.fromhex(c) for c in commits], bool(more))
 
 
 def _unhex(value: str | None) -> bytes | None:

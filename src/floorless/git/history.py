@@ -1,9 +1,27 @@
 """Commit history as ``git log`` defines it, over any commit graph.
 
-``log_page`` reproduces ``git log [-- path]``: commits come out newest committer date first
-(ties in the order they were queued), and with a path, git's default history simplification
-applies: a commit is shown when the path differs from every parent; at a merge that leaves the
-path as one parent had it, only that (first such) parent is followed.
+``LogWalk`` is ``git log [-- path]``'s own walk: commits come out newest committer date first
+(ties in the order they were queued), each commit queued once however many of its children
+the walk reaches (git's SEEN mark), so a parent dated after its child comes out as soon as
+it is queued, as in git. With a path, git's default history simplification applies: a commit
+is shown when the path differs from every parent; at a merge that leaves the path as one
+parent had it, only that (first such) parent is followed.
+
+Pages of a walk. The walk is exact only because its SEEN set is global: a page boundary
+cuts it, and the next page must know, for every parent it meets, whether an earlier page
+queued it already. Dates do not bound which of the walked commits that may be: a parent dated
+after one child is walked with that child, and its other child, older than it, may come up
+any number of pages later (flask's ``78b56dbf`` and ``a22d143f``); in a run of commits that
+share one timestamp every walked commit may be. Telling which walked commits some commit yet
+to be walked still names would take the children of every commit, the whole history. So no
+cursor of bounded size can carry the walk's state and be exact (the ``seen``/``skew`` lists
+this replaced were neither bounded nor exact). A walk is kept instead, and ``extend``\\ ed
+page by page: it holds the commits shown so far, in order, and git's queue and SEEN set, and
+the next page goes on from where the last stopped, visiting what that page shows (and what
+the simplification passes over), as a single walk would. The walk is defined by its start
+commits and path alone, so a page is named by those and a count of the commits before it,
+and a walk no longer kept is walked again, deterministically, from its start: see
+``floorless.indexer`` (where walks are kept) and ``floorless.web.views.commits`` (the cursor).
 
 ``CommitGraph`` is the in-memory form of the index: dense integer ids, parents, committer times
 and, per parent, the ids of the paths that differ (every changed file and each directory above
@@ -14,11 +32,12 @@ a directory in one walk.
 from __future__ import annotations
 
 import heapq
+import sys
 import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 N = TypeVar("N")
@@ -26,18 +45,98 @@ N = TypeVar("N")
 # shown(node, parents) -> (is the node shown, the parents to follow)
 Simplify = Callable[[N, Sequence[N]], tuple[bool, Sequence[N]]]
 
+# What a walk holds per commit it queued: set and list slots (37 bytes measured on CPython
+# 3.11) and, over object ids, the id (53 bytes for SHA-1); rounded up
+_BYTES_PER_SEEN = 100
+
 
 @dataclass
 class Page(Generic[N]):
-    """One page of a walk, and what the next page needs to continue it exactly."""
+    """Commits of a walk, and whether the walk goes on past them (with a path, the rest of
+    the walk may still show nothing)."""
 
     commits: list[N]
-    frontier: list[N]  # where the next page starts; empty when the history is done
-    # Walked commits the next page could reach again: those not newer than the newest frontier
-    # commit (timestamp ties at the page boundary) ...
-    seen: list[N] = field(default_factory=list)
-    # ... and commits dated after a child (a clock running ahead), carried from page to page.
-    skewed: list[N] = field(default_factory=list)
+    more: bool
+
+
+class LogWalk(Generic[N]):
+    """``git log``'s walk from ``starts``, kept between pages (see the module docstring).
+
+    ``parents`` and ``time`` are given to each ``extend`` rather than kept, so that a walk
+    over a repository's objects holds no handle; ``simplify`` (the path's) is part of what
+    the walk is, and ``over`` what its ids are numbers in (a ``CommitGraph``), if they are
+    not object ids. ``lock`` is for its keeper: one thread at a time extends a walk.
+    """
+
+    def __init__(
+        self,
+        starts: Iterable[N],
+        time: Callable[[N], int],
+        simplify: Simplify[N] | None = None,
+        over: object = None,
+    ) -> None:
+        self.simplify = simplify
+        self.over = over
+        self.shown: list[N] = []
+        self.visited = 0  # commits walked so far
+        self.lock = threading.Lock()
+        self._seen: set[N] = set()
+        self._queue: list[tuple[int, int, N]] = []
+        self._queued = 0  # git's queue keeps ties in the order they were queued
+        for node in starts:
+            if node not in self._seen:
+                self._push(node, time(node))
+
+    def _push(self, node: N, when: int) -> None:
+        self._seen.add(node)
+        heapq.heappush(self._queue, (-when, self._queued, node))
+        self._queued += 1
+
+    @property
+    def done(self) -> bool:
+        return not self._queue
+
+    def extend(
+        self,
+        until: int,
+        parents: Callable[[N], Sequence[N]],
+        time: Callable[[N], int],
+        budget: int | None = None,
+    ) -> bool:
+        """Walk on until ``until`` commits are shown or the history ends. False when
+        ``budget`` commits were walked first: the walk keeps its place, and the next call
+        goes on from there. A commit is taken off the queue only once everything about it
+        was read, so an error reading one (raised to the caller) leaves the walk as it was."""
+        queue, seen, shown, simplify = self._queue, self._seen, self.shown, self.simplify
+        walked = 0
+        while queue and len(shown) < until:
+            if budget is not None and walked >= budget:
+                return False
+            node = queue[0][2]
+            follow = parents(node)
+            show = True
+            if simplify is not None:
+                show, follow = simplify(node, follow)
+            new = [(p, time(p)) for p in dict.fromkeys(follow) if p not in seen]
+            heapq.heappop(queue)
+            walked += 1
+            self.visited += 1
+            for parent, when in new:
+                self._push(parent, when)
+            if show:
+                shown.append(node)
+        return True
+
+    def page(self, skip: int, limit: int) -> Page[N]:
+        """The ``limit`` commits shown after the first ``skip``, once ``extend``\\ ed to
+        ``skip + limit``."""
+        end = skip + limit
+        return Page(self.shown[skip:end], len(self.shown) > end or not self.done)
+
+    def nbytes(self) -> int:
+        """Roughly the memory the walk holds (for a cache bounded in bytes)."""
+        shown = sys.getsizeof(self.shown)
+        return shown + _BYTES_PER_SEEN * len(self._seen) + sys.getsizeof(self._queue)
 
 
 def log_page(
@@ -47,59 +146,13 @@ def log_page(
     limit: int,
     simplify: Simplify[N] | None = None,
     budget: int | None = None,
-    exclude: Iterable[N] = (),
-    skewed: Iterable[N] = (),
 ) -> Page[N] | None:
-    """The next ``limit`` commits of the walk from ``starts``; ``exclude`` and ``skewed`` are
-    the previous page's ``seen`` and ``skewed``. None when ``budget`` (commits visited) runs
-    out first."""
-    starts = list(starts)
-    skew = set(skewed)
-    walked = set(exclude) | (skew - set(starts))
-    seen: set[N] = set(walked)
-    queue: list[tuple[int, int, N]] = []
-    counter = 0
-    for node in starts:
-        if node not in seen:
-            seen.add(node)
-            heapq.heappush(queue, (-time(node), counter, node))
-            counter += 1
-    shown: list[N] = []
-    visited = 0
-    last: int | None = None
-    while queue and len(shown) < limit:
-        visited += 1
-        if budget is not None and visited > budget:
-            return None
-        when, _, node = heapq.heappop(queue)
-        if last is not None and -when > last:
-            skew.add(node)  # it entered the queue after an older commit was walked
-        last = -when
-        walked.add(node)
-        follow = parents(node)
-        show = True
-        if simplify is not None:
-            show, follow = simplify(node, follow)
-        for parent in follow:
-            if parent not in seen:
-                seen.add(parent)
-                heapq.heappush(queue, (-time(parent), counter, parent))
-                counter += 1
-        if show:
-            shown.append(node)
-    frontier = [node for _, _, node in sorted(queue)]
-    if not frontier:
-        return Page(shown, [])
-    if last is not None:
-        skew.update(node for node in frontier if time(node) > last)
-    newest = max(time(node) for node in frontier)
-    pending = set(frontier)
-    return Page(
-        shown,
-        frontier,
-        [node for node in walked if time(node) <= newest and node not in skew],
-        [node for node in skew if node in walked or node in pending],
-    )
+    """The first ``limit`` commits of the walk from ``starts`` (one page, with no walk kept);
+    None when ``budget`` (commits walked) runs out first."""
+    walk = LogWalk(starts, time, simplify)
+    if not walk.extend(limit, parents, time, budget):
+        return None
+    return walk.page(0, limit)
 
 
 class NotIndexed(Exception):
@@ -299,31 +352,20 @@ class CommitGraph:
 
         return simplify
 
-    def history(
-        self,
-        starts: Sequence[int],
-        path: bytes | None,
-        limit: int,
-        budget: int | None = None,
-        exclude: Iterable[int] = (),
-        skewed: Iterable[int] = (),
-    ) -> Page[int] | None:
-        """One page of ``git log [-- path]``; None when ``budget`` runs out or the walk
-        reaches a commit whose changed paths are not indexed yet."""
+    def walk(self, starts: Sequence[int], path: bytes | None) -> LogWalk[int]:
+        """``git log [-- path]``'s walk from ``starts``, not started yet (``history``)."""
         if path is not None and path not in self.path_ids and self.indexed == len(self.oids):
-            return Page([], [])  # no commit ever changed it: walking to the root finds none
+            # no commit ever changed it: none is shown
+            return LogWalk([], self.times.__getitem__, over=self)
         simplify = None if path is None else self._simplifier(path)
+        return LogWalk(starts, self.times.__getitem__, simplify, self)
+
+    def history(self, walk: LogWalk[int], until: int, budget: int | None = None) -> bool | None:
+        """Extend ``walk`` (made by ``walk``) until it shows ``until`` commits or ends; False
+        when ``budget`` commits were walked first, None when it reached a commit whose
+        changed paths are not indexed yet (either way it keeps its place)."""
         try:
-            return log_page(
-                starts,
-                self.parents.__getitem__,
-                self.times.__getitem__,
-                limit,
-                simplify,
-                budget,
-                exclude,
-                skewed,
-            )
+            return walk.extend(until, self.parents.__getitem__, self.times.__getitem__, budget)
         except NotIndexed:
             return None
 

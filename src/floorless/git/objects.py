@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import functools
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -161,6 +162,23 @@ def get_commit(repo: pygit2.Repository, commit_id: bytes) -> AnyCommit:
     if obj is None:
         raise UnknownRevision("no such commit")
     return obj
+
+
+def commit_links(
+    repo: pygit2.Repository,
+) -> tuple[Callable[[bytes], list[bytes]], Callable[[bytes], int]]:
+    """A commit's parents and its committer time, for a history walk: each commit is read
+    once (a walk asks a commit's time when it queues it, its parents when it takes it)."""
+    read: dict[bytes, tuple[list[bytes], int]] = {}
+
+    def links(commit_id: bytes) -> tuple[list[bytes], int]:
+        found = read.get(commit_id)
+        if found is None:
+            commit = get_commit(repo, commit_id)
+            found = read[commit_id] = ([p.raw for p in commit.parent_ids], commit.commit_time)
+        return found
+
+    return (lambda commit_id: links(commit_id)[0]), (lambda commit_id: links(commit_id)[1])
 
 
 def expand_commit_id(repo: pygit2.Repository, prefix: bytes) -> bytes | None:

@@ -1,15 +1,22 @@
-"""``/commits/{kind}/{ref}[/{path}]``: newest first, cursor-paginated, never O(history).
+"""``/commits/{kind}/{ref}[/{path}]``: ``git log [-- path]`` newest first, in exact pages.
 
-A branch's list walks libgit2 for one page of commits; a path's history walks the in-memory
-index (git's default history simplification), so neither counts or skips the whole history.
-The cursor is the walk's state between pages: ``?after=`` the commit ids where the next page
-starts (its frontier), ``&seen=`` the few already-walked commits the next page could reach
-again (timestamp ties at the boundary) and ``&skew=`` commits dated after a child; each a
-comma-separated list of hex ids.
+A branch's list walks the repository's objects; a path's history walks the in-memory index
+(git's default history simplification). Neither counts or skips the whole history: the walk
+is kept between pages and goes on where the last page stopped (``floorless.indexer``).
+
+The cursor is ``?after=START&skip=N``: the commit the list started from (the branch's tip
+when its first page was shown, so a push meanwhile shifts nothing) and how many commits the
+pages before this one showed. That is all that defines a page, so a page is exact however
+the history's dates run (``floorless.git.history`` explains why no cursor that carries the
+walk's state can be both exact and bounded), and the cursor is bounded: one object id (at
+most 64 hex digits) and a count of at most ``MAX_SKIP`` (10 digits), at most 86 characters
+with the names. A walk no longer kept (a restart, or pushed out of memory) is walked again from
+``START``; a cursor of the form of older versions (``after`` alone, one id) starts there.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,111 +26,89 @@ import pygit2
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
 from floorless.git import objects
 from floorless.git.history import Page, log_page
-from floorless.git.lenient import AnyCommit
-from floorless.git.oid import parse_list
+from floorless.git.oid import parse_full
 from floorless.git.refs import Resolved
 from floorless.web import urls
 from floorless.web.context import RepoView
 from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
 
-MAX_CURSOR_IDS = 1024
+MAX_SKIP = 10**10 - 1  # no history has more commits: the count stays within 10 digits
+_COUNT = re.compile(r"[0-9]{1,10}")
 
 
 @dataclass(frozen=True)
 class Cursor:
-    after: list[bytes]
-    seen: list[bytes]
-    skew: list[bytes]
+    start: bytes  # the commit the list starts from
+    skip: int = 0  # commits shown before this page
 
     @classmethod
-    def parse(cls, after: str | None, seen: str | None, skew: str | None) -> Cursor | None:
+    def parse(cls, after: str | None, skip: str | None) -> Cursor | None:
         if not after:
             return None
-        lists = [parse_list(value or "", MAX_CURSOR_IDS) for value in (after, seen, skew)]
-        if lists[0] is None or lists[1] is None or lists[2] is None:
+        start = parse_full(after)
+        if start is None or (skip and not _COUNT.fullmatch(skip)):
             raise BadRequest("malformed cursor")
-        return cls(lists[0], lists[1], lists[2])
-
-    @classmethod
-    def of(cls, page: Page[bytes]) -> Cursor | None:
-        return cls(page.frontier, page.seen, page.skewed) if page.frontier else None
+        return cls(start, int(skip) if skip else 0)
 
     def params(self) -> dict[str, str | None]:
-        """The cursor as query parameters (those with no ids left out)."""
-        parts = {"after": self.after, "seen": self.seen, "skew": self.skew}
-        return {name: ",".join(c.hex() for c in ids) or None for name, ids in parts.items()}
+        """The cursor as query parameters (``skip`` left out when 0)."""
+        return {"after": self.start.hex(), "skip": str(self.skip) if self.skip else None}
 
 
-def libgit2_page(
-    handle: pygit2.Repository,
-    starts: Sequence[bytes],
-    limit: int,
-    exclude: Sequence[bytes] = (),
-    skewed: Sequence[bytes] = (),
-) -> Page[bytes]:
-    """One page of ``git log`` from ``starts`` (no path), reading only the commits shown."""
-    cache: dict[bytes, AnyCommit] = {}
-
-    def get(oid: bytes) -> AnyCommit:
-        commit = cache.get(oid)
-        if commit is None:
-            commit = cache[oid] = objects.get_commit(handle, oid)
-        return commit
-
-    page = log_page(
-        starts,
-        lambda c: [p.raw for p in get(c).parent_ids],
-        lambda c: get(c).commit_time,
-        limit,
-        exclude=exclude,
-        skewed=skewed,
-    )
-    assert page is not None
+def libgit2_page(handle: pygit2.Repository, starts: Sequence[bytes], limit: int) -> Page[bytes]:
+    """The first ``limit`` commits of ``git log`` from ``starts``, read from the objects,
+    keeping no walk (a feed's)."""
+    page = log_page(starts, *objects.commit_links(handle), limit)
+    assert page is not None  # no budget
     return page
 
 
 def history_page(
     view: RepoView, tip: bytes, path: bytes | None, cursor: Cursor | None, limit: int
 ) -> Page[bytes] | None:
-    """A page of commits as raw ids; None while the index does not hold ``tip`` yet."""
-    starts = cursor.after if cursor else [tip]
-    seen = cursor.seen if cursor else []
-    skew = cursor.skew if cursor else []
-    if not path:
-        return libgit2_page(view.handle, starts, limit, seen, skew)
+    """A page of commits as raw ids; None while it is being prepared (the index does not
+    hold ``tip`` yet, or a long walk goes on in the background)."""
+    start, skip = (cursor.start, cursor.skip) if cursor else (tip, 0)
     indexer = view.forge.indexer
+    if not path:
+        return indexer.branch_history(view.repo, start, skip, limit)
     graph = indexer.ready(view.repo.id, tip)
     failure = indexer.failures.get(view.repo.id)
     if graph is None and failure is not None:
         # waiting would never end: the page would refresh forever
         raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
-    if graph is not None and any(c not in graph for c in starts):
+    if graph is not None and start not in graph:
         raise UnknownRevision("no such commit")  # as the branch's list answers: not empty
-    return indexer.path_history(view.repo.id, tip, path, (starts, seen, skew), limit)
+    return indexer.path_history(view.repo.id, start, path, skip, limit)
 
 
 class Commits(RefPage):
     page = "commits"
-    query = ("after", "seen", "skew")
+    query = ("after", "skip")
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
     ) -> None:
         view.commit(resolved)
-        cursor = Cursor.parse(req.get_param("after"), req.get_param("seen"), req.get_param("skew"))
-        for start in cursor.after if cursor else []:  # the walk goes on from these commits
-            objects.get_commit(view.handle, start)
-            view.reachable(pygit2.enums.ObjectType.COMMIT, start)
+        cursor = Cursor.parse(req.get_param("after"), req.get_param("skip"))
+        if cursor is not None:  # the walk starts from this commit
+            objects.get_commit(view.handle, cursor.start)
+            view.reachable(pygit2.enums.ObjectType.COMMIT, cursor.start)
         page = history_page(
             view, resolved.commit, resolved.path or None, cursor, self.settings.commits_per_page
         )
+        following = None
+        if page is not None and page.more:
+            start = cursor.start if cursor else resolved.commit
+            skip = (cursor.skip if cursor else 0) + len(page.commits)
+            if skip <= MAX_SKIP:
+                following = Cursor(start, skip)
         commits = (
             []
             if page is None
             else [objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits]
         )
-        following = Cursor.of(page) if page else None
         req.context.final_page = page is not None
         self.html(
             resp,
