@@ -38,8 +38,7 @@ from pathlib import Path
 import pygit2
 
 from bench import measure
-from bench import repos as bench_repos
-from bench.run import OWNER, Target, page_urls, prepare_store, start_floorless
+from bench.run import OWNER, page_urls, prepare_store, start_floorless, target_repository
 from bench.run import wait_floorless_indexed as wait_indexed
 
 HEAVY_REPO = "heavy"
@@ -181,7 +180,7 @@ def parse_wrk(out: str, result: LoadResult) -> None:
         detail["non-2xx"] = int(non2xx.group(1))
     result.error_detail = detail
     result.errors = sum(detail.values())
-    rps = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+    rps = measure.WRK_RPS.search(out)
     if rps:
         result.requests_per_second = float(rps.group(1))
 
@@ -192,17 +191,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> LoadRes
         raise SystemExit("wrk is needed: bash scripts/install-bench-deps.sh")
     work = Path(tempfile.mkdtemp(prefix="floorless-load-"))
     try:
-        built = bench_repos.ensure(args.repo, args.cache_dir.absolute())
-        target = Target(
-            args.repo,
-            built.path,
-            built.kind,
-            built.branch,
-            built.file,
-            built.directory,
-            built.history_path,
-            built.commits,
-        )
+        built = target = target_repository(args.repo, args.cache_dir)
         repos, _ = prepare_store(work / "store", built.path, target.name)
         log(f"building a repository with a {args.heavy_mb} MB blob")
         build_heavy(repos / OWNER / f"{HEAVY_REPO}.git", args.heavy_mb)

@@ -187,7 +187,7 @@ def first_request_ms(url: str) -> tuple[float, int]:
     return elapsed * 1000, status
 
 
-_WRK_RPS = re.compile(r"Requests/sec:\s+([0-9.]+)")
+WRK_RPS = re.compile(r"Requests/sec:\s+([0-9.]+)")
 
 
 def throughput(url: str, concurrency: int, seconds: float, warmup: float = 1.0) -> float:
@@ -218,7 +218,7 @@ def _throughput(url: str, concurrency: int, seconds: float) -> float:
             check=False,
             timeout=seconds + 60,
         ).stdout
-        found = _WRK_RPS.search(out)
+        found = WRK_RPS.search(out)
         if found:
             return float(found.group(1))
     return _thread_throughput(url, concurrency, seconds)

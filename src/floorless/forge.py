@@ -234,11 +234,12 @@ class Forge:
 
         def allowed(oid: bytes) -> bool | None:
             deadline = time.monotonic() + wait
+            try:  # the header alone: a large blob is not read (nor a cached header trusted:
+                # garbage collection may have removed the object since)
+                kind, _ = self.open(repo).odb.read_header(pygit2.Oid(raw=oid))
+            except (KeyError, ValueError, pygit2.GitError):
+                return False
             while True:
-                try:  # the header alone: a large blob is not read
-                    kind, _ = self.open(repo).odb.read_header(pygit2.Oid(raw=oid))
-                except (KeyError, ValueError, pygit2.GitError):
-                    return False
                 answer = self.reachable(repo, self.snapshot(repo), kind, oid, None)
                 if answer is not None:
                     return answer

@@ -450,9 +450,9 @@ class Indexer:
         return None if cached is None else int(cached)
 
     def commit_count(self, repo_id: int, commit: bytes) -> int | None:
-        cached = self.answers.get(repo_id, "count", commit)
-        if cached is not None:
-            return int(cached)
+        known = self.known_commit_count(repo_id, commit)
+        if known is not None:
+            return known
         graph = self.ready(repo_id, commit)
         if graph is None:
             return None

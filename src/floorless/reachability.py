@@ -117,11 +117,6 @@ class Reachability:
             return None
         return oid not in reach.suspects
 
-    def unreachable(self, repo_id: int) -> int:
-        """How many commits of the index the current marks leave out."""
-        reach = self._reach.get(repo_id)
-        return 0 if reach is None else reach.marks.count(0)
-
     def _holds(
         self, reach: Reach, handle: pygit2.Repository, tips: frozenset[bytes], budget: int | None
     ) -> bool:

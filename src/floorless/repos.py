@@ -63,6 +63,11 @@ class Repo:
     def full_name(self) -> str:
         return f"{self.owner}/{self.name}"
 
+    @property
+    def directory(self) -> Path:
+        """What a create, rename or delete moves: the git directory, or the checkout."""
+        return self.path if self.bare else self.path.parent
+
 
 @dataclass(frozen=True)
 class ScanResult:
@@ -87,7 +92,6 @@ class Registry:
         self.adopt_private = adopt_private
         # A scan and a create, rename or delete in this process do not interleave.
         self.lock = threading.RLock()
-        self.last_scan: ScanResult | None = None
         self.incomplete_scans = 0  # scans that could not read every directory
 
     # -- scanning -----------------------------------------------------------------------------
@@ -96,7 +100,6 @@ class Registry:
         """Bring the database in line with the directory."""
         with self.lock:
             result = self._scan()
-        self.last_scan = result
         if result.unreadable:
             self.incomplete_scans += 1
         for path, why in result.unreadable:
@@ -111,34 +114,45 @@ class Registry:
     def _scan(self) -> ScanResult:
         now = time.time()
         found = discover(self.root, self.default_owner)
+        # The rest of the slow part, on the storage, before the database is locked for writing:
+        # the descriptions, and which repositories no longer found are positively missing.
+        descriptions = {str(git_dir): read_description(git_dir) for *_, git_dir, _ in found.repos}
+        gone = {
+            row["path"]
+            for row in self.db.query("SELECT path FROM repos")
+            if row["path"] not in descriptions and self._seen_missing(Path(row["path"]), found)
+        }
         added = removed = missing = 0
-        with self.db.transaction():  # after the slow part: the rows as they are now
-            known = {r["path"]: int(r["id"]) for r in self.db.query("SELECT id, path FROM repos")}
+        with self.db.transaction():  # the rows as they are now
+            rows = self.db.query("SELECT id, path, owner, name FROM repos")
+            known = {r["path"]: int(r["id"]) for r in rows}
+            taken = {(r["owner"], r["name"]): r["path"] for r in rows}
             misses = {
                 int(row["repo_id"]): int(row["scans"])
                 for row in self.db.query("SELECT repo_id, scans FROM repo_missing")
             }
-            seen: set[str] = set()
-            for _, _, git_dir, _ in found.repos:
-                seen.add(str(git_dir))
-                repo_id = known.get(str(git_dir))
+            for path, description in descriptions.items():
+                repo_id = known.get(path)
                 if repo_id is not None:
                     self.db.execute(
                         "UPDATE repos SET seen_at = ?, description = COALESCE(?, description)"
                         " WHERE id = ?",
-                        (now, read_description(git_dir), repo_id),
+                        (now, description, repo_id),
                     )
-                    self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (repo_id,))
+                    if repo_id in misses:
+                        self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (repo_id,))
             for path, repo_id in known.items():
-                if path in seen:
+                if path in descriptions:
                     continue
-                if not self._seen_missing(Path(path), found):
+                if path not in gone:
                     # not seen, not seen missing: the count of scans in a row starts again
-                    self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (repo_id,))
+                    if repo_id in misses:
+                        self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (repo_id,))
                     continue
                 scans = misses.get(repo_id, 0) + 1
                 if scans >= MISSING_SCANS:
                     self._drop_row(repo_id)
+                    taken = {key: p for key, p in taken.items() if p != path}
                     removed += 1
                 else:
                     self.db.execute(
@@ -149,12 +163,10 @@ class Registry:
             for owner, name, git_dir, bare in found.repos:
                 if str(git_dir) in known:
                     continue
-                held = self.db.one(
-                    "SELECT 1 FROM repos WHERE owner = ? AND name = ?", (owner, name)
-                )
-                if held is not None:
+                if (owner, name) in taken:
                     continue  # its name's repository elsewhere is not known to be gone yet
-                self._adopt(owner, name, git_dir, bare, now)
+                self._adopt(owner, name, git_dir, bare, descriptions[str(git_dir)], now)
+                taken[(owner, name)] = str(git_dir)
                 added += 1
         return ScanResult(added, removed, missing, tuple(found.unreadable.items()))
 
@@ -170,7 +182,9 @@ class Registry:
             return False
         return True
 
-    def _adopt(self, owner: str, name: str, git_dir: Path, bare: bool, now: float) -> None:
+    def _adopt(
+        self, owner: str, name: str, git_dir: Path, bare: bool, description: str | None, now: float
+    ) -> None:
         """A repository new to the database: who may see it is what ``repo_access`` says of
         its name (written by a create or rename before its directory appeared, or left by a
         repository of that name), and otherwise the adoption policy."""
@@ -179,7 +193,7 @@ class Registry:
                 "INSERT OR IGNORE INTO repo_access (owner, name, private) VALUES (?, ?, 1)",
                 (owner, name),
             )
-        self._insert(owner, name, git_dir, bare, read_description(git_dir) or "", now)
+        self._insert(owner, name, git_dir, bare, description or "", now)
 
     def _insert(
         self, owner: str, name: str, git_dir: Path, bare: bool, description: str, now: float
@@ -313,7 +327,7 @@ class Registry:
             target = _renamed_path(repo, new_name)
             if exists(target) and not _same_file(target, repo):
                 raise Conflict(f"{target.name} already exists in the repositories directory")
-            old_dir = repo.path if repo.bare else repo.path.parent
+            old_dir = repo.directory
             intent = self._intend(
                 "rename",
                 repo.owner,
@@ -331,7 +345,7 @@ class Registry:
     def delete(self, repo: Repo) -> None:
         """Remove ``repo``: its directory, its row, who may see it."""
         with self.lock:
-            directory = repo.path if repo.bare else repo.path.parent
+            directory = repo.directory
             # Moved aside first (a hidden name no scan reads), so that no scan in the meantime
             # finds half a repository.
             trash = directory.with_name(f".deleting-{directory.name}-{time.time_ns()}")
@@ -556,7 +570,7 @@ def _clean_description(text: str) -> str:
 def _same_file(target: Path, repo: Repo) -> bool:
     """Whether ``target`` is the repository's own directory (a rename that changes only case
     on a filesystem that ignores it)."""
-    directory = repo.path if repo.bare else repo.path.parent
+    directory = repo.directory
     try:
         return target.samefile(directory)
     except OSError:
@@ -564,7 +578,7 @@ def _same_file(target: Path, repo: Repo) -> bool:
 
 
 def _renamed_path(repo: Repo, new_name: str) -> Path:
-    directory = repo.path if repo.bare else repo.path.parent
+    directory = repo.directory
     suffix = ".git" if directory.name.endswith(".git") else ""
     return directory.with_name(new_name + suffix)
 

@@ -83,12 +83,20 @@ class CommitDiff:
     complete_stats: bool = True  # additions and deletions count every file's patch
 
 
-def _diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> pygit2.Diff:
+def _tree_diff(commit: AnyCommit) -> pygit2.Diff:
+    """The commit against its first parent (or the empty tree), renames not looked for."""
     with timing.phase("git"):
         if commit.parents:
-            diff = commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
-        else:
-            diff = commit.tree.diff_to_tree(swap=True)
+            return commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
+        return commit.tree.diff_to_tree(swap=True)
+
+
+def _diff(
+    repo: pygit2.Repository, commit: AnyCommit, limits: Limits, diff: pygit2.Diff | None = None
+) -> pygit2.Diff:
+    """The commit's diff with renames found within the budget; ``diff`` is its
+    ``_tree_diff`` when the caller has it already."""
+    diff = _tree_diff(commit) if diff is None else diff
     if _small_renames(repo, diff, limits):
         flags, rename_limit = DiffFind.FIND_RENAMES, 1000
     else:  # comparing contents would read every added and deleted blob: identical ones only
@@ -126,23 +134,23 @@ def _sizes(repo: pygit2.Repository, delta: pygit2.DiffDelta) -> int:
     )
 
 
-def fits_in_process(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> bool:
-    """Whether the whole diff (``.diff``, ``.patch``) is small enough to make in-process: no
-    more files than a page diffs, and no more bytes of blobs than its budget."""
+def fits_in_process(
+    repo: pygit2.Repository, commit: AnyCommit, limits: Limits
+) -> pygit2.Diff | None:
+    """The commit's tree diff when the whole diff (``.diff``, ``.patch``) is small enough to
+    make in-process (no more files than a page diffs, and no more bytes of blobs than its
+    budget), for ``patch_text`` or ``format_patch`` to go on from; None when it is not."""
+    diff = _tree_diff(commit)
     with timing.phase("git"):
-        if commit.parents:
-            diff = commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
-        else:
-            diff = commit.tree.diff_to_tree(swap=True)
         deltas = list(diff.deltas) if len(diff) <= limits.files else None
     if deltas is None:
-        return False
+        return None
     total = 0
     for delta in deltas:
         for side in (delta.old_file, delta.new_file):
             if side.mode != objects.MODE_SUBMODULE:
                 total += objects.object_size(repo, side.id) or 0
-    return total <= limits.total_bytes
+    return diff if total <= limits.total_bytes else None
 
 
 def git_diff_args(commit: AnyCommit, stat: bool = False) -> list[str]:
@@ -276,9 +284,11 @@ def _hunks(fd: FileDiff, patch: pygit2.Patch, cap: int) -> bool:
     return False
 
 
-def patch_text(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> bytes:
-    """The unified diff, as ``git diff`` prints it."""
-    diff = _diff(repo, commit, limits)
+def patch_text(
+    repo: pygit2.Repository, commit: AnyCommit, limits: Limits, diff: pygit2.Diff | None = None
+) -> bytes:
+    """The unified diff, as ``git diff`` prints it (from ``fits_in_process``'s ``diff``)."""
+    diff = _diff(repo, commit, limits, diff)
     with timing.phase("git"):
         return _raw_patch(diff)
 
@@ -291,9 +301,12 @@ def _raw_patch(diff: pygit2.Diff) -> bytes:
 MAIL_END = b"-- \nfloorless\n\n"
 
 
-def format_patch(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> bytes:
-    """The commit as ``git format-patch`` would mail it."""
-    diff = _diff(repo, commit, limits)
+def format_patch(
+    repo: pygit2.Repository, commit: AnyCommit, limits: Limits, diff: pygit2.Diff | None = None
+) -> bytes:
+    """The commit as ``git format-patch`` would mail it (from ``fits_in_process``'s
+    ``diff``)."""
+    diff = _diff(repo, commit, limits, diff)
     with timing.phase("git"):
         stats = diff.stats.format(
             pygit2.enums.DiffStatsFormat.FULL | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72

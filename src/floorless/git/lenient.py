@@ -118,10 +118,6 @@ def read_commit(repo: pygit2.Repository, oid: pygit2.Oid) -> AnyCommit | None:
     return obj if isinstance(obj, pygit2.Commit) else None
 
 
-def is_commit(obj: object) -> bool:
-    return isinstance(obj, pygit2.Commit | LenientCommit)
-
-
 def _oid(text: bytes) -> pygit2.Oid | None:
     try:
         return pygit2.Oid(hex=text.strip().decode("ascii"))

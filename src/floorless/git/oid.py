@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-HEX_LENGTHS = (40, 64)  # SHA-1, SHA-256
 RAW_LENGTHS = (20, 32)
 MIN_ABBREVIATION = 4
 

@@ -39,9 +39,9 @@ from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph
 from floorless.git.lenient import AnyCommit, read_commit
 from floorless.git.objects import MODE_SUBMODULE, MODE_TREE
-from floorless.git.oid import is_raw
+from floorless.git.oid import parse_full
+from floorless.git.protocol import MAX_PKT, pkt_line
 
-MAX_PKT = 65520
 CHUNK = 65536
 
 
@@ -221,19 +221,15 @@ def requested_ids(body: bytes) -> list[bytes]:
 
 
 def _oid(text: bytes) -> bytes:
-    try:
-        oid = bytes.fromhex(text.decode("ascii"))
-    except (UnicodeDecodeError, ValueError):
-        oid = b""
-    if not is_raw(oid):  # SHA-1 or SHA-256
+    oid = parse_full(text)  # SHA-1 or SHA-256
+    if oid is None:
         raise ValueError("a requested object id is malformed")
     return oid
 
 
 def err_packet(message: str) -> bytes:
     """git's ``ERR`` pkt-line: the client stops and shows ``message``."""
-    payload = f"ERR {message}\n".encode()
-    return b"%04x" % (len(payload) + 4) + payload
+    return pkt_line(f"ERR {message}\n".encode())
 
 
 def refusal(ids: Iterable[bytes], allowed: Callable[[bytes], bool | None]) -> bytes | None:

@@ -42,11 +42,12 @@ class Commit(View):
         resp.content_type = "text/plain; charset=utf-8"
         resp.set_header("X-Content-Type-Options", "nosniff")
         limits = diff_limits(self.settings)
-        if gitdiff.fits_in_process(view.handle, commit, limits):
+        diff = gitdiff.fits_in_process(view.handle, commit, limits)
+        if diff is not None:
             resp.data = (
-                gitdiff.patch_text(view.handle, commit, limits)
+                gitdiff.patch_text(view.handle, commit, limits, diff)
                 if variant == "diff"
-                else gitdiff.format_patch(view.handle, commit, limits)
+                else gitdiff.format_patch(view.handle, commit, limits, diff)
             )
             return
         # past the budget, git makes it in its own process: the whole diff, never cut short,

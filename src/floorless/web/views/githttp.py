@@ -93,7 +93,7 @@ class InfoRefs(GitView):
         if (
             service == "git-upload-pack"
             and protocol.wants_v2(env.get("GIT_PROTOCOL"))
-            and not self.forge.handles.extended_format(found.path)
+            and not self.forge.state(found).extended_format()
         ):
             resp.data = self.advertisement()
             return

@@ -141,10 +141,7 @@ class Raw(View):
             raise RepositoryBroken("git cat-file cannot read this object")
         resp.content_type = content_type(name, first_bytes[:8000])
         first, end = window
-        resp.content_length = end - first
-        if req.method == "HEAD":
-            stream.close()
-            return
+        resp.content_length = end - first  # a HEAD's body is closed unsent (BodylessMiddleware)
         whole = (first, end) == (0, size)
         resp.stream = stream if whole else transport.Framed(stream, skip=first, length=end - first)
 
