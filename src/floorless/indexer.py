@@ -434,7 +434,7 @@ class Indexer:
         budget: int | None,
     ) -> dict[bytes, bytes | None] | None:
         paths = [directory + b"/" + n if directory else n for n in names]
-        result = graph.last_changes(graph.seq[commit], paths, budget)
+        result = graph.last_changes(graph.seq[commit], paths, budget, directory)
         if result is None:
             return None
         table = {

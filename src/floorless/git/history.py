@@ -27,6 +27,16 @@ and a walk no longer kept is walked again, deterministically, from its start: se
 and, per parent, the ids of the paths that differ (every changed file and each directory above
 it), packed in arrays. ``last_changes`` answers ``git log -1 -- dir/entry`` for every entry of
 a directory in one walk.
+
+Both walks cross a long history by a path's postings: the commits that changed the path against
+their first parent. A commit that did not (most commits, for most paths) is TREESAME to its
+first parent, so git's simplification shows nothing there and follows that parent alone. The
+walks take such a commit, and the ones after it on its first-parent line, in a tight loop with
+no queue work, for as long as each is the commit the queue would give next anyway (newer than
+everything queued): order, SEEN marks and answers are those of the full walk. Where a
+first-parent line is a run of consecutive ids (as ``git rev-list --topo-order`` numbers a line
+of history), the commits up to the next one in the postings are taken in one step, checked
+with set operations rather than commit by commit.
 """
 
 from __future__ import annotations
@@ -37,13 +47,18 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from floorless.caches import Cache
 
 N = TypeVar("N")
 
 # shown(node, parents) -> (is the node shown, the parents to follow)
 Simplify = Callable[[N, Sequence[N]], tuple[bool, Sequence[N]]]
+
+TOUCHING_MEMORY_BYTES = 8 * 1024 * 1024  # postings kept ready for walks (``Touching``)
 
 # What a walk holds per commit it queued: set and list slots (37 bytes measured on CPython
 # 3.11) and, over object ids, the id (53 bytes for SHA-1); rounded up
@@ -79,6 +94,7 @@ class LogWalk(Generic[N]):
         self.over = over
         self.shown: list[N] = []
         self.visited = 0  # commits walked so far
+        self.stepped = 0  # of those, commits taken one at a time (the others in runs)
         self.lock = threading.Lock()
         self._seen: set[N] = set()
         self._queue: list[tuple[int, int, N]] = []
@@ -121,6 +137,7 @@ class LogWalk(Generic[N]):
             heapq.heappop(queue)
             walked += 1
             self.visited += 1
+            self.stepped += 1
             for parent, when in new:
                 self._push(parent, when)
             if show:
@@ -153,6 +170,93 @@ def log_page(
     if not walk.extend(limit, parents, time, budget):
         return None
     return walk.page(0, limit)
+
+
+class PathWalk(LogWalk[int]):
+    """``git log -- path``'s walk over a complete ``CommitGraph`` (see the module docstring):
+    a commit outside ``touching`` (the path's postings) passes to its first parent."""
+
+    def __init__(
+        self, graph: CommitGraph, starts: Iterable[int], path_id: int, touching: Touching
+    ) -> None:
+        super().__init__(starts, graph.times.__getitem__, graph.path_simplifier(path_id), graph)
+        self._graph = graph
+        self._touching = touching
+
+    def extend(
+        self,
+        until: int,
+        parents: Callable[[int], Sequence[int]],
+        time: Callable[[int], int],
+        budget: int | None = None,
+    ) -> bool:
+        queue, seen, shown, simplify = self._queue, self._seen, self.shown, self.simplify
+        graph, postings = self._graph, self._touching
+        touching, first, times = postings.nodes, graph.first_parent, graph.times
+        assert simplify is not None
+        walked = 0
+        while queue and len(shown) < until:
+            if budget is not None and walked >= budget:
+                return False
+            node = queue[0][2]
+            if node in touching:  # as ``LogWalk.extend``
+                show, follow = simplify(node, parents(node))
+                new = [(p, time(p)) for p in dict.fromkeys(follow) if p not in seen]
+                heapq.heappop(queue)
+                walked += 1
+                self.visited += 1
+                self.stepped += 1
+                for parent, when in new:
+                    self._push(parent, when)
+                if show:
+                    shown.append(node)
+                continue
+            heapq.heappop(queue)
+            walked += 1
+            self.visited += 1
+            self.stepped += 1
+            while True:  # TREESAME to its first parent: not shown, that parent followed alone
+                room = None if budget is None else budget - walked
+                newest = -queue[0][0] if queue else None
+                taken = graph.passing(node, postings, newest, seen, room)
+                if taken:  # each the first parent of the one before, and next out of the queue
+                    seen.update(range(node - taken, node))
+                    self._queued += taken
+                    walked += taken
+                    self.visited += taken
+                    node -= taken
+                parent = first[node]
+                if parent < 0 or parent in seen:
+                    break
+                when = times[parent]
+                if (
+                    parent in touching
+                    or (queue and -when >= queue[0][0])  # not the next one out of the queue
+                    or (budget is not None and walked >= budget)
+                ):
+                    self._push(parent, when)
+                    break
+                seen.add(parent)  # queued and taken out at once
+                self._queued += 1
+                walked += 1
+                self.visited += 1
+                self.stepped += 1
+                node = parent
+        return True
+
+    def nbytes(self) -> int:
+        return super().nbytes() + self._touching.nbytes()
+
+
+@dataclass(frozen=True)
+class Touching:
+    """A path's postings, ready for a walk: as a set, and in ascending order."""
+
+    nodes: frozenset[int]
+    ordered: array[int]
+
+    def nbytes(self) -> int:
+        return sys.getsizeof(self.nodes) + 4 * len(self.ordered)
 
 
 class NotIndexed(Exception):
@@ -210,6 +314,16 @@ class CommitGraph:
         self.path_ids: dict[bytes, int] = {}
         self.path_names: list[bytes] = []
         self.path_parent = array("i")  # path id -> id of the directory above it, -1 at the root
+        self.first_parent = array("i")  # commit -> its first parent, -1 for a root
+        # path id -> the commits that changed it against their first parent (a root: that
+        # have it), in the order they were indexed
+        self.postings: dict[int, array[int]] = {}
+        # commit -> the lowest id down to which its first-parent line runs through consecutive
+        # ids (each commit's first parent the id before it)
+        self.run = array("I")
+        self._touching: Cache[int, Touching] = Cache.lru(
+            TOUCHING_MEMORY_BYTES, getsizeof=lambda t: t.nbytes()
+        )
         self.lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -251,6 +365,8 @@ class CommitGraph:
         self.times.append(time)
         self._parent_ids.extend(parents)
         self._parent_start.append(len(self._parent_ids))
+        self.first_parent.append(parents[0] if parents else -1)
+        self.run.append(self.run[seq - 1] if parents and parents[0] == seq - 1 else seq)
         slots = max(1, len(parents))
         self._slot_start.append(self._slot_start[-1] + slots)
         self._at.extend([0] * slots)
@@ -278,6 +394,51 @@ class CommitGraph:
             self._len[first + i] = len(self._ids) - before
         if not done:
             self.indexed += 1
+            postings = self.postings
+            for pid in self._ids[self._at[first] : self._at[first] + self._len[first]]:
+                found = postings.get(pid)
+                if found is None:
+                    postings[pid] = array("I", (node,))
+                else:
+                    found.append(node)
+
+    def touching(self, path_id: int) -> Touching:
+        """The commits that changed ``path_id`` against their first parent."""
+        nodes = self.postings.get(path_id, array("I"))
+        kept = self._touching.get(path_id, lambda t: len(t.ordered) == len(nodes))
+        if kept is None:
+            kept = Touching(frozenset(nodes), array("I", sorted(nodes)))
+            self._touching.put(path_id, kept)
+        return kept
+
+    def passing(
+        self,
+        node: int,
+        touching: Touching,
+        newest: int | None,
+        avoid: AbstractSet[int] | None = None,
+        room: int | None = None,
+    ) -> int:
+        """How many commits below ``node`` a walk that follows first parents past commits
+        outside ``touching`` takes at once: ``node - 1``, ``node - 2``, ... while each is
+        the first parent of the one before (``run``), outside ``touching`` and ``avoid``,
+        and newer than ``newest`` (the newest commit queued); at most ``room``."""
+        low = self.run[node]
+        if low >= node:
+            return 0
+        ordered = touching.ordered
+        at = bisect_left(ordered, node) - 1
+        if at >= 0 and ordered[at] >= low:
+            low = ordered[at] + 1
+        if room is not None:
+            low = max(low, node - room)
+        if low >= node:
+            return 0
+        if newest is not None and min(self.times[low:node]) <= newest:
+            return 0
+        if avoid is not None and not avoid.isdisjoint(range(low, node)):
+            return 0
+        return node - low
 
     def is_indexed(self, node: int) -> bool:
         return self._len[self._slot_start[node]] != NOT_INDEXED
@@ -320,7 +481,9 @@ class CommitGraph:
     def nbytes(self) -> int:
         """Roughly what the packed columns take (ids and dictionaries left out)."""
         columns = (self.times, self._parent_start, self._parent_ids, self._slot_start)
-        return sum(a.itemsize * len(a) for a in (*columns, self._at, self._len, self._ids))
+        packed = sum(a.itemsize * len(a) for a in (*columns, self._at, self._len, self._ids))
+        postings = sum(4 * len(nodes) for nodes in self.postings.values())
+        return packed + 4 * len(self.first_parent) + postings
 
     def path_simplifier(self, path_id: int | None) -> Simplify[int]:
         """git's default history simplification for one path (None: a path never changed)."""
@@ -357,6 +520,10 @@ class CommitGraph:
         if path is not None and path not in self.path_ids and self.indexed == len(self.oids):
             # no commit ever changed it: none is shown
             return LogWalk([], self.times.__getitem__, over=self)
+        if path is not None and self.indexed == len(self.oids):
+            # complete: every commit it will walk is indexed, whatever is added later
+            pid = self.path_ids[path]
+            return PathWalk(self, starts, pid, self.touching(pid))
         simplify = None if path is None else self._simplifier(path)
         return LogWalk(starts, self.times.__getitem__, simplify, self)
 
@@ -370,7 +537,11 @@ class CommitGraph:
             return None
 
     def last_changes(
-        self, start: int, paths: Sequence[bytes], budget: int | None = None
+        self,
+        start: int,
+        paths: Sequence[bytes],
+        budget: int | None = None,
+        within: bytes | None = None,
     ) -> dict[bytes, int | None] | None:
         """For each path, the first commit ``git log -1 -- path`` shows from ``start``.
 
@@ -379,11 +550,17 @@ class CommitGraph:
         travel together and the walk visits each commit once. A commit costs what it changed,
         not how many paths travel through it: the paths a commit changed are found from the
         smaller of its changed ids and the travelling group, and a group nothing changed moves
-        on to the parent whole. None if ``budget`` runs out, or the walk reaches a commit not
+        on to the parent whole. ``within``, a directory every path is in: a commit that did
+        not change it against its first parent hands the group on to that parent at once (see
+        the module docstring). None if ``budget`` runs out, or the walk reaches a commit not
         indexed yet.
         """
         answer: dict[bytes, int | None] = {}
         complete = self.indexed == len(self.oids)
+        within_id = self.path_ids.get(within) if complete and within else None
+        postings = None if within_id is None else self.touching(within_id)
+        touching = None if postings is None else postings.nodes
+        first_parent, times = self.first_parent, self.times
         first: dict[int | None, list[bytes]] = {}
         for path in paths:
             first.setdefault(self.path_ids.get(path), []).append(path)
@@ -407,6 +584,35 @@ class CommitGraph:
                             answer[path] = None
                         else:
                             group.setdefault(pid, []).append(path)
+                while touching is not None and node not in touching and group:
+                    assert postings is not None
+                    newest = -queue[0][0] if queue else None
+                    room = None if budget is None else budget - visited
+                    taken = self.passing(node, postings, newest, pending.keys(), room)
+                    visited += taken
+                    node -= taken
+                    parent = first_parent[node]  # the group goes on to it whole
+                    if parent < 0:  # a root without the directory: without the paths
+                        for travelling in group.values():
+                            answer.update(dict.fromkeys(travelling))
+                        group = {}
+                        break
+                    waiting = pending.get(parent)
+                    if waiting is not None:
+                        for pid, ps in group.items():
+                            waiting.setdefault(pid, []).extend(ps)
+                        group = {}
+                        break
+                    key = (-times[parent], parent)
+                    if (queue and key > queue[0]) or (budget is not None and visited >= budget):
+                        pending[parent] = group
+                        heapq.heappush(queue, key)
+                        group = {}
+                        break
+                    visited += 1  # the next commit out of the queue: taken at once
+                    node = parent
+                if not group:
+                    continue
                 parents = self.parents[node]
                 if not parents:  # a root: what it has is what it changed
                     hit = self._changed_among(node, 0, group)

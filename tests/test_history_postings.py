@@ -1,0 +1,111 @@
+"""Path walks that cross a long history by the path's postings (``CommitGraph.postings``).
+
+A path's history and a directory's last-commit column take the commits that did not change the
+path against their first parent in runs, not one by one. Here the answers are held against the
+walk that reads every commit (``LogWalk`` with git's simplification, and ``last_changes``
+without the directory), on random graphs with merges, equal timestamps and parents dated after
+their children, and the work is counted.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+
+import pytest
+
+from floorless.git.history import CommitGraph, LogWalk, PathWalk
+
+PATHS = [b"a/x", b"a/y", b"a/b/z", b"a/b/w", b"c", b"d/e"]
+
+
+def _ids(graph: CommitGraph, paths: set[bytes]) -> array[int]:
+    """The ids of ``paths`` and of every directory above them, as the indexer stores them."""
+    ids: set[int] = set()
+    for path in paths:
+        pid = graph.path_id(path, create=True)
+        assert pid is not None
+        while pid >= 0:
+            ids.add(pid)
+            pid = graph.path_parent[pid]
+    return array("I", sorted(ids))
+
+
+def random_graph(seed: int, commits: int = 400) -> CommitGraph:
+    """Mostly a first-parent line of consecutive ids (as ``git rev-list --topo-order``
+    numbers one), with side lines merged back, skewed and equal times, rare changes."""
+    rng = random.Random(seed)
+    graph = CommitGraph()
+    tips = [0]
+    for node in range(commits):
+        if node == 0:
+            parents: list[int] = []
+        elif rng.random() < 0.1 and node > 2:  # a side line, or a merge of one
+            fork = rng.randrange(max(0, node - 30), node)
+            parents = [fork] if rng.random() < 0.5 else [node - 1, rng.choice(tips[-30:])]
+        else:
+            parents = [node - 1]
+        when = rng.choice([node, node, node, node // 10 * 10, node + 50, node - 40])
+        slots = []
+        for _ in range(max(1, len(parents))):
+            changed = {p for p in PATHS if rng.random() < 0.04}
+            slots.append(_ids(graph, changed))
+        graph.add(node.to_bytes(4, "big"), when, parents, slots)
+        tips.append(node)
+    return graph
+
+
+def full_walk(graph: CommitGraph, start: int, path: bytes) -> list[int]:
+    pid = graph.path_ids.get(path)
+    walk = LogWalk([start], graph.times.__getitem__, graph.path_simplifier(pid))
+    walk.extend(10**9, graph.parents.__getitem__, graph.times.__getitem__)
+    return walk.shown
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_path_walk_shows_what_reading_every_commit_shows(seed: int) -> None:
+    graph = random_graph(seed)
+    rng = random.Random(seed)
+    for path in [*PATHS, b"a", b"a/b", b"d"]:
+        start = rng.randrange(len(graph))
+        expected = full_walk(graph, start, path)
+        walk = graph.walk([start], path)
+        assert isinstance(walk, PathWalk)
+        # in pages, with budgets that stop it anywhere, as the indexer extends it
+        while not walk.done:
+            size = rng.randint(1, 7)
+            while not graph.history(walk, len(walk.shown) + size, budget=rng.randint(1, 60)):
+                pass
+        assert walk.shown == expected, path
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_last_changes_in_a_directory_match_reading_every_commit(seed: int) -> None:
+    graph = random_graph(seed)
+    rng = random.Random(seed)
+    for directory, names in ((b"a", [b"x", b"y", b"b", b"gone"]), (b"a/b", [b"z", b"w"])):
+        paths = [directory + b"/" + n for n in names]
+        for _ in range(10):
+            start = rng.randrange(len(graph))
+            expected = graph.last_changes(start, paths)
+            assert graph.last_changes(start, paths, within=directory) == expected
+
+
+def test_a_rare_path_is_walked_in_runs_not_commit_by_commit() -> None:
+    """5,000 commits on one line, the path changed by three of them: the walk visits them
+    all, but takes only a handful one at a time."""
+    graph = CommitGraph()
+    rare, busy = {100, 2500, 4900}, _ids(graph, {b"src/busy"})
+    for node in range(5000):
+        changed = _ids(graph, {b"src/busy", b"src/rare"}) if node in rare else busy
+        graph.add(node.to_bytes(4, "big"), 1000 + node, [node - 1] if node else [], [changed])
+    walk = graph.walk([4999], b"src/rare")
+    assert graph.history(walk, 10)
+    assert walk.shown == [4900, 2500, 100] and walk.done
+    assert walk.visited == 5000
+    assert walk.stepped <= 12
+    last = graph.last_changes(4999, [b"src/rare", b"src/busy"], within=b"src")
+    assert last == {b"src/rare": 4900, b"src/busy": 4999}
+    budgeted = graph.walk([4999], b"src/rare")  # a budget still counts every commit
+    assert graph.history(budgeted, 10, budget=1000) is False
+    assert budgeted.visited == 1000 and budgeted.shown == [4900]
