@@ -1,8 +1,15 @@
 """Shared fixtures: the fixture repositories (built once per session), a started forge over
-them with its index complete, and an in-process test client."""
+them with its index complete, and an in-process test client.
+
+With ``FLOORLESS_TEST_POSTGRES`` set to a PostgreSQL server's URL (``./check`` starts one with
+``scripts/test-postgres.sh``), every forge a test makes, in this process or in a server or
+admin process, keeps its data in a database of its own on that server instead of SQLite.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import shutil
 import sys
@@ -23,6 +30,73 @@ if str(ROOT) not in sys.path:  # bench/ sits beside src/, outside the installed 
     sys.path.insert(0, str(ROOT))
 
 _HOME_SAFE_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
+
+POSTGRES = os.environ.get("FLOORLESS_TEST_POSTGRES", "")
+
+
+def database_for(data: Path) -> str | None:
+    """The PostgreSQL database of a data directory when the tests run on PostgreSQL (made
+    empty the first time it is asked for), or None on SQLite."""
+    if not POSTGRES:
+        return None
+    import psycopg
+    from psycopg import sql
+
+    name = "t_" + hashlib.sha1(str(Path(data).absolute()).encode()).hexdigest()[:24]
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if found is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return POSTGRES.rsplit("/", 1)[0] + "/" + name
+
+
+def copy_test_database(source: Path, target: Path) -> None:
+    """On PostgreSQL, make ``target`` data directory's database a copy of ``source``'s (what
+    copying the data directory does on SQLite); nothing on SQLite."""
+    if not POSTGRES:
+        return
+    import psycopg
+    from psycopg import sql
+
+    source_url, target_url = database_for(source), database_for(target)
+    assert source_url and target_url
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        names = [sql.Identifier(url.rsplit("/", 1)[1]) for url in (source_url, target_url)]
+        conn.execute(  # a template must have no one connected
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (source_url.rsplit("/", 1)[1],),
+        )
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(names[1]))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(names[1], names[0]))
+
+
+def stored_bytes(forge: Forge) -> bytes:
+    """Everything the forge's database holds, as bytes to search: the SQLite file and its
+    log, or every row of every table as PostgreSQL prints it."""
+    if forge.db.dialect == "sqlite":
+        path = Path(forge.settings.database)
+        files = (path, path.with_name(path.name + "-wal"))
+        return b"".join(p.read_bytes() for p in files if p.exists())
+    tables = forge.db.query(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    )
+    return b"".join(
+        str(row[0]).encode()
+        for table in tables
+        for row in forge.db.query(f'SELECT t::text FROM "{table[0]}" AS t')
+    )
+
+
+if POSTGRES:
+    _load = Settings.load.__func__  # type: ignore[attr-defined]
+
+    def _load_on_postgres(cls, config_file=None, environ=None, **overrides):
+        settings = _load(cls, config_file, environ, **overrides)
+        if settings.database == str(settings.data / "floorless.sqlite3"):
+            settings = dataclasses.replace(settings, database=database_for(settings.data))
+        return settings
+
+    Settings.load = classmethod(_load_on_postgres)  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import patience
+from conftest import database_for, patience
 
 STARTUP_TIMEOUT = 60.0
 
@@ -53,12 +53,16 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("FLOORLESS_")}
 
 
-def run_admin(
-    data: Path, *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def database_options(data: Path) -> list[str]:
+    """``--database URL`` when the tests run on PostgreSQL."""
+    database = database_for(data)
+    return ["--database", database] if database else []
+
+
+def run_admin(data: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """``floorless admin ARGS --data DATA`` in a process of its own, as a person would run it."""
     return subprocess.run(
-        [floorless_command(), "admin", *args, "--data", str(data)],
+        [floorless_command(), "admin", *args, "--data", str(data), *database_options(data)],
         input=stdin,
         capture_output=True,
         text=True,
@@ -126,6 +130,7 @@ def serving(repos: Path, data: Path, *extra: str) -> Iterator[Server]:
         "127.0.0.1",
         "--port",
         str(port),
+        *database_options(data),
         *extra,
     ]
     repos.mkdir(parents=True, exist_ok=True)

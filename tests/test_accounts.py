@@ -8,12 +8,11 @@ import hmac
 import logging
 import re
 import shutil
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import start_forge
+from conftest import start_forge, stored_bytes
 from falcon import testing
 from serving import run_admin
 
@@ -175,10 +174,10 @@ def test_tokens_are_shown_once_stored_hashed_and_revocable(
     )
     listing = browser.get("/-/tokens").text
     assert plain not in listing and plain[:8] in listing and "laptop" in listing
-    database = forge.settings.database.read_bytes()
+    database = stored_bytes(forge)
     assert plain.encode() not in database and PASSWORD.encode() not in database
-    rows = sqlite3.connect(forge.settings.database).execute("SELECT password_hash FROM accounts")
-    assert all(row[0].startswith("$argon2id$") for row in rows)
+    rows = forge.db.query("SELECT password_hash FROM accounts")
+    assert rows and all(row[0].startswith("$argon2id$") for row in rows)
     auth = {"Authorization": f"token {plain}"}
     assert client.simulate_get("/", headers=auth).status_code == 200
     token_id = forge.accounts.tokens(forge.accounts.get("ann"))[0].id
@@ -409,8 +408,8 @@ def test_repository_ids_are_never_reused_and_a_deleted_ones_index_goes(
     ann.post("/-/new", {"owner": "ann", "name": "first"})
     first = forge.registry.get("ann", "first")
     forge.db.execute(
-        "INSERT INTO answers (repo_id, kind, key, value) VALUES (?, 'x', x'00', '[]')",
-        (first.id,),
+        "INSERT INTO answers (repo_id, kind, key, value) VALUES (?, 'x', ?, '[]')",
+        (first.id, b"\0"),
     )
     ann.post("/ann/first/settings", {"action": "delete", "confirm": "ann/first"})
     ann.post("/-/new", {"owner": "ann", "name": "second"})

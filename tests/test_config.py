@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import database_for
 
 from floorless.cli import main
 from floorless.cli.settings import reference_markdown
@@ -49,7 +50,9 @@ def test_derived_directories_follow_data(tmp_path: Path) -> None:
     settings = Settings.load(environ={}, data=tmp_path / "d")
     assert settings.repos == tmp_path / "d" / "repositories"
     assert settings.runtime_dir == tmp_path / "d" / "run"
-    assert settings.database == tmp_path / "d" / "floorless.sqlite3"
+    assert settings.database == (
+        database_for(tmp_path / "d") or str(tmp_path / "d" / "floorless.sqlite3")
+    )
 
 
 def test_config_named_by_environment(tmp_path: Path) -> None:

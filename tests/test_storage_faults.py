@@ -20,9 +20,10 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pygit2
 import pytest
-from conftest import start_forge, wait_indexed
+from conftest import copy_test_database, start_forge, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START, build_checkout, build_one, build_solo, git, git_text_input
 
@@ -194,8 +195,12 @@ CHILD = textwrap.dedent(
     from floorless.db import store
     from floorless.forge import Forge
 
-    data, repos, operation, last = sys.argv[1:5]
-    forge = Forge(Settings.load(environ={}, data=pathlib.Path(data), repos=pathlib.Path(repos)))
+    data, repos, operation, last, database = sys.argv[1:6]
+    forge = Forge(
+        Settings.load(
+            environ={}, data=pathlib.Path(data), repos=pathlib.Path(repos), database=database
+        )
+    )
     forge.prepare()
     steps = 0
 
@@ -208,7 +213,7 @@ CHILD = textwrap.dedent(
             return func(*args, **kwargs)
         return counted
 
-    store._Transaction.__exit__ = step(store._Transaction.__exit__)
+    store.Database._finish = step(store.Database._finish)
     for name in ("rename", "mkdir", "write_text"):
         setattr(pathlib.Path, name, step(getattr(pathlib.Path, name)))
     pygit2.init_repository = step(pygit2.init_repository)
@@ -228,8 +233,9 @@ def _run_child(
     data: Path, repos: Path, operation: str, last: int
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    database = _settings(data, repos).database
     return subprocess.run(
-        [sys.executable, "-c", CHILD, str(data), str(repos), operation, str(last)],
+        [sys.executable, "-c", CHILD, str(data), str(repos), operation, str(last), database],
         capture_output=True,
         text=True,
         env=env,
@@ -281,7 +287,7 @@ def _assert_nothing_exposed(forge: Forge, stage: str) -> None:
 
 
 def _count(forge: Forge, sql: str, params: tuple[object, ...] = ()) -> int:
-    row = forge.db.one(f"SELECT COUNT(*) AS n FROM ({sql})", params)
+    row = forge.db.one(f"SELECT COUNT(*) AS n FROM ({sql}) AS q", params)
     return int(row["n"]) if row else 0
 
 
@@ -381,10 +387,12 @@ def test_a_kill_at_any_step_never_exposes_a_private_repository(
     site, pristine = tmp_path / "site", tmp_path / "pristine"
     commit, repo_id = _template(site, operation)
     shutil.copytree(site, pristine, symlinks=True)
+    copy_test_database(site / "data", pristine / "data")
 
     def run(last: int) -> subprocess.CompletedProcess[str]:
         shutil.rmtree(site)
         shutil.copytree(pristine, site, symlinks=True)
+        copy_test_database(pristine / "data", site / "data")
         return _run_child(site / "data", site / "repos", operation, last)
 
     done = run(10**6)
@@ -400,7 +408,7 @@ def test_a_kill_at_any_step_never_exposes_a_private_repository(
             outcomes[last] = _check_after_crash(
                 site / "data", site / "repos", operation, commit, repo_id
             )
-        except (AssertionError, sqlite3.Error) as exc:
+        except (AssertionError, sqlite3.Error, psycopg.Error) as exc:
             failures[last] = f"{type(exc).__name__}: {exc}"
     assert not failures, "\n".join(f"killed before step {k}: {why}" for k, why in failures.items())
     assert (

@@ -134,13 +134,13 @@ class Policy:
         the repositories ``viewer`` may read."""
         account = viewer.account
         if account is None or account.is_org:
-            return "NOT private", []
+            return "private = 0", []
         if account.is_admin:
-            return "1", []
+            return "1 = 1", []
         return (
-            "(NOT private OR repos.owner = ? COLLATE NOCASE"
+            "(private = 0 OR lower(repos.owner) = lower(?)"
             " OR EXISTS (SELECT 1 FROM org_members m JOIN accounts o ON o.id = m.org_id"
-            "   WHERE m.user_id = ? AND o.name = repos.owner)"
+            "   WHERE m.user_id = ? AND lower(o.name) = lower(repos.owner))"
             " OR EXISTS (SELECT 1 FROM collaborators c"
             "   WHERE c.owner = repos.owner AND c.name = repos.name AND c.user_id = ?))",
             [account.name, account.id, account.id],
@@ -160,7 +160,8 @@ class Policy:
         if role not in ROLES:
             raise ValueError(role)
         self.db.execute(
-            "INSERT OR REPLACE INTO collaborators (owner, name, user_id, role) VALUES (?, ?, ?, ?)",
+            "INSERT INTO collaborators (owner, name, user_id, role) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (owner, name, user_id) DO UPDATE SET role = excluded.role",
             (repo.owner, repo.name, user.id, role),
         )
 

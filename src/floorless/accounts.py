@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from floorless.db import Database
+from floorless.db import Database, IntegrityError, Row
 from floorless.errors import BadRequest, Busy, Conflict, NotFound
 from floorless.repos import RESERVED, valid_name
 
@@ -158,7 +157,7 @@ class Accounts:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (name, kind, email, password_hash, int(admin), time.time()),
             )
-        except sqlite3.IntegrityError as exc:
+        except IntegrityError as exc:
             raise Conflict(f"the name {name!r} is already taken") from exc
         account = self.get(name)
         assert account is not None
@@ -227,7 +226,8 @@ class Accounts:
         if not org.is_org or user.is_org or role not in ("owner", "member"):
             raise BadRequest("members are people, added to an organisation as owner or member")
         self.db.execute(
-            "INSERT OR REPLACE INTO org_members (org_id, user_id, role) VALUES (?, ?, ?)",
+            "INSERT INTO org_members (org_id, user_id, role) VALUES (?, ?, ?)"
+            " ON CONFLICT (org_id, user_id) DO UPDATE SET role = excluded.role",
             (org.id, user.id, role),
         )
 
@@ -377,7 +377,7 @@ def check_password_strength(password: str) -> None:
         raise BadRequest("a password may have at most 1024 characters")
 
 
-def _account(row: sqlite3.Row) -> Account:
+def _account(row: Row) -> Account:
     return Account(
         id=row["id"],
         name=row["name"],
@@ -387,7 +387,7 @@ def _account(row: sqlite3.Row) -> Account:
     )
 
 
-def _token(row: sqlite3.Row) -> Token:
+def _token(row: Row) -> Token:
     return Token(
         id=row["id"],
         name=row["name"],

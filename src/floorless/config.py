@@ -39,6 +39,11 @@ class Setting:
         return str(self.default)
 
 
+def _database(value: str) -> None:
+    if "://" in value and not value.startswith(("postgresql://", "postgres://", "sqlite:///")):
+        raise ValueError("expected postgresql://…, sqlite:///… or a path")
+
+
 def _networks(values: tuple[str, ...]) -> None:
     for value in values:
         ipaddress.ip_network(value, strict=False)
@@ -50,6 +55,13 @@ SETTINGS: tuple[Setting, ...] = (
         Path,
         Path("floorless-data"),
         "Data directory: the SQLite database and, by default, the runtime directory and repositories.",
+    ),
+    Setting(
+        "database",
+        str,
+        None,
+        "The database: `postgresql://USER:PASSWORD@HOST:PORT/NAME` for PostgreSQL (what several nodes share), or `sqlite:///PATH` or a path for SQLite. Default: `<data>/floorless.sqlite3`.",
+        check=_database,
     ),
     Setting(
         "repos",
@@ -377,6 +389,7 @@ class Settings:
     """Validated settings; build them with ``Settings.load`` (the defaults live in SETTINGS)."""
 
     data: Path
+    database: str
     repos: Path
     runtime_dir: Path
     host: str
@@ -428,10 +441,6 @@ class Settings:
     blame_timeout: float
     gc_interval: float
 
-    @property
-    def database(self) -> Path:
-        return self.data / "floorless.sqlite3"
-
     @classmethod
     def load(
         cls,
@@ -455,6 +464,7 @@ class Settings:
         values.update({name: _coerce(_BY_NAME[name], value) for name, value in raw.items()})
         data = Path(values["data"]).absolute()
         values["data"] = data
+        values["database"] = values.get("database") or str(data / "floorless.sqlite3")
         values["repos"] = Path(values.get("repos") or data / "repositories").absolute()
         values["runtime_dir"] = Path(values.get("runtime_dir") or data / "run").absolute()
         return cls(**values)

@@ -16,6 +16,8 @@
     │   └── Busy (503)           every slot of a bounded kind of work is taken (password
     │                            checks, git children for downloads); try again soon
     ├── RepositoryBroken (503)   a repository git cannot read; other repositories keep working
+    ├── DatabaseUnavailable (503) the database cannot be reached; pages served from memory
+    │                            keep working, and it is tried again at the next request
     └── GitCommandError (502)    a git child exited non-zero (archive, blame)
 
 The web layer maps these to statuses in exactly one place (``web/errors.py``).
@@ -86,6 +88,10 @@ class Busy(Throttled):
 
 
 class RepositoryBroken(FloorlessError):
+    status = 503
+
+
+class DatabaseUnavailable(FloorlessError):
     status = 503
 
 

@@ -24,7 +24,7 @@ from floorless.access import Policy
 from floorless.accounts import Accounts, SecretKey
 from floorless.background import start as start_thread
 from floorless.config import Settings
-from floorless.db import Database
+from floorless.db import open_database
 from floorless.errors import FloorlessError
 from floorless.garbage import collect
 from floorless.git import reach
@@ -43,7 +43,9 @@ log = logging.getLogger(__name__)
 class Forge:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.db = Database(settings.database)
+        self.db = open_database(
+            settings.database, max_connections=settings.threads + settings.dear_threads + 4
+        )
         self.git = GitEnvironment(settings.runtime_dir)
         self.handles = HandlePool(settings.repo_handles)
         self.states = RepoStates(self.handles)
@@ -106,6 +108,7 @@ class Forge:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.indexer.stop()
+        self.db.close()
 
     # -- repositories -------------------------------------------------------------------------
 

@@ -98,7 +98,8 @@ class AnswerCache:
 
     def put(self, repo_id: int, kind: str, key: bytes, value: str) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO answers (repo_id, kind, key, value) VALUES (?, ?, ?, ?)",
+            "INSERT INTO answers (repo_id, kind, key, value) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (repo_id, kind, key) DO UPDATE SET value = excluded.value",
             (repo_id, kind, key, value),
         )
         self._remember((repo_id, kind, key), value)

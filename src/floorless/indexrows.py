@@ -67,8 +67,11 @@ def write_commits(db: Database, repo_id: int, graph: CommitGraph, first: int) ->
         return
     with db.transaction():
         db.executemany(
-            "INSERT OR REPLACE INTO index_chunks"
-            " (repo_id, first, count, oids, times, counts, parents) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO index_chunks"
+            " (repo_id, first, count, oids, times, counts, parents) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (repo_id, first) DO UPDATE SET count = excluded.count,"
+            " oids = excluded.oids, times = excluded.times, counts = excluded.counts,"
+            " parents = excluded.parents",
             rows,
         )
 
@@ -89,8 +92,9 @@ def write_changes(
             data.extend(ids)
     with db.transaction():
         db.execute(
-            "INSERT OR REPLACE INTO index_changes (repo_id, slice, first_path, paths, data)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO index_changes (repo_id, slice, first_path, paths, data)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (repo_id, slice) DO UPDATE SET"
+            " first_path = excluded.first_path, paths = excluded.paths, data = excluded.data",
             (repo_id, number, names, b"\0".join(graph.path_names[names:]), _pack(data)),
         )
 

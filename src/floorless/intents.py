@@ -9,14 +9,13 @@ settle it, forward or back, and the registry does so when the forge starts.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
-from floorless.db import Database
+from floorless.db import Database, Row
 from floorless.discovery import exists
 
 
@@ -100,7 +99,7 @@ def initialise(path: Path, description: str) -> None:
     (path / "description").write_text(description + "\n" if description else "")
 
 
-def _intent(row: sqlite3.Row) -> Intent:
+def _intent(row: Row) -> Intent:
     return Intent(
         id=row["id"],
         action=row["action"],

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from pathlib import Path
 import pygit2
 
 from floorless import intents
-from floorless.db import Database
+from floorless.db import Database, Row
 from floorless.discovery import RESERVED as RESERVED
 from floorless.discovery import Discovery, discover, exists, read_description
 from floorless.discovery import valid_name as valid_name
@@ -156,7 +155,8 @@ class Registry:
                     removed += 1
                 else:
                     self.db.execute(
-                        "INSERT OR REPLACE INTO repo_missing (repo_id, scans) VALUES (?, ?)",
+                        "INSERT INTO repo_missing (repo_id, scans) VALUES (?, ?)"
+                        " ON CONFLICT (repo_id) DO UPDATE SET scans = excluded.scans",
                         (repo_id, scans),
                     )
                     missing += 1
@@ -190,7 +190,8 @@ class Registry:
         repository of that name), and otherwise the adoption policy."""
         if self.adopt_private:
             self.db.execute(
-                "INSERT OR IGNORE INTO repo_access (owner, name, private) VALUES (?, ?, 1)",
+                "INSERT INTO repo_access (owner, name, private) VALUES (?, ?, 1)"
+                " ON CONFLICT (owner, name) DO NOTHING",
                 (owner, name),
             )
         self._insert(owner, name, git_dir, bare, description or "", now)
@@ -201,13 +202,14 @@ class Registry:
         """A new repository row, with an id never given before: whatever was stored under an
         old repository's id can never be taken for the new one's."""
         row = self.db.one(
-            "SELECT MAX(COALESCE((SELECT MAX(id) FROM repos), 0),"
-            " COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'repo_id_high'), 0))"
-            " + 1 AS id"
+            "SELECT (SELECT MAX(id) FROM repos) AS used,"
+            " (SELECT value FROM meta WHERE key = 'repo_id_high') AS given"
         )
-        repo_id = int(row["id"]) if row else 1
+        repo_id = 1 + max(int(row["used"] or 0), int(row["given"] or 0)) if row else 1
         self.db.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('repo_id_high', ?)", (str(repo_id),)
+            "INSERT INTO meta (key, value) VALUES ('repo_id_high', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(repo_id),),
         )
         self.db.execute(
             "INSERT INTO repos (id, owner, name, path, bare, description, seen_at)"
@@ -235,7 +237,7 @@ class Registry:
         row = self.db.one(f"{_SELECT} WHERE repos.id = ?", (repo_id,))
         return None if row is None else _repo(row)
 
-    def owner_exists(self, owner: str, visible: tuple[str, list[object]] = ("1", [])) -> bool:
+    def owner_exists(self, owner: str, visible: tuple[str, list[object]] = ("1 = 1", [])) -> bool:
         """Whether ``owner`` is an account or owns a repository that passes ``visible``."""
         clause, params = visible
         if self.db.one("SELECT 1 FROM accounts WHERE name = ?", (owner,)) is not None:
@@ -253,12 +255,13 @@ class Registry:
         sort: str = "recent",
         offset: int = 0,
         limit: int = 30,
-        visible: tuple[str, list[object]] = ("1", []),
+        visible: tuple[str, list[object]] = ("1 = 1", []),
     ) -> tuple[list[Repo], int]:
         """One page of repositories matching ``query`` in their name and the ``visible``
         condition (the access policy's), and how many match."""
-        where = ["(name LIKE ? ESCAPE '\\' OR owner LIKE ? ESCAPE '\\')", visible[0]]
-        like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where = ["(lower(name) LIKE ? ESCAPE '\\' OR lower(owner) LIKE ? ESCAPE '\\')", visible[0]]
+        escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        like = "%" + escaped + "%"
         params: list[object] = [like, like, *visible[1]]
         if owner is not None:
             where.append("owner = ?")
@@ -538,10 +541,12 @@ class Registry:
         self.db.execute("UPDATE repos SET description = ? WHERE id = ?", (description, repo.id))
 
     def _taken(self, owner: str, name: str, besides: int | None = None) -> bool:
-        row = self.db.one(
-            "SELECT 1 FROM repos WHERE owner = ? AND name = ? COLLATE NOCASE AND id IS NOT ?",
-            (owner, name, besides),
-        )
+        sql = "SELECT 1 FROM repos WHERE owner = ? AND lower(name) = lower(?)"
+        params: list[object] = [owner, name]
+        if besides is not None:
+            sql += " AND id <> ?"
+            params.append(besides)
+        row = self.db.one(sql, params)
         return row is not None
 
     def _clear_access(self, owner: str, name: str) -> None:
@@ -583,7 +588,7 @@ def _renamed_path(repo: Repo, new_name: str) -> Path:
     return directory.with_name(new_name + suffix)
 
 
-def _repo(row: sqlite3.Row) -> Repo:
+def _repo(row: Row) -> Repo:
     return Repo(
         id=row["id"],
         owner=row["owner"],

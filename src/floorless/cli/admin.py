@@ -29,9 +29,13 @@ def with_forge(func: F) -> F:
     @location_options
     @wraps(func)
     def wrapper(
-        config_file: Path | None, data: Path | None, repos: Path | None, **kwargs: Any
+        config_file: Path | None,
+        data: Path | None,
+        database: str | None,
+        repos: Path | None,
+        **kwargs: Any,
     ) -> Any:
-        forge = Forge(load_settings(config_file, data=data, repos=repos))
+        forge = Forge(load_settings(config_file, data=data, database=database, repos=repos))
         try:
             forge.prepare()
             return func(forge, **kwargs)

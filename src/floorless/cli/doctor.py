@@ -55,6 +55,7 @@ from floorless.errors import ConfigError, DiagnosisError
 def doctor(
     config_file: Path | None,
     data: Path | None,
+    database: str | None,
     repos: Path | None,
     forgejo_ini: Path | None,
     gitea_ini: Path | None,
@@ -80,7 +81,7 @@ def doctor(
             layout = resolve_layout(ini, product, work_path=work_path)
             report = diagnose_forge(layout, options)
         else:
-            settings = Settings.load(config_file, data=data, repos=repos)
+            settings = Settings.load(config_file, data=data, database=database, repos=repos)
             report = diagnose_floorless(settings, options)
     except (DiagnosisError, ConfigError) as exc:
         click.echo(f"floorless doctor: {exc}", err=True)

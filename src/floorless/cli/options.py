@@ -29,6 +29,10 @@ def location_options(func: F) -> F:
                 help="Data directory (database, runtime directory).",
             ),
             click.option(
+                "--database",
+                help="postgresql://… (or an SQLite file); default: the data directory's SQLite.",
+            ),
+            click.option(
                 "--repos",
                 type=click.Path(path_type=Path),
                 help="Directory of git repositories to serve.",

@@ -19,6 +19,7 @@ from floorless.forge import Forge
 def serve(
     config_file: Path | None,
     data: Path | None,
+    database: str | None,
     repos: Path | None,
     host: str | None,
     port: int | None,
@@ -29,7 +30,13 @@ def serve(
     from granian.constants import Interfaces
 
     settings = load_settings(
-        config_file, data=data, repos=repos, host=host, port=port, threads=threads
+        config_file,
+        data=data,
+        database=database,
+        repos=repos,
+        host=host,
+        port=port,
+        threads=threads,
     )
     if not settings.repos.is_dir():
         if repos is not None:
@@ -44,7 +51,12 @@ def serve(
         f"{settings.repos} at http://{settings.host}:{settings.port}/"
     )
     if forge.accounts.first_run():
-        given = (("--config", config_file), ("--data", data), ("--repos", repos))
+        given = (
+            ("--config", config_file),
+            ("--data", data),
+            ("--database", database),
+            ("--repos", repos),
+        )
         options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
         click.echo(
             "floorless: no accounts yet; create the first administrator with\n"

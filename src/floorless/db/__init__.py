@@ -1,5 +1,6 @@
-"""Metadata and indexes: the repository list, the commit index, cached answers."""
+"""Metadata and indexes: the repository list, the commit index, cached answers, on SQLite or
+PostgreSQL."""
 
-from floorless.db.store import Database
+from floorless.db.store import Database, IntegrityError, Row, open_database
 
-__all__ = ["Database"]
+__all__ = ["Database", "IntegrityError", "Row", "open_database"]

@@ -1,38 +1,142 @@
-"""A thin, counted layer over SQLite: one connection per thread, every query timed."""
+"""One data layer over SQLite or PostgreSQL, every query counted and timed.
+
+Both databases read the same SQL: ``?`` placeholders and the subset the two agree on
+(``ON CONFLICT`` upserts, ``RETURNING``, ``lower()``; no ``INSERT OR REPLACE``, no ``MAX(a, b)``,
+no integer used as a boolean). SQLite keeps one connection per thread; PostgreSQL takes a
+connection from a pool for each statement, and holds one for the length of a transaction.
+
+A transaction is a write transaction on both: SQLite's ``BEGIN IMMEDIATE`` takes the database's
+write lock, and PostgreSQL's takes one advisory lock, so that writers are serialized the same
+way on one machine and on many.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from floorless import timing
-from floorless.db.schema import SCHEMA_VERSION, STATEMENTS
+from floorless.errors import BadRequest, DatabaseUnavailable
 
 Params = Sequence[Any]
 
+# What a violated constraint raises, whichever the database.
+IntegrityError = (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+# The advisory lock every PostgreSQL write transaction takes ("floorles" in ASCII).
+WRITE_LOCK = 0x666C6F6F726C6573
+
+
+class Row(Protocol):
+    """A row: its values by column name or by position."""
+
+    def __getitem__(self, key: str | int, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
 
 class Database:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._local = threading.local()
+    """The common part: counting and timing; the dialects say how a statement runs."""
+
+    dialect = ""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
 
     def migrate(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = self._connection()
-        with conn:
-            for statement in STATEMENTS:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+        from floorless.db.migrations import migrate
+
+        migrate(self)
+
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
+        _check_text(params)
+        with timing.phase("db"):
+            _count()
+            return self._fetch(sql, params)
+
+    def one(self, sql: str, params: Params = ()) -> Row | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def execute(self, sql: str, params: Params = ()) -> int:
+        _check_text(params)
+        with timing.phase("db"):
+            _count()
+            return self._execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        with timing.phase("db"):
+            _count()
+            self._executemany(sql, rows)
+
+    @property
+    def shown(self) -> str:
+        """The database for a person to read: its URL without a password."""
+        return self.url
+
+    # -- what each dialect provides -----------------------------------------------------------
+
+    def _fetch(self, sql: str, params: Params) -> list[Row]:
+        raise NotImplementedError
+
+    def _execute(self, sql: str, params: Params) -> int:
+        raise NotImplementedError
+
+    def _executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction, committed unless an exception leaves it."""
+        with self._hold() as conn:
+            self._begin(conn)
+            try:
+                yield
+            except BaseException:
+                self._finish(conn, "ROLLBACK")
+                raise
+            self._finish(conn, "COMMIT")
+
+    def _finish(self, conn: Any, word: str) -> None:
+        conn.execute(word)
+
+    def _hold(self) -> AbstractContextManager[Any]:
+        """The connection a transaction keeps from its start to its end."""
+        raise NotImplementedError
+
+    def _begin(self, conn: Any) -> None:
+        raise NotImplementedError
+
+    def ping(self) -> None:
+        """Raise ``DatabaseUnavailable`` unless the database answers a query now."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SQLite(Database):
+    dialect = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"sqlite:///{path}")
+        self.path = path
+        self._local = threading.local()
 
     def _connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
@@ -41,27 +145,27 @@ class Database:
             self._local.conn = conn
         return conn
 
-    def query(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        with timing.phase("db"):
-            _count()
-            return self._connection().execute(sql, params).fetchall()
+    def _fetch(self, sql: str, params: Params) -> list[Row]:
+        return self._connection().execute(sql, params).fetchall()
 
-    def one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        rows = self.query(sql, params)
-        return rows[0] if rows else None
+    def _execute(self, sql: str, params: Params) -> int:
+        return self._connection().execute(sql, params).rowcount
 
-    def execute(self, sql: str, params: Params = ()) -> int:
-        with timing.phase("db"):
-            _count()
-            return self._connection().execute(sql, params).rowcount
+    def _executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        self._connection().executemany(sql, rows)
 
-    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        with timing.phase("db"):
-            _count()
-            self._connection().executemany(sql, rows)
+    @contextmanager
+    def _hold(self) -> Iterator[sqlite3.Connection]:
+        yield self._connection()
 
-    def transaction(self) -> _Transaction:
-        return _Transaction(self._connection())
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+
+    def ping(self) -> None:
+        try:
+            self._connection().execute("SELECT 1").fetchall()
+        except sqlite3.Error as exc:
+            raise DatabaseUnavailable(f"the database cannot be read: {exc}") from exc
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -70,15 +174,161 @@ class Database:
             self._local.conn = None
 
 
-class _Transaction:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+class Postgres(Database):
+    dialect = "postgresql"
 
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+    def __init__(self, url: str, max_connections: int = 20, timeout: float = 10.0) -> None:
+        super().__init__(url)
+        self._local = threading.local()
+        self._max_connections = max_connections
+        self._timeout = timeout
+        self.pool = self._pool()
+        self._opened = False
+        self._open_lock = threading.Lock()
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+    def _pool(self) -> ConnectionPool[psycopg.Connection[Row]]:
+        return ConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=self._max_connections,
+            kwargs={"autocommit": True, "row_factory": _pg_rows},
+            timeout=self._timeout,
+            open=False,
+            name="floorless",
+        )
+
+    @property
+    def shown(self) -> str:
+        parts = urlsplit(self.url)
+        if parts.password is None:
+            return self.url
+        host = parts.hostname or ""
+        netloc = f"{unquote(parts.username or '')}@{host}" + (
+            f":{parts.port}" if parts.port else ""
+        )
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Row]]:
+        held: psycopg.Connection[Row] | None = getattr(self._local, "conn", None)
+        if held is not None:  # inside a transaction
+            yield held
+            return
+        if not self._opened:
+            with self._open_lock:
+                if not self._opened:
+                    self.pool.open(wait=False)
+                    self._opened = True
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise DatabaseUnavailable(f"the database cannot be reached: {exc}") from exc
+
+    def _fetch(self, sql: str, params: Params) -> list[Row]:
+        with self._connection() as conn:
+            cursor = conn.execute(_pg_sql(sql), params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    def _execute(self, sql: str, params: Params) -> int:
+        with self._connection() as conn:
+            return conn.execute(_pg_sql(sql), params).rowcount
+
+    def _executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        with self._connection() as conn, conn.cursor() as cursor:
+            cursor.executemany(_pg_sql(sql), rows)
+
+    @contextmanager
+    def _hold(self) -> Iterator[psycopg.Connection[Row]]:
+        with self._connection() as conn:
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+
+    def _begin(self, conn: psycopg.Connection[Row]) -> None:
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+
+    def ping(self) -> None:
+        with self._connection() as conn:
+            conn.execute("SELECT 1").fetchall()
+
+    def close(self) -> None:
+        """Close the pool's connections; the next statement opens a new pool."""
+        with self._open_lock:
+            if self._opened:
+                self.pool.close()
+                self.pool = self._pool()
+                self._opened = False
+
+
+def open_database(target: str | Path, max_connections: int = 20) -> Database:
+    """The database a setting names: a ``postgresql://`` URL, a ``sqlite:///`` URL or a path
+    to an SQLite file."""
+    text = str(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        return Postgres(text, max_connections=max_connections)
+    if text.startswith("sqlite:///"):
+        return SQLite(Path(text.removeprefix("sqlite://")))
+    if "://" in text:
+        raise ValueError(f"unknown database {text!r}: use postgresql://… or sqlite:///…")
+    return SQLite(Path(text))
+
+
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|[?%]")
+
+
+@functools.lru_cache(maxsize=1024)
+def _pg_sql(sql: str) -> str:
+    """``?`` placeholders as psycopg's ``%s``, a literal ``%`` doubled; quoted text untouched."""
+
+    def swap(match: re.Match[str]) -> str:
+        text = match.group()
+        return "%s" if text == "?" else "%%" if text == "%" else text
+
+    return _PLACEHOLDER.sub(swap, sql)
+
+
+class _PgRow:
+    """A PostgreSQL row read like an ``sqlite3.Row``: by name or by position."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
+        self._names = names
+        self._values = values
+
+    def __getitem__(self, key: str | int, /) -> Any:
+        return self._values[key if isinstance(key, int) else self._names[key]]
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+
+def _pg_rows(cursor: Any) -> Any:
+    description = cursor.description
+    names = {column.name: i for i, column in enumerate(description or ())}
+
+    def make(values: Sequence[Any]) -> Row:
+        return _PgRow(names, values)
+
+    return make
+
+
+def _check_text(params: Params) -> None:
+    """Text with a NUL character is nothing floorless stores, and PostgreSQL cannot take it:
+    the same clear answer on both databases."""
+    for value in params:
+        if isinstance(value, str) and "\0" in value:
+            raise BadRequest("text with a NUL character is not accepted")
 
 
 def _count() -> None:

@@ -1,0 +1,264 @@
+"""The schema's migrations: every schema floorless has shipped upgrades in place with its rows,
+an interrupted migration leaves the database as it was, and a newer database is refused.
+
+The shipped schemas are in ``tests/schemas`` (each the SQLite statements of one release, with
+its version number); a database is built from one of them, filled, and migrated.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import database_for, patience, start_forge
+from falcon import testing
+
+from floorless.db import Database, open_database
+from floorless.db.migrations import migrate, version
+from floorless.db.schema import MIGRATIONS, SCHEMA_VERSION, Migration
+from floorless.errors import ConfigError
+from floorless.web.app import create_app
+
+SCHEMAS = Path(__file__).parent / "schemas"
+SHIPPED = sorted(int(p.stem[1:]) for p in SCHEMAS.glob("v*.sql"))
+PASSWORD = "correct horse battery staple"
+
+
+def _database(tmp_path: Path) -> Database:
+    """An empty database of the dialect the tests run on."""
+    return open_database(database_for(tmp_path / "data") or tmp_path / "data" / "db.sqlite3")
+
+
+def _shipped(path: Path, number: int) -> None:
+    """An SQLite database as release ``number`` made it: its schema and version only."""
+    conn = sqlite3.connect(path)
+    conn.executescript((SCHEMAS / f"v{number}.sql").read_text())
+    conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(number),))
+    conn.commit()
+    conn.close()
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _contents(conn: sqlite3.Connection, tables: set[str]) -> dict[str, list[tuple[object, ...]]]:
+    return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in sorted(tables)}
+
+
+def test_every_shipped_schema_is_tested() -> None:
+    assert list(range(1, len(SHIPPED) + 1)) == SHIPPED
+    assert SHIPPED[-1] == MIGRATIONS[0].version  # the baseline is the last SQLite-only release
+
+
+@pytest.mark.parametrize("number", SHIPPED)
+def test_a_database_of_every_shipped_schema_upgrades_with_its_rows(
+    tmp_path: Path, number: int, fixture_root: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "shipped.sqlite3"  # SQLite, also when the other tests use PostgreSQL
+    _shipped(path, number)
+    conn = sqlite3.connect(path)
+    tables = _tables(conn)
+    conn.execute(
+        "INSERT INTO repos (id, owner, name, path, bare, description, updated_at, seen_at)"
+        " VALUES (7, 'ann', 'plans', ?, 1, 'The plans', 1700000000.5, 1700000001.25)",
+        (str(tmp_path / "repos" / "ann" / "plans.git"),),
+    )
+    conn.execute(
+        "INSERT INTO answers (repo_id, kind, key, value) VALUES (7, 'count', ?, '12')",
+        (b"\x01\x02",),
+    )
+    if "accounts" in tables:
+        from argon2 import PasswordHasher
+
+        hashed = PasswordHasher(time_cost=1, memory_cost=8192).hash(PASSWORD)
+        conn.execute(
+            "INSERT INTO accounts (id, name, kind, email, password_hash, is_admin, created_at)"
+            " VALUES (3, 'Ann', 'user', 'ann@example.org', ?, 1, 1700000000)",
+            (hashed,),
+        )
+        conn.execute("INSERT INTO repo_access (owner, name, private) VALUES ('ann', 'plans', 1)")
+        conn.execute(
+            "INSERT INTO tokens (id, user_id, name, hash, prefix, scope, created_at)"
+            " VALUES (1, 3, 'laptop', ?, 'flt_abcd', 'write', 1700000000)",
+            (b"\xaa" * 32,),
+        )
+    if "signin_places" in tables:
+        conn.execute("INSERT INTO signin_places VALUES ('ann', '127.0.0.1', 1700000000)")
+    if "repo_missing" in tables:
+        conn.execute("INSERT INTO repo_missing (repo_id, scans) VALUES (7, 1)")
+    conn.commit()
+    # version 5 rebuilt the history index; meta holds the version number
+    kept = tables - {"index_commits", "index_paths", "meta"}
+    before = _contents(conn, kept)
+    conn.close()
+
+    database = open_database(path)
+    assert version(database) == number
+    assert migrate(database) == SCHEMA_VERSION
+    database.close()
+
+    conn = sqlite3.connect(path)
+    assert _contents(conn, kept) == before
+    assert {"leases", "index_chunks", "index_changes", "signin_places"} <= _tables(conn)
+    assert not {"index_commits", "index_paths"} & _tables(conn)
+    conn.close()
+    if "accounts" not in tables:
+        return
+    # the upgraded database in use: the account signs in, the repository stays private
+    forge = start_forge(tmp_path / "repos", data, database=str(path))
+    try:
+        client = testing.TestClient(create_app(forge))
+        assert forge.accounts.get("ann") is not None
+        assert forge.accounts.check_password("ann", PASSWORD) is not None
+        assert client.simulate_get("/ann/plans").status_code == 404
+    finally:
+        forge.stop()
+
+
+def test_a_fresh_database_gets_the_whole_schema(tmp_path: Path) -> None:
+    db = _database(tmp_path)
+    try:
+        assert version(db) == 0
+        assert migrate(db) == SCHEMA_VERSION
+        assert version(db) == SCHEMA_VERSION
+        assert migrate(db) == SCHEMA_VERSION  # again: nothing to do
+        db.execute("INSERT INTO leases (name, holder, expires_at) VALUES ('x', 'node', 1.5)")
+        assert db.one("SELECT holder FROM leases")["holder"] == "node"  # type: ignore[index]
+    finally:
+        db.close()
+
+
+def test_the_baseline_upgrades_in_place_on_this_database(tmp_path: Path) -> None:
+    """What was made at version 5 (on PostgreSQL too, when the tests run there) upgrades to
+    the latest version with its rows."""
+    db = _database(tmp_path)
+    try:
+        assert migrate(db, MIGRATIONS[:1]) == 5
+        db.execute(
+            "INSERT INTO accounts (name, kind, email, created_at) VALUES ('ann', 'user', '', 1.5)"
+        )
+        assert migrate(db) == SCHEMA_VERSION
+        assert db.one("SELECT name FROM accounts WHERE name = 'ANN'")["name"] == "ann"  # type: ignore[index]
+    finally:
+        db.close()
+
+
+def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    db = _database(tmp_path)
+    try:
+        migrate(db)
+        db.execute(
+            "INSERT INTO accounts (name, kind, email, created_at) VALUES ('ann', 'user', '', 1.5)"
+        )
+        broken = Migration(
+            SCHEMA_VERSION + 1,
+            "half of it works",
+            (
+                "CREATE TABLE half_made (id INTEGER PRIMARY KEY)",
+                "UPDATE accounts SET email = 'changed'",
+                "THIS IS NOT SQL",
+            ),
+        )
+        with pytest.raises(Exception, match=r"(?i)syntax"):
+            migrate(db, (*MIGRATIONS, broken))
+        assert version(db) == SCHEMA_VERSION
+        assert db.one("SELECT email FROM accounts")["email"] == ""  # type: ignore[index]
+        with pytest.raises(Exception):
+            db.query("SELECT * FROM half_made")
+    finally:
+        db.close()
+
+
+CHILD = """
+import os, sys
+from floorless.db import open_database, store
+from floorless.db.migrations import migrate
+from floorless.db.schema import MIGRATIONS
+
+db = open_database(sys.argv[1])
+count = 0
+execute = store.Database.execute
+
+def execute_then_die(self, sql, params=()):
+    global count
+    count += 1
+    if count == int(sys.argv[2]):
+        os._exit(9)  # killed half-way: no rollback, no goodbye
+    return execute(self, sql, params)
+
+store.Database.execute = execute_then_die
+migrate(db, MIGRATIONS[1:])
+"""
+
+
+def test_a_migration_killed_half_way_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    db = _database(tmp_path)
+    try:
+        migrate(db, MIGRATIONS[:1])  # a database at the baseline, with a row
+        db.execute(
+            "INSERT INTO accounts (name, kind, email, created_at) VALUES ('ann', 'user', '', 1.5)"
+        )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        # killed at its first statement, at the statement that writes the new version
+        for last in (1, 2):
+            child = subprocess.run(
+                [sys.executable, "-c", CHILD, db.url, str(last)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=patience(60),
+                check=False,
+            )
+            assert child.returncode == 9, child.stderr
+            assert version(db) == 5
+            assert db.one("SELECT COUNT(*) AS n FROM accounts")["n"] == 1  # type: ignore[index]
+            with pytest.raises(Exception):
+                db.query("SELECT * FROM leases")
+        assert migrate(db) == SCHEMA_VERSION  # and the next start does it all
+    finally:
+        db.close()
+
+
+def test_a_database_made_by_a_newer_floorless_is_refused(tmp_path: Path) -> None:
+    db = _database(tmp_path)
+    try:
+        migrate(db)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(99),))
+        with pytest.raises(ConfigError, match="newer floorless"):
+            migrate(db)
+    finally:
+        db.close()
+
+
+def test_nodes_starting_together_migrate_once(tmp_path: Path) -> None:
+    url = _database(tmp_path).url
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        db = open_database(url)
+        try:
+            migrate(db)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    db = open_database(url)
+    try:
+        assert version(db) == SCHEMA_VERSION
+    finally:
+        db.close()
