@@ -2,8 +2,10 @@
 # Install the Debian packages the test-suite needs, only those that are missing: git for the
 # fixture repositories, chromium and chromium-driver for the browser tests, fuse3 (libfuse3
 # and fusermount3) for the slow-filesystem simulator the slow-storage tests mount, postgresql
-# for the second run of the suite (started by scripts/test-postgres.sh, no system service).
+# for the second run of the suite (started by scripts/test-postgres.sh, no system service),
+# nginx and openssl for the shipped proxy configuration (deploy/nginx.conf) run in front of
+# two nodes.
 # Python packages are installed separately (pip install -e '.[test,bench]').
 set -euo pipefail
 exec bash "$(dirname "$0")/apt-install-missing.sh" install-test-deps \
-  git chromium chromium-driver fuse3 postgresql
+  git chromium chromium-driver fuse3 postgresql nginx openssl

@@ -35,10 +35,12 @@ class RequestTimer:
         return time.perf_counter() - self.started
 
     def header(self) -> str:
-        """The ``Server-Timing`` header value: durations in milliseconds, and the spawn count."""
+        """The ``Server-Timing`` header value: durations in milliseconds, and the counts of
+        processes spawned and database statements run (a count, not a time, in ``dur``)."""
         parts = [f"{name};dur={self.phases.get(name, 0.0) * 1000:.2f}" for name in _PHASES]
         parts.append(f"total;dur={self.total() * 1000:.2f}")
         parts.append(f'spawn;desc="processes";dur={self.spawns}')
+        parts.append(f'query;desc="database statements";dur={self.queries}')
         return ", ".join(parts)
 
 

@@ -1,0 +1,69 @@
+"""Database statements per warm page, fixed: every page names how many statements it runs
+once warm, public and signed in, and the count is the same on SQLite and on PostgreSQL (the
+suite runs on both), so a node far from its database pays the same number of round trips.
+The count is the forge's own (``Server-Timing``'s ``query``), the one the benchmark reports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import start_forge, wait_indexed
+from falcon import testing
+from test_accounts import Browser
+
+from floorless.forge import Forge
+from floorless.web.app import create_app
+
+PASSWORD = "a long password"
+
+# page -> statements once warm: (public, signed in)
+WARM = {
+    "/": (2, 3),
+    "/alice": (4, 5),
+    "/alice/demo": (1, 3),
+    "/alice/demo/src/branch/main/src": (1, 3),
+    "/alice/demo/src/branch/main/src/app.py": (1, 3),
+    "/alice/demo/raw/branch/main/README.md": (1, 3),
+    "/alice/demo/commits/branch/main": (1, 3),
+    "/alice/demo/commits/branch/main/README.md": (1, 3),
+    "/alice/demo/blame/branch/main/README.md": (1, 3),
+    "/alice/demo/branches": (1, 3),
+    "/alice/demo/tags": (1, 3),
+}
+
+
+@pytest.fixture(scope="module")
+def forge(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
+    forge = start_forge(fixture_root, tmp_path_factory.mktemp("queries"))
+    forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+    wait_indexed(forge)
+    yield forge
+    forge.stop()
+
+
+def statements(result: testing.Result) -> int:
+    for item in result.headers["server-timing"].split(","):
+        name, *params = (p.strip() for p in item.split(";"))
+        if name == "query":
+            (dur,) = [p for p in params if p.startswith("dur=")]
+            return int(dur[4:])
+    raise AssertionError("no query count in Server-Timing")
+
+
+def warm_counts(browser: Browser, url: str) -> int:
+    for _ in range(2):  # the first renders and caches
+        assert browser.get(url).status_code == 200, url
+    counts = {statements(browser.get(url)) for _ in range(2)}
+    assert len(counts) == 1, (url, counts)
+    return counts.pop()
+
+
+def test_warm_pages_run_a_fixed_number_of_statements(forge: Forge) -> None:
+    client = testing.TestClient(create_app(forge))
+    public = Browser(client)
+    signed = Browser(client)
+    assert signed.sign_in("ann").status_code == 303
+    found = {url: (warm_counts(public, url), warm_counts(signed, url)) for url in WARM}
+    assert found == WARM
