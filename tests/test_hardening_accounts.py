@@ -19,7 +19,7 @@ from test_spawns import counting
 
 from floorless.forge import Forge
 from floorless.web.app import create_app
-from floorless.web.throttle import SigninThrottle
+from floorless.web.throttle import Failures, SigninThrottle
 
 PASSWORD = "a long password"
 WRONG = "not the password"
@@ -179,7 +179,8 @@ def test_the_owners_places_outlive_a_restart(tmp_path: Path) -> None:
         assert sign_in(client, "ann", PASSWORD, "192.0.2.200").status_code == 429
         assert sign_in(client, "ann", PASSWORD, HOME).status_code == 303
         # and a guesser trying made-up names makes the throttle keep nothing
-        throttle = SigninThrottle(3, 8, 6, 300.0, forge.accounts)
+        failures = Failures(forge.db, forge.secret.get, 300.0)
+        throttle = SigninThrottle(3, 8, 6, failures, forge.accounts)
         for n in range(50):
             throttle.check(f"nobody{n}", ATTACKER)
         assert throttle.is_known("ann", HOME) and not throttle.is_known("ann", ATTACKER)

@@ -206,6 +206,21 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "sign-in failures, counted by every node",
+        (
+            # A row per failed sign-in and key (an HMAC of the account, the address or the
+            # pair), at its time: ``web/throttle.py`` reads a key's window in one query and
+            # prunes what is older than the window.
+            """CREATE TABLE IF NOT EXISTS signin_failures (
+                key {blob} NOT NULL,
+                at {real} NOT NULL
+            )""",
+            "CREATE INDEX IF NOT EXISTS signin_failures_key ON signin_failures (key, at)",
+            "CREATE INDEX IF NOT EXISTS signin_failures_at ON signin_failures (at)",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -28,7 +28,7 @@ from floorless.caches import Cache
 from floorless.errors import Forbidden, Unauthorized
 from floorless.forge import Forge
 from floorless.web.proxies import Proxies
-from floorless.web.throttle import SigninThrottle
+from floorless.web.throttle import Failures, SigninThrottle
 
 SESSION_COOKIE = "floorless_session"
 CSRF_COOKIE = "floorless_csrf"
@@ -69,7 +69,7 @@ class Authenticator:
             settings.signin_attempts,
             settings.signin_address_attempts,
             settings.signin_account_attempts,
-            settings.signin_window,
+            Failures(forge.db, forge.secret.get, settings.signin_window),
             forge.accounts,
         )
         # verified passwords: (account id, its password hash then), for _PASSWORD_MEMORY seconds
@@ -127,7 +127,7 @@ class Authenticator:
         for this account (``web/throttle.py``), ``Busy`` when every argon2 slot is taken."""
         address = self.proxies.client_address(req)
         # before the memory too: else a guesser who must wait could go on guessing against it
-        self.throttle.check(name, address)
+        pair_failed = self.throttle.check(name, address)
         remembered = self._remembered(name, password)
         if remembered is not None:
             return remembered
@@ -135,7 +135,7 @@ class Authenticator:
         if found is None:
             self.throttle.failed(name, address)
             raise Unauthorized("wrong user name or password")
-        self.throttle.succeeded(name, address)
+        self.throttle.succeeded(name, address, pair_failed)
         self._remember(name, password, *found)
         return found[0]
 

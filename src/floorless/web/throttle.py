@@ -13,22 +13,29 @@ ages out. Guessing is held to ``signin_account_attempts`` a window however many 
 the guesser has, the owner is never locked out where they have been, and a new place waits at
 most one window. Tokens are never counted nor refused here: they cannot be guessed, and cost a
 SHA-256 rather than an argon2 check. An IPv6 address counts as its /64, which one host often
-holds whole. The failure counts live in memory, bounded (a restart forgets them); the places
-a person has used are also written to the database (``Places``), the first time this process
-sees each, so that a restart (or a worker started again) does not hand an attacker the lockout.
+holds whole. The failures are kept in the database (``Failures``), so that a throttle cannot be
+dodged by asking another node, nor by waiting for a restart; the places a person has used are
+also written to the database (``Places``), the first time this process sees each, so that a
+restart (or a worker started again) does not hand an attacker the lockout.
+
+What a sign-in costs here: a check reads the three windows in one query; a failure adds its
+three rows (and prunes the old) in one transaction; a success clears its pair in one statement
+(none when the check found the pair clean).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
 import threading
 import time
-from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from floorless.db import Database
 from floorless.errors import Throttled
 
-_MAX_KEYS = 100_000  # failures are bounded by argon2's pace long before this
 _MAX_PLACES = 32  # addresses remembered per person, the least recently seen dropped first
 
 
@@ -43,33 +50,48 @@ def address_key(address: str) -> str:
     return str(parsed)
 
 
-class Window:
-    """Failure times per key within the last ``seconds``."""
+class Failures:
+    """Failed sign-ins in the database: every node counts those made through every other, and a
+    restart forgets none. A row per failure and key, at its wall-clock time (nodes share no
+    monotonic clock); rows older than the window are pruned as failures are added, so the
+    table holds at most a window of failures, which argon2's pace bounds.
 
-    def __init__(self, seconds: float) -> None:
+    A key is stored as an HMAC under the forge's secret key, never as text: a password typed
+    into the name field is not kept readable. Nodes that share a database share the secret key
+    already (their session cookies are signed with it).
+    """
+
+    def __init__(self, db: Database, secret: Callable[[], bytes], seconds: float) -> None:
+        self.db = db
+        self.secret = secret
         self.seconds = seconds
-        self._times: dict[str, deque[float]] = {}
 
-    def recent(self, key: str, now: float) -> deque[float]:
-        times = self._times.get(key)
-        if times is None:
-            return deque()
-        while times and times[0] <= now - self.seconds:
-            times.popleft()
-        if not times:
-            del self._times[key]
-        return times
+    def digest(self, key: str) -> bytes:
+        return hmac.new(self.secret(), key.encode(), hashlib.sha256).digest()[:16]
 
-    def add(self, key: str, now: float) -> None:
-        self._times.setdefault(key, deque()).append(now)
-        if len(self._times) > _MAX_KEYS:
-            for stale in [k for k, v in self._times.items() if v[-1] <= now - self.seconds]:
-                del self._times[stale]
-            while len(self._times) > _MAX_KEYS:  # the oldest keys go first
-                del self._times[next(iter(self._times))]
+    def recent(self, keys: dict[str, bytes], now: float) -> dict[str, list[float]]:
+        """The times of the failures of each key within the window, oldest first: one query."""
+        found: dict[str, list[float]] = {kind: [] for kind in keys}
+        kinds = {digest: kind for kind, digest in keys.items()}
+        marks = ", ".join("?" for _ in keys)
+        rows = self.db.query(
+            f"SELECT key, at FROM signin_failures WHERE key IN ({marks}) AND at > ?"  # noqa: S608
+            " ORDER BY at",
+            [*keys.values(), now - self.seconds],
+        )
+        for row in rows:
+            found[kinds[bytes(row["key"])]].append(float(row["at"]))
+        return found
 
-    def clear(self, key: str) -> None:
-        self._times.pop(key, None)
+    def add(self, keys: Iterable[bytes], now: float) -> None:
+        with self.db.transaction():
+            self.db.execute("DELETE FROM signin_failures WHERE at <= ?", (now - self.seconds,))
+            self.db.executemany(
+                "INSERT INTO signin_failures (key, at) VALUES (?, ?)", [(k, now) for k in keys]
+            )
+
+    def clear(self, key: bytes) -> None:
+        self.db.execute("DELETE FROM signin_failures WHERE key = ?", (key,))
 
 
 class Places(Protocol):
@@ -86,52 +108,51 @@ class SigninThrottle:
         pair_attempts: int,
         address_attempts: int,
         account_attempts: int,
-        window: float,
+        failures: Failures,
         places: Places | None = None,
     ) -> None:
         self.limits = {"pair": pair_attempts, "addr": address_attempts, "name": account_attempts}
-        self.window = Window(window)
+        self.failures = failures
         self.places = places
         # name -> the addresses that person has used, least recently seen first
         self._known: dict[str, dict[str, None]] = {}
         self._lock = threading.Lock()
 
-    def _keys(self, name: str, address: str) -> dict[str, str]:
+    def _keys(self, name: str, address: str) -> dict[str, bytes]:
         name, address = name.lower(), address_key(address)
+        digest = self.failures.digest
         return {
-            "pair": f"pair:{name}\0{address}",
-            "addr": f"addr:{address}",
-            "name": f"name:{name}",
+            "pair": digest(f"pair:{name}\0{address}"),
+            "addr": digest(f"addr:{address}"),
+            "name": digest(f"name:{name}"),
         }
 
-    def check(self, name: str, address: str) -> None:
-        """Raise ``Throttled`` if an attempt at ``name`` from ``address`` must wait."""
+    def check(self, name: str, address: str) -> bool:
+        """Raise ``Throttled`` if an attempt at ``name`` from ``address`` must wait; else say
+        whether the pair has failures in the window (a success then has them to clear)."""
         keys = self._keys(name, address)
         known = self.is_known(name, address)
-        now = time.monotonic()
-        with self._lock:
-            for kind, key in keys.items():
-                if kind == "name" and known:
-                    continue
-                times = self.window.recent(key, now)
-                if len(times) >= self.limits[kind]:
-                    # the wait until enough failures age out for one more attempt
-                    free = times[len(times) - self.limits[kind]]
-                    wait = int(free + self.window.seconds - now) + 1
-                    raise Throttled(f"too many failed sign-ins; try again in {wait} seconds", wait)
+        now = time.time()
+        recent = self.failures.recent(keys, now)
+        for kind, times in recent.items():
+            if kind == "name" and known:
+                continue
+            if len(times) >= self.limits[kind]:
+                # the wait until enough failures age out for one more attempt
+                free = times[len(times) - self.limits[kind]]
+                wait = max(int(free + self.failures.seconds - now) + 1, 1)
+                raise Throttled(f"too many failed sign-ins; try again in {wait} seconds", wait)
+        return bool(recent["pair"])
 
     def failed(self, name: str, address: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            for key in self._keys(name, address).values():
-                self.window.add(key, now)
+        self.failures.add(self._keys(name, address).values(), time.time())
 
-    def succeeded(self, name: str, address: str) -> None:
+    def succeeded(self, name: str, address: str, pair_failed: bool = True) -> None:
         """A right password: that pair starts afresh and the address is the person's. The
         address's and the account's counts stand (signing in to one's own account must not
-        buy more guesses at another's)."""
-        with self._lock:
-            self.window.clear(self._keys(name, address)["pair"])
+        buy more guesses at another's). ``pair_failed`` False: the check found none to clear."""
+        if pair_failed:
+            self.failures.clear(self._keys(name, address)["pair"])
         self.seen(name, address)
 
     def seen(self, name: str, address: str) -> None:
