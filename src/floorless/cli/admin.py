@@ -7,7 +7,8 @@ request, so a command takes effect in a running server at once, with no restart.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +17,7 @@ import click
 
 from floorless import timing
 from floorless.cli.options import load_settings, location_options
+from floorless.db import Database, open_database
 from floorless.errors import FloorlessError
 from floorless.forge import Forge
 
@@ -211,3 +213,114 @@ def org_add(forge: Forge, name: str, user_name: str, role: str) -> None:
     """Add USER to the organisation NAME (members push, owners administer)."""
     forge.accounts.add_member(forge.accounts.require(name), forge.accounts.require(user_name), role)
     click.echo(f"{user_name} is now {role} of {name}")
+
+
+@admin.group("db")
+def db_group() -> None:
+    """The database: move an installation to another database, see what one holds."""
+
+
+@db_group.command("copy")
+@click.option(
+    "--from",
+    "source_url",
+    required=True,
+    metavar="URL",
+    help="The database to copy: sqlite:///PATH (or a path) or postgresql://…",
+)
+@click.option(
+    "--to",
+    "target_url",
+    required=True,
+    metavar="URL",
+    help="An empty database to copy it into: postgresql://… or sqlite:///PATH.",
+)
+@click.option(
+    "--verify-only",
+    is_flag=True,
+    help="Copy nothing: compare the two databases' row counts and checksums.",
+)
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=500, show_default=True, help="Rows per insert."
+)
+def db_copy(source_url: str, target_url: str, verify_only: bool, batch: int) -> None:
+    """Copy a forge's database into an empty one (SQLite or PostgreSQL, either way), then
+    verify the rows and a checksum of every table; exit with status 1 if any differs.
+
+    The source may be a running installation's: it is read as one snapshot, and the server
+    keeps writing meanwhile. The target is brought to the current schema first, and refused
+    if it holds any data.
+    """
+    from floorless.db import copy as dbcopy
+
+    with _databases(source_url, target_url) as (source, target):
+        if verify_only:
+            report = dbcopy.verify(source, target, batch)
+        else:
+            report = dbcopy.copy(source, target, batch)
+        _show_report(report, source.shown, target.shown)
+
+
+@db_group.command("info")
+@location_options
+def db_info(
+    config_file: Path | None, data: Path | None, database: str | None, repos: Path | None
+) -> None:
+    """Which database the forge uses, its schema version and the rows in each table."""
+    from floorless.db import copy as dbcopy
+    from floorless.db.migrations import SCHEMA_VERSION, version
+
+    settings = load_settings(config_file, data=data, database=database, repos=repos)
+    with _databases(settings.database) as (db,):
+        found = version(db)
+        click.echo(f"database: {db.shown}")
+        click.echo(f"schema version: {found} (this floorless: {SCHEMA_VERSION})")
+        counted = dbcopy.counts(db)
+        width = max((len(n) for n in counted), default=5)
+        for name, rows in counted.items():
+            click.echo(f"{name:<{width}}  {rows:>10}")
+
+
+@contextmanager
+def _databases(*urls: str) -> Iterator[tuple[Database, ...]]:
+    """The databases named, closed at the end; floorless's errors as a message and status 1."""
+    from floorless.db import copy as dbcopy
+
+    opened: list[Database] = []
+    try:
+        for i, url in enumerate(urls):
+            try:
+                db = dbcopy.open_source(url) if i == 0 else open_database(url, max_connections=2)
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from exc
+            opened.append(db)
+        yield tuple(opened)
+    except FloorlessError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        for db in opened:
+            db.close()
+
+
+def _show_report(report: Any, source: str, target: str) -> None:
+    width = max([len(t) for t in report.tables] + [5])
+    click.echo(f"{'table':<{width}}  {'rows':>10}  checksum")
+    for name in sorted(report.tables):
+        mine, theirs = report.source.get(name), report.target.get(name)
+        if mine == theirs and mine is not None:
+            click.echo(f"{name:<{width}}  {mine.rows:>10}  {mine.checksum}")
+            continue
+        rows = "/".join(str(s.rows) if s else "-" for s in (mine, theirs))
+        sums = " / ".join(s.checksum if s else "(no table)" for s in (mine, theirs))
+        click.echo(f"{name:<{width}}  {rows:>10}  {sums}  DIFFERS")
+    differing = report.differing()
+    if differing:
+        raise click.ClickException(
+            f"{len(differing)} of {len(report.tables)} tables differ between {source}"
+            f" and {target} (rows and checksums: source / target): {', '.join(differing)}"
+        )
+    done = "copied" if report.copied else "compared"
+    click.echo(
+        f"{done} {report.rows} rows in {len(report.tables)} tables: {source} -> {target},"
+        " every table's rows and checksum equal"
+    )

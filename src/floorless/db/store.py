@@ -110,6 +110,30 @@ class Database:
     def _finish(self, conn: Any, word: str) -> None:
         conn.execute(word)
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read-only transaction: every query in it sees the database as one moment left it,
+        while writers go on (SQLite in WAL mode reads from its snapshot without the write lock;
+        PostgreSQL reads at REPEATABLE READ)."""
+        with self._hold() as conn:
+            self._begin_read(conn)
+            try:
+                yield
+            finally:
+                self._finish(conn, "ROLLBACK")
+
+    def stream(self, sql: str, params: Params = (), batch: int = 1000) -> Iterator[list[Row]]:
+        """A query's rows, ``batch`` at a time, never all in memory at once."""
+        _check_text(params)
+        _count()
+        yield from self._stream(sql, params, batch)
+
+    def _stream(self, sql: str, params: Params, batch: int) -> Iterator[list[Row]]:
+        raise NotImplementedError
+
+    def _begin_read(self, conn: Any) -> None:
+        raise NotImplementedError
+
     def _hold(self) -> AbstractContextManager[Any]:
         """The connection a transaction keeps from its start to its end."""
         raise NotImplementedError
@@ -160,6 +184,18 @@ class SQLite(Database):
 
     def _begin(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
+
+    def _begin_read(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN")
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()  # the snapshot starts
+
+    def _stream(self, sql: str, params: Params, batch: int) -> Iterator[list[Row]]:
+        cursor = self._connection().execute(sql, params)
+        try:
+            while rows := cursor.fetchmany(batch):
+                yield rows
+        finally:
+            cursor.close()
 
     def ping(self) -> None:
         try:
@@ -250,6 +286,24 @@ class Postgres(Database):
     def _begin(self, conn: psycopg.Connection[Row]) -> None:
         conn.execute("BEGIN")
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+
+    def _begin_read(self, conn: psycopg.Connection[Row]) -> None:
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def _stream(self, sql: str, params: Params, batch: int) -> Iterator[list[Row]]:
+        # A server-side cursor inside a transaction; outside one it would need a transaction
+        # of its own, so it takes one (a snapshot) for the length of the query.
+        held = getattr(self._local, "conn", None)
+        opened = self._connection() if held is not None else self._snapshot_connection()
+        with opened as conn, conn.cursor(name="floorless_stream") as cursor:
+            cursor.execute(_pg_sql(sql), params)
+            while rows := cursor.fetchmany(batch):
+                yield rows
+
+    @contextmanager
+    def _snapshot_connection(self) -> Iterator[psycopg.Connection[Row]]:
+        with self.snapshot():
+            yield self._local.conn
 
     def ping(self) -> None:
         with self._connection() as conn:
