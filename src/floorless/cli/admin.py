@@ -18,6 +18,8 @@ import click
 from floorless import timing
 from floorless.cli.options import load_settings, location_options
 from floorless.db import Database, open_database
+from floorless.db import copy as dbcopy
+from floorless.db.migrations import SCHEMA_VERSION, version
 from floorless.errors import FloorlessError
 from floorless.forge import Forge
 
@@ -251,8 +253,6 @@ def db_copy(source_url: str, target_url: str, verify_only: bool, batch: int) -> 
     keeps writing meanwhile. The target is brought to the current schema first, and refused
     if it holds any data.
     """
-    from floorless.db import copy as dbcopy
-
     with _databases(source_url, target_url) as (source, target):
         if verify_only:
             report = dbcopy.verify(source, target, batch)
@@ -267,9 +267,6 @@ def db_info(
     config_file: Path | None, data: Path | None, database: str | None, repos: Path | None
 ) -> None:
     """Which database the forge uses, its schema version and the rows in each table."""
-    from floorless.db import copy as dbcopy
-    from floorless.db.migrations import SCHEMA_VERSION, version
-
     settings = load_settings(config_file, data=data, database=database, repos=repos)
     with _databases(settings.database) as (db,):
         found = version(db)
@@ -284,8 +281,6 @@ def db_info(
 @contextmanager
 def _databases(*urls: str) -> Iterator[tuple[Database, ...]]:
     """The databases named, closed at the end; floorless's errors as a message and status 1."""
-    from floorless.db import copy as dbcopy
-
     opened: list[Database] = []
     try:
         for i, url in enumerate(urls):
@@ -302,7 +297,7 @@ def _databases(*urls: str) -> Iterator[tuple[Database, ...]]:
             db.close()
 
 
-def _show_report(report: Any, source: str, target: str) -> None:
+def _show_report(report: dbcopy.Report, source: str, target: str) -> None:
     width = max([len(t) for t in report.tables] + [5])
     click.echo(f"{'table':<{width}}  {'rows':>10}  checksum")
     for name in sorted(report.tables):
