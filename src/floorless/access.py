@@ -91,15 +91,16 @@ class Policy:
             return public
         if account.is_admin or account.name.lower() == repo.owner.lower():
             return Level.ADMIN
-        row = self.db.one(
+        rows = self.db.remembered(
             "SELECT (SELECT m.role FROM org_members m JOIN accounts o ON o.id = m.org_id"
             "        WHERE o.name = ? AND m.user_id = ?) AS org_role,"
             "       (SELECT role FROM collaborators"
             "        WHERE owner = ? AND name = ? AND user_id = ?) AS role",
             (repo.owner, account.id, repo.owner, repo.name, account.id),
+            ("org_members", "accounts", "collaborators"),
         )
         levels = [public]
-        if row is not None:
+        for row in rows:
             levels.append(_ORG_LEVEL.get(row["org_role"], Level.NONE))
             levels.append(_ROLE_LEVEL.get(row["role"], Level.NONE))
         return max(levels)

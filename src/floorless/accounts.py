@@ -345,12 +345,15 @@ class Accounts:
         session_id = self._session_id(cookie)
         if session_id is None:
             return None
-        row = self.db.one(
-            "SELECT a.* FROM sessions s JOIN accounts a ON a.id = s.user_id"
-            " WHERE s.hash = ? AND s.expires_at > ?",
-            (_sha256(session_id), time.time()),
+        rows = self.db.remembered(
+            "SELECT a.*, s.expires_at AS session_expires_at FROM sessions s"
+            " JOIN accounts a ON a.id = s.user_id WHERE s.hash = ?",
+            (_sha256(session_id),),
+            ("sessions", "accounts"),
         )
-        return None if row is None else _account(row)
+        if not rows or rows[0]["session_expires_at"] <= time.time():
+            return None
+        return _account(rows[0])
 
     def end_session(self, cookie: str) -> None:
         session_id = self._session_id(cookie)

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 # missing: a network share remounting for a moment must not cost its ids and indexes.
 MISSING_SCANS = 2
 # Every read of a repository row carries its visibility, kept apart in ``repo_access``.
+# What a repository's row is read from (and, remembered, forgotten when either changes).
+_TABLES = ("repos", "repo_access")
 _SELECT = (
     "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
     " LEFT JOIN repo_access"
@@ -228,14 +230,16 @@ class Registry:
 
     def get(self, owner: str, name: str) -> Repo:
         name = name.removesuffix(".git")
-        row = self.db.one(f"{_SELECT} WHERE repos.owner = ? AND repos.name = ?", (owner, name))
-        if row is None:
+        rows = self.db.remembered(
+            f"{_SELECT} WHERE repos.owner = ? AND repos.name = ?", (owner, name), _TABLES
+        )
+        if not rows:
             raise NotFound(f"no repository {owner}/{name}")
-        return _repo(row)
+        return _repo(rows[0])
 
     def by_id(self, repo_id: int) -> Repo | None:
-        row = self.db.one(f"{_SELECT} WHERE repos.id = ?", (repo_id,))
-        return None if row is None else _repo(row)
+        rows = self.db.remembered(f"{_SELECT} WHERE repos.id = ?", (repo_id,), _TABLES)
+        return _repo(rows[0]) if rows else None
 
     def owner_exists(self, owner: str, visible: tuple[str, list[object]] = ("1 = 1", [])) -> bool:
         """Whether ``owner`` is an account or owns a repository that passes ``visible``."""

@@ -5,6 +5,12 @@ Both databases read the same SQL: ``?`` placeholders and the subset the two agre
 no integer used as a boolean). SQLite keeps one connection per thread; PostgreSQL takes a
 connection from a pool for each statement, and holds one for the length of a transaction.
 
+Reads that every page repeats (a repository's row, a session, an access level) can be
+remembered (``remembered``): an answer is kept until a write to one of its tables is known to
+have been committed, here (every statement that writes names its table) or on another node
+(``changed``, from what the nodes tell each other). It is used only while ``coherent()``
+says that every other node's writes are heard; otherwise every read goes to the database.
+
 A transaction is a write transaction on both: SQLite's ``BEGIN IMMEDIATE`` takes the database's
 write lock, and PostgreSQL's takes one advisory lock, so that writers are serialized the same
 way on one machine and on many.
@@ -16,7 +22,7 @@ import functools
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,12 +32,16 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from floorless import timing
+from floorless.caches import Cache
 from floorless.errors import BadRequest, DatabaseUnavailable
 
 Params = Sequence[Any]
 
 # What a violated constraint raises, whichever the database.
 IntegrityError = (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+# Remembered answers of repeated reads, at most.
+MEMO_ENTRIES = 4096
 
 # The advisory lock every PostgreSQL write transaction takes ("floorles" in ASCII).
 WRITE_LOCK = 0x666C6F6F726C6573
@@ -52,6 +62,17 @@ class Database:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        # Whether another node's committed writes are all heard (see ``changed``); and what
+        # to do once writes to remembered tables are committed here (tell the other nodes).
+        self.coherent: Callable[[], bool] = lambda: False
+        self.on_write: Callable[[frozenset[str]], None] = lambda tables: None
+        self.memo: Cache[tuple[str, tuple[Any, ...]], tuple[tuple[int, ...], list[Row]]] = (
+            Cache.lru(MEMO_ENTRIES)
+        )
+        self._versions: dict[str, int] = {}
+        self._watched: set[str] = set()
+        self._versions_lock = threading.Lock()
+        self._writing = threading.local()
 
     def migrate(self) -> None:
         from floorless.db.migrations import migrate
@@ -62,7 +83,50 @@ class Database:
         _check_text(params)
         with timing.phase("db"):
             _count()
-            return self._fetch(sql, params)
+            rows = self._fetch(sql, params)
+        self._wrote(sql)
+        return rows
+
+    def remembered(self, sql: str, params: Params, tables: tuple[str, ...]) -> list[Row]:
+        """``query``, answered from memory while no write to ``tables`` (every table the
+        statement reads) has been committed since, here or on another node."""
+        if not self.coherent():
+            return self.query(sql, params)
+        with self._versions_lock:
+            self._watched.update(tables)
+            stamp = tuple(self._versions.get(table, 0) for table in tables)
+        key = (sql, tuple(params))
+        kept = self.memo.get(key, valid=lambda memo: memo[0] == stamp)
+        if kept is not None:
+            return kept[1]
+        rows = self.query(sql, params)
+        self.memo.put(key, (stamp, rows))  # a write meanwhile moved the versions past stamp
+        return rows
+
+    def changed(self, tables: Iterable[str] | None = None) -> None:
+        """Writes to ``tables`` (None: to any table) were committed: what was remembered of
+        them is read again."""
+        with self._versions_lock:
+            names = list(self._versions.keys() | self._watched) if tables is None else tables
+            for table in names:
+                self._versions[table] = self._versions.get(table, 0) + 1
+
+    def _wrote(self, sql: str) -> None:
+        table = _written_table(sql)
+        if table is None:
+            return
+        pending: set[str] | None = getattr(self._writing, "tables", None)
+        if pending is not None:
+            pending.add(table)  # known to the others once committed
+        else:
+            self._committed({table})
+
+    def _committed(self, tables: set[str]) -> None:
+        self.changed(tables)
+        with self._versions_lock:
+            watched = frozenset(tables & self._watched)
+        if watched:
+            self.on_write(watched)
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
         rows = self.query(sql, params)
@@ -72,12 +136,15 @@ class Database:
         _check_text(params)
         with timing.phase("db"):
             _count()
-            return self._execute(sql, params)
+            count = self._execute(sql, params)
+        self._wrote(sql)
+        return count
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         with timing.phase("db"):
             _count()
             self._executemany(sql, rows)
+        self._wrote(sql)
 
     @property
     def shown(self) -> str:
@@ -100,12 +167,18 @@ class Database:
         """A write transaction, committed unless an exception leaves it."""
         with self._hold() as conn:
             self._begin(conn)
+            written: set[str] = set()
+            self._writing.tables = written
             try:
                 yield
             except BaseException:
+                self._writing.tables = None
                 self._finish(conn, "ROLLBACK")
                 raise
+            self._writing.tables = None
             self._finish(conn, "COMMIT")
+        if written:
+            self._committed(written)
 
     def _finish(self, conn: Any, word: str) -> None:
         conn.execute(word)
@@ -324,11 +397,21 @@ def open_database(target: str | Path, max_connections: int = 20) -> Database:
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
         return Postgres(text, max_connections=max_connections)
-    if text.startswith("sqlite:///"):
-        return SQLite(Path(text.removeprefix("sqlite://")))
+    if text.startswith("sqlite:///"):  # sqlite:///relative or sqlite:////absolute
+        return SQLite(Path(text.removeprefix("sqlite:///")))
     if "://" in text:
         raise ValueError(f"unknown database {text!r}: use postgresql://… or sqlite:///…")
     return SQLite(Path(text))
+
+
+_WRITE = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def _written_table(sql: str) -> str | None:
+    """The table a statement writes, or None for a read."""
+    match = _WRITE.match(sql)
+    return match.group(1).lower() if match else None
 
 
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|[?%]")
