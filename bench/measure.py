@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import re
 import shutil
+import ssl
 import statistics
 import subprocess
 import threading
@@ -55,21 +56,34 @@ def percentile(samples: list[float], fraction: float) -> float:
 
 
 class Client:
-    """One keep-alive HTTP/1.1 connection; reconnects when the server closes it."""
+    """One keep-alive HTTP/1.1 connection; reconnects when the server closes it. An https
+    URL is the benchmark's own proxy on loopback, whose self-signed certificate is not
+    checked."""
 
     def __init__(self, base_url: str, timeout: float = 600.0) -> None:
         parts = urlsplit(base_url)
         self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
         self.timeout = timeout
         self.conn: http.client.HTTPConnection | None = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if not self.tls:
+            return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return http.client.HTTPSConnection(
+            self.host, self.port, timeout=self.timeout, context=context
+        )
 
     def get(self, url: str) -> tuple[int, bytes, dict[str, str]]:
         path = urlsplit(url)
         target = path.path + (f"?{path.query}" if path.query else "")
         for attempt in (1, 2):
             if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+                self.conn = self._connect()
             try:
                 self.conn.request("GET", target, headers={"Connection": "keep-alive"})
                 response = self.conn.getresponse()

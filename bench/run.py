@@ -30,7 +30,12 @@ PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "blame", 
 BROWSE_PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "explore")
 CONTENDERS = ("floorless", "reference", "cgit", "cgit-cache", "gitweb", "klaus")
 OWNER = "bench"
-ENV_CLEAN = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+ENV_CLEAN = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "LC_ALL": "C",
+    # the floorless under test: a checkout's src/ when the caller names one
+    **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
+}
 
 
 @dataclass
@@ -168,12 +173,23 @@ def target_repository(spec: str, cache_dir: Path) -> Target:
 
 
 def start_floorless(
-    repos: Path, data: Path, repo: Target, commit: str
+    repos: Path, data: Path, repo: Target, commit: str, extra: tuple[str, ...] = ()
 ) -> tuple[Served, subprocess.Popen[bytes]]:
+    """``floorless serve`` on a free loopback port; ``extra``: more options (``--database``)."""
     port = free_port()
     exe = Path(sys.executable).parent / "floorless"
     proc = subprocess.Popen(
-        [str(exe), "serve", "--repos", str(repos), "--data", str(data), "--port", str(port)],
+        [
+            str(exe),
+            "serve",
+            "--repos",
+            str(repos),
+            "--data",
+            str(data),
+            "--port",
+            str(port),
+            *extra,
+        ],
         env={**ENV_CLEAN, "HOME": str(data)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
