@@ -64,6 +64,13 @@ SETTINGS: tuple[Setting, ...] = (
         check=_database,
     ),
     Setting(
+        "database_timeout",
+        float,
+        5.0,
+        "Seconds a request waits for a PostgreSQL connection (and a connection attempt takes) before it answers 503: a node that loses its database says so quickly, and keeps serving what it holds in memory.",
+        minimum=1,
+    ),
+    Setting(
         "repos",
         Path,
         None,
@@ -390,6 +397,7 @@ class Settings:
 
     data: Path
     database: str
+    database_timeout: float
     repos: Path
     runtime_dir: Path
     host: str

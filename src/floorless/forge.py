@@ -44,7 +44,9 @@ class Forge:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.db = open_database(
-            settings.database, max_connections=settings.threads + settings.dear_threads + 4
+            settings.database,
+            max_connections=settings.threads + settings.dear_threads + 4,
+            timeout=settings.database_timeout,
         )
         self.git = GitEnvironment(settings.runtime_dir)
         self.handles = HandlePool(settings.repo_handles)

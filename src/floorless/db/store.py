@@ -14,14 +14,24 @@ says that every other node's writes are heard; otherwise every read goes to the 
 A transaction is a write transaction on both: SQLite's ``BEGIN IMMEDIATE`` takes the database's
 write lock, and PostgreSQL's takes one advisory lock, so that writers are serialized the same
 way on one machine and on many.
+
+A PostgreSQL server that goes away is noticed at the first statement that finds its
+connection broken (or no connection within ``timeout`` seconds): from then on every
+statement raises ``DatabaseUnavailable`` at once, rather than each holding a request thread
+for the pool's timeout, and one statement at a time, at most every ``PROBE_INTERVAL``
+seconds, tries a connection of its own. When one opens, the pool is made anew (the old
+pool's connections are broken, and its reconnection attempts back off for minutes) and
+statements go through again: no restart needed.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -35,7 +45,14 @@ from floorless import timing
 from floorless.caches import Cache
 from floorless.errors import BadRequest, DatabaseUnavailable
 
+log = logging.getLogger(__name__)
+
 Params = Sequence[Any]
+
+# What a visitor reads when the database is away; the details go to the log.
+UNREACHABLE = "the database cannot be reached; try again shortly"
+# Seconds between tries of a database found unreachable.
+PROBE_INTERVAL = 0.5
 
 # What a violated constraint raises, whichever the database.
 IntegrityError = (sqlite3.IntegrityError, psycopg.IntegrityError)
@@ -272,7 +289,7 @@ class SQLite(Database):
 
     def ping(self) -> None:
         try:
-            self._connection().execute("SELECT 1").fetchall()
+            self._connection().execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
         except sqlite3.Error as exc:
             raise DatabaseUnavailable(f"the database cannot be read: {exc}") from exc
 
@@ -286,7 +303,7 @@ class SQLite(Database):
 class Postgres(Database):
     dialect = "postgresql"
 
-    def __init__(self, url: str, max_connections: int = 20, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, max_connections: int = 20, timeout: float = 5.0) -> None:
         super().__init__(url)
         self._local = threading.local()
         self._max_connections = max_connections
@@ -294,17 +311,57 @@ class Postgres(Database):
         self.pool = self._pool()
         self._opened = False
         self._open_lock = threading.Lock()
+        # Set while the database is unreachable: the monotonic time of the next try.
+        self._retry_at: float | None = None
+        self._probe_lock = threading.Lock()
 
     def _pool(self) -> ConnectionPool[psycopg.Connection[Row]]:
         return ConnectionPool(
             self.url,
             min_size=1,
             max_size=self._max_connections,
-            kwargs={"autocommit": True, "row_factory": _pg_rows},
+            kwargs={
+                "autocommit": True,
+                "row_factory": _pg_rows,
+                "connect_timeout": max(2, round(self._timeout)),
+            },
             timeout=self._timeout,
             open=False,
             name="floorless",
         )
+
+    def _lost(self, exc: BaseException) -> None:
+        if self._retry_at is None:
+            log.warning("database %s: unreachable: %s", self.shown, exc)
+            self._retry_at = time.monotonic()  # the next statement tries at once
+
+    def _try_again(self) -> None:
+        """While the database is unreachable: raise ``DatabaseUnavailable`` at once, unless it
+        is this statement's turn to try a connection of its own; when that opens, make the
+        pool anew and let the statement through."""
+        retry_at = self._retry_at
+        if retry_at is None:
+            return
+        if time.monotonic() < retry_at or not self._probe_lock.acquire(blocking=False):
+            raise DatabaseUnavailable(UNREACHABLE)
+        try:
+            if self._retry_at is None:  # another statement found it meanwhile
+                return
+            try:
+                psycopg.connect(self.url, connect_timeout=max(2, round(self._timeout))).close()
+            except psycopg.Error as exc:
+                self._retry_at = time.monotonic() + PROBE_INTERVAL
+                raise DatabaseUnavailable(UNREACHABLE) from exc
+            with self._open_lock:
+                old, self.pool = self.pool, self._pool()
+                self.pool.open(wait=False)
+                self._opened = True
+            self._retry_at = None
+            log.warning("database %s: reachable again", self.shown)
+            # the old pool's connections are broken: let them go without holding this request
+            threading.Thread(target=old.close, name="pool-close", daemon=True).start()
+        finally:
+            self._probe_lock.release()
 
     @property
     def shown(self) -> str:
@@ -323,6 +380,7 @@ class Postgres(Database):
         if held is not None:  # inside a transaction
             yield held
             return
+        self._try_again()
         if not self._opened:
             with self._open_lock:
                 if not self._opened:
@@ -330,9 +388,18 @@ class Postgres(Database):
                     self._opened = True
         try:
             with self.pool.connection() as conn:
-                yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise DatabaseUnavailable(f"the database cannot be reached: {exc}") from exc
+                try:
+                    yield conn
+                except psycopg.OperationalError as exc:
+                    if conn.broken or conn.closed:
+                        self._lost(exc)
+                    raise
+        except PoolTimeout as exc:
+            self._lost(exc)
+            raise DatabaseUnavailable(UNREACHABLE) from exc
+        except psycopg.OperationalError as exc:
+            log.warning("database %s: %s", self.shown, exc)
+            raise DatabaseUnavailable(UNREACHABLE) from exc
 
     def _fetch(self, sql: str, params: Params) -> list[Row]:
         with self._connection() as conn:
@@ -391,12 +458,12 @@ class Postgres(Database):
                 self._opened = False
 
 
-def open_database(target: str | Path, max_connections: int = 20) -> Database:
+def open_database(target: str | Path, max_connections: int = 20, timeout: float = 5.0) -> Database:
     """The database a setting names: a ``postgresql://`` URL, a ``sqlite:///`` URL or a path
-    to an SQLite file."""
+    to an SQLite file. ``timeout``: the seconds a statement waits for a PostgreSQL connection."""
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
-        return Postgres(text, max_connections=max_connections)
+        return Postgres(text, max_connections=max_connections, timeout=timeout)
     if text.startswith("sqlite:///"):  # sqlite:///relative or sqlite:////absolute
         return SQLite(Path(text.removeprefix("sqlite:///")))
     if "://" in text:

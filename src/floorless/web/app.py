@@ -20,6 +20,7 @@ from floorless.web.views import (
     explore,
     feed,
     githttp,
+    health,
     lastcommit,
     raw,
     refs,
@@ -136,6 +137,8 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     routes: list[tuple[str, object]] = [
         ("/", explore.Explore(*deps)),
         ("/-/metrics", explore.MetricsPage(forge, metrics)),
+        ("/-/health", health.Health()),
+        ("/-/ready", health.Ready(forge)),
         ("/-/static/{name}", static.Static()),
         ("/-/login", account.Login(*deps, authenticator)),
         ("/-/logout", account.Logout(*deps, authenticator)),

@@ -11,7 +11,8 @@ import pygit2
 from pygit2.enums import ObjectType
 
 from floorless.access import Level
-from floorless.errors import NotFound, UnknownRevision
+from floorless.db.store import UNREACHABLE
+from floorless.errors import DatabaseUnavailable, NotFound, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
@@ -99,9 +100,27 @@ def find_repo(
         repo: Repo | None = forge.registry.get(owner, name)
     except NotFound:
         repo = None
+    except DatabaseUnavailable:
+        return remembered(forge, req, owner, name, needed), Level.READ
     level = forge.policy.require(viewer_of(req), repo, needed)
     assert repo is not None
     return repo, level
+
+
+def remembered(forge: Forge, req: falcon.Request, owner: str, name: str, needed: Level) -> Repo:
+    """While the database cannot be reached: the repository as this process last read its
+    row, for reading by an anonymous visitor, if that row said public. Anything else needs the
+    database and is refused as such (503): a private repository, and one whose access cannot be
+    checked, are never shown; a name not known here answers as a private one does."""
+    name = name.removesuffix(".git")
+    if needed == Level.READ and viewer_of(req).anonymous:
+        for state in forge.states.all():
+            repo = state.repo
+            if repo.owner == owner and repo.name == name and not state.forgotten:
+                if not repo.private:
+                    return repo
+                break
+    raise DatabaseUnavailable(UNREACHABLE)
 
 
 def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoView:

@@ -8,7 +8,13 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import FloorlessError, GitCommandError, RepositoryBroken, Throttled
+from floorless.errors import (
+    DatabaseUnavailable,
+    FloorlessError,
+    GitCommandError,
+    RepositoryBroken,
+    Throttled,
+)
 from floorless.web.render import Renderer
 
 log = logging.getLogger(__name__)
@@ -27,21 +33,29 @@ _TITLES = {
     502: "Git failed",
     503: "Repository unavailable",
 }
+_TITLES_BY_KIND: dict[type[FloorlessError], str] = {DatabaseUnavailable: "Database unavailable"}
 
 
 def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer) -> None:
-    def respond(req: falcon.Request, resp: falcon.Response, status: int, message: str) -> None:
+    def respond(
+        req: falcon.Request,
+        resp: falcon.Response,
+        status: int,
+        message: str,
+        title: str | None = None,
+    ) -> None:
         resp.status = status
         resp.set_header("Cache-Control", "no-store")
+        title = title or _TITLES.get(status, "Error")
         if req.context.get("plain") or req.method == "HEAD" or _wants_plain(req):
             resp.content_type = "text/plain; charset=utf-8"
-            resp.text = f"{status} {_TITLES.get(status, 'Error')}: {message}\n"
+            resp.text = f"{status} {title}: {message}\n"
             return
         resp.content_type = "text/html; charset=utf-8"
         resp.text = renderer.page(
             "error.html",
             status=status,
-            title=_TITLES.get(status, "Error"),
+            title=title,
             message=message,
             broken=req.context.get("broken_repo"),
         )
@@ -55,11 +69,13 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
             log.warning("%s %s: %s", req.method, req.path, message)
             req.context.broken_repo = isinstance(ex, RepositoryBroken)
             message = message.partition(":")[0]
-        respond(req, resp, ex.status, message)
+        respond(req, resp, ex.status, message, _TITLES_BY_KIND.get(type(ex)))
         if ex.status == 401:
             resp.set_header("WWW-Authenticate", 'Basic realm="floorless", charset="UTF-8"')
         if isinstance(ex, Throttled):
             resp.set_header("Retry-After", str(ex.retry_after))
+        elif isinstance(ex, DatabaseUnavailable):
+            resp.set_header("Retry-After", "5")
 
     def git_error(
         req: falcon.Request, resp: falcon.Response, ex: pygit2.GitError, params: dict[str, Any]
