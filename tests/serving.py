@@ -116,7 +116,11 @@ class Server:
 
 
 @contextmanager
-def serving(repos: Path, data: Path, *extra: str) -> Iterator[Server]:
+def serving(
+    repos: Path, data: Path, *extra: str, database_of: Path | None = None
+) -> Iterator[Server]:
+    """``floorless serve`` on ``repos`` with the data directory ``data`` and its database, or
+    ``database_of``'s (another node's: on PostgreSQL, nodes share one database)."""
     port = free_port()
     log_path = data.parent / f"server-{port}.log"
     command = [
@@ -130,7 +134,7 @@ def serving(repos: Path, data: Path, *extra: str) -> Iterator[Server]:
         "127.0.0.1",
         "--port",
         str(port),
-        *database_options(data),
+        *database_options(database_of or data),
         *extra,
     ]
     repos.mkdir(parents=True, exist_ok=True)

@@ -40,21 +40,16 @@ def repos(fixture_root: Path, tmp_path: Path) -> Path:
     return target
 
 
-@pytest.fixture
-def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(floorless.indexer, "SLICE_COMMITS", SLICE, raising=False)
-
-
-def _forge(repos: Path, data: Path) -> Forge:
+def _forge(repos: Path, data: Path, **overrides: object) -> Forge:
     """A forge whose indexer thread is started by the test, once its queue is set."""
-    forge = Forge(Settings.load(environ={}, data=data, repos=repos))
+    forge = Forge(Settings.load(environ={}, data=data, repos=repos, **overrides))
     forge.start(background=False)
     return forge
 
 
 @pytest.fixture
-def forge(repos: Path, tmp_path: Path, small_slices: None) -> Iterator[Forge]:
-    forge = _forge(repos, tmp_path / "data")
+def forge(repos: Path, tmp_path: Path) -> Iterator[Forge]:
+    forge = _forge(repos, tmp_path / "data", index_slice_commits=SLICE)
     yield forge
     forge.stop()
 
@@ -134,10 +129,8 @@ def test_a_recent_path_answers_before_the_history_is_indexed(forge: Forge, repos
     assert indexed <= 2 * SLICE < known  # after a slice or two, of about 22
 
 
-def test_a_stopped_index_goes_on_where_it_stopped(
-    repos: Path, tmp_path: Path, small_slices: None
-) -> None:
-    first = _forge(repos, tmp_path / "data")
+def test_a_stopped_index_goes_on_where_it_stopped(repos: Path, tmp_path: Path) -> None:
+    first = _forge(repos, tmp_path / "data", index_slice_commits=SLICE)
     repo = _repo(first, "big", "one")
     job = IndexJob(repo, first.state(repo).snapshot())
     for _ in range(5):  # the commits, then four slices of changed paths
@@ -147,7 +140,7 @@ def test_a_stopped_index_goes_on_where_it_stopped(
     first.stop()
     first.db.close()
 
-    again = _forge(repos, tmp_path / "data")
+    again = _forge(repos, tmp_path / "data", index_slice_commits=SLICE)
     try:
         repo = _repo(again, "big", "one")
         root = repos / "big/one.git"

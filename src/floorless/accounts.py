@@ -30,6 +30,7 @@ TOKEN_PREFIX = "flt_"  # noqa: S105 (a prefix, not a secret)
 SCOPES = ("read", "write")
 MIN_PASSWORD = 8
 _DAY = 86_400.0
+_SECRET_KEY = "secret_key"  # noqa: S105 (the name of the meta row that holds it)
 _LAST_USED_RESOLUTION = 60.0  # seconds: a token used all day is not a write per request
 
 
@@ -66,18 +67,36 @@ def _sha256(value: str) -> bytes:
 
 
 class SecretKey:
-    """The forge's HMAC key: 32 random bytes in a file of the data directory, made once."""
+    """The forge's HMAC key: 32 random bytes in a file of the data directory, made once.
 
-    def __init__(self, path: Path) -> None:
+    Nodes sharing a PostgreSQL database share the key too, or a cookie one node signed
+    would be turned away by the next: there it is kept in the database (``meta``), where the
+    first node to start puts its own (the one in its data directory, if it has one: moving
+    an installation onto PostgreSQL keeps its sessions)."""
+
+    def __init__(self, path: Path, db: Database | None = None) -> None:
         self.path = path
+        self.db = db if db is not None and db.dialect == "postgresql" else None
         self._key: bytes | None = None
         self._lock = threading.Lock()
 
     def get(self) -> bytes:
         with self._lock:
             if self._key is None:
-                self._key = self._load()
+                self._key = self._shared() if self.db is not None else self._load()
             return self._key
+
+    def _shared(self) -> bytes:
+        assert self.db is not None
+        row = self.db.one("SELECT value FROM meta WHERE key = ?", (_SECRET_KEY,))
+        if row is None:
+            self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                (_SECRET_KEY, self._load().hex()),
+            )
+            row = self.db.one("SELECT value FROM meta WHERE key = ?", (_SECRET_KEY,))
+            assert row is not None
+        return bytes.fromhex(row["value"])
 
     def _load(self) -> bytes:
         try:

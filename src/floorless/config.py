@@ -127,6 +127,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.1,
     ),
     Setting(
+        "index_slice_commits",
+        int,
+        5000,
+        "Commits whose changed paths the history index reads in one slice: each slice is stored as it ends, and between two slices the indexer turns to the repository most waited for.",
+        minimum=1,
+    ),
+    Setting(
+        "lease_seconds",
+        float,
+        30.0,
+        "With several nodes on one PostgreSQL database: seconds a node's hold on a repository's index build lasts unless renewed (it renews it every third of that while it works). A node that dies holding one leaves the build to another node after at most this long.",
+        minimum=0.5,
+    ),
+    Setting(
         "repo_handles",
         int,
         128,
@@ -410,6 +424,8 @@ class Settings:
     rescan_interval: float
     adopt_visibility: str
     ref_check_interval: float
+    index_slice_commits: int
+    lease_seconds: float
     repo_handles: int
     max_file_view: int
     max_highlight: int

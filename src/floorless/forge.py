@@ -7,6 +7,11 @@ directory, migrates the database, scans for repositories and starts the backgrou
 What is kept in memory about a repository is its ``RepoState`` (``floorless.state``): the
 forge reaches it by the repository's row, calls its ``forget()`` whenever the repository is
 deleted, renamed, replaced or gone, and its ``refs_moved()`` after floorless moved a ref.
+
+Several nodes may share one PostgreSQL database and one repositories directory. What one
+node changes it tells the others (``db/notices.py``): they take it in as their own change,
+at once. A repository's index is built by the node holding its lease (``db/leases.py``) and
+followed by the others as it is stored.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from floorless.accounts import Accounts, SecretKey
 from floorless.background import start as start_thread
 from floorless.config import Settings
 from floorless.db import open_database
+from floorless.db.leases import Leases, node_name
+from floorless.db.notices import Notices
 from floorless.errors import FloorlessError
 from floorless.garbage import collect
 from floorless.git import reach
@@ -51,6 +58,10 @@ class Forge:
         self.git = GitEnvironment(settings.runtime_dir)
         self.handles = HandlePool(settings.repo_handles)
         self.states = RepoStates(self.handles)
+        self.node = node_name()
+        self.leases = Leases(self.db, self.node, settings.lease_seconds)
+        self.notices = Notices(self.db, self.node, self._heard)
+        self.notices.on_listening = self._missed
         self.registry = Registry(
             self.db,
             settings.repos,
@@ -62,9 +73,12 @@ class Forge:
             self.open,
             lambda git_dir, tips, ids: reach.reached_among(self.git, git_dir, tips, ids),
             git=self.git,
+            leases=self.leases,
+            slice_commits=settings.index_slice_commits,
         )
+        self.indexer.on_stored.append(lambda repo_id: self._tell(repo_id, "indexed"))
         self.states.attach(self.indexer)
-        self.secret = SecretKey(settings.data / "secret.key")
+        self.secret = SecretKey(settings.data / "secret.key", self.db)
         self.accounts = Accounts(
             self.db,
             self.secret,
@@ -102,6 +116,7 @@ class Forge:
         self.registry.scan()
         self.last_scan = time.monotonic()
         if background:
+            self.notices.start()
             self.indexer.start()
             self._thread = start_thread(self._maintain, "maintain")
 
@@ -109,7 +124,9 @@ class Forge:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.notices.stop()
         self.indexer.stop()
+        self.leases.stop()
         self.db.close()
 
     # -- repositories -------------------------------------------------------------------------
@@ -153,6 +170,10 @@ class Forge:
     def snapshot(self, repo: Repo) -> RefSnapshot:
         state = self.state(repo)
         fresh = not state.loaded
+        if not fresh and not self.notices.listening:
+            # Deaf to other nodes' pushes (the database is away, or was): look at the refs'
+            # files on each request instead, as fresh as the storage's attribute cache allows.
+            fresh = state.check()
         snapshot = state.snapshot()
         if fresh:
             self.indexer.schedule(state.repo, snapshot)
@@ -163,6 +184,7 @@ class Forge:
         sees it at once, and the indexer indexes it."""
         state = self.state(repo)
         state.refs_moved()
+        self._tell(repo.id, "moved")
         self._index_soon(state)
 
     def after_push(self, repo: Repo) -> None:
@@ -187,11 +209,47 @@ class Forge:
         renamed = self.registry.rename(repo, new_name)
         if renamed is not repo:  # (the same name: nothing happened)
             self.states.forget(repo)
+            self._tell(repo.id, "gone")
         return renamed
 
     def delete(self, repo: Repo) -> None:
         self.registry.delete(repo)
         self.states.forget(repo)
+        self._tell(repo.id, "gone")
+
+    # -- other nodes (db/notices.py) ----------------------------------------------------------
+
+    def _tell(self, repo_id: int, event: str) -> None:
+        """Tell the other nodes sharing the database (none on SQLite). A notice that cannot
+        be sent is lost to them: their ref check finds the change, their next request of
+        the index after the lease expires."""
+        try:
+            self.notices.send(repo_id, event)
+        except FloorlessError as exc:
+            log.warning("telling other nodes that repository %d %s: %s", repo_id, event, exc)
+
+    def _heard(self, repo_id: int, event: str) -> None:
+        """Another node moved a repository's refs, removed or renamed it, or stored more of
+        its index: take it in as if it were done here. (A repository created elsewhere
+        needs no notice: its row is read on each request.)"""
+        if event == "indexed":
+            self.indexer.follow(repo_id)
+            return
+        state = self.states.by_id(repo_id)
+        if state is None:
+            return
+        if event == "gone":
+            state.forget()
+        else:  # the next request reads the refs, and has the index follow
+            state.refs_moved()
+
+    def _missed(self) -> None:
+        """Listening (again): notices sent while this node was not listening are lost, so
+        every repository's refs are read again at its next request, and every index waiting
+        for another node's lease loads what was stored."""
+        for state in self.states.all():
+            state.refs_moved()
+            self.indexer.follow(state.repo.id)
 
     def _index_soon(self, state: RepoState) -> None:
         repo = state.repo

@@ -15,6 +15,13 @@ history (a path's first page, most last commits) answers long before the whole h
 done; ``progress`` says how far it is. Each slice is stored as it ends (``indexrows.py``): a
 forge stopped half-way goes on from there when it starts again.
 
+Nodes sharing a database build a repository's index once: a job takes the repository's
+lease (``db/leases.py``) before its first slice, every slice it stores is fenced by the
+lease, and it lets go when it is done. A node that finds the lease held follows instead: it
+loads the slices the holder stores (``indexrows.load_more``) when told that more is stored
+(``follow``, from the holder's notice) and, in case it is not told, when the lease would
+expire; once the lease is free or expired, it takes it and goes on from what is stored.
+
 Commit lists are pages of ``git log`` walks (``floorless.git.history``), kept here between
 pages: a branch's walk over the repository's objects, a path's over the index. A walk is
 named by its start commit and path, and a page by a count of the commits before it, so a
@@ -43,6 +50,7 @@ import pygit2
 from floorless import background, indexrows
 from floorless.caches import Cache
 from floorless.db import Database
+from floorless.db.leases import LEASE_SECONDS, LeaseLost, Leases, node_name
 from floorless.errors import FloorlessError, RepositoryBroken
 from floorless.git.changed import ChangeStream, topology
 from floorless.git.env import GitEnvironment
@@ -134,6 +142,9 @@ class IndexJob:
     graph: CommitGraph | None = None
     stream: ChangeStream | None = None
     nodes: Iterator[int] | None = None  # the commits the stream answers for, in its order
+    leased: bool = False  # this node holds the repository's lease for the job
+    retry_at: float = 0.0  # (monotonic) another node holds the lease: try again then
+    stored: bool = False  # rows were stored under the lease (other nodes are told at its end)
 
 
 class Indexer:
@@ -143,8 +154,12 @@ class Indexer:
         open_repo: Callable[[Repo], pygit2.Repository],
         reached: Reached | None = None,
         git: GitEnvironment | None = None,
+        leases: Leases | None = None,
+        slice_commits: int = SLICE_COMMITS,
     ) -> None:
         self.db = db
+        self.slice_commits = slice_commits
+        self.leases = leases or Leases(db, node_name(), LEASE_SECONDS)
         self.open_repo = open_repo
         self.git = git
         self.answers = AnswerCache(db)
@@ -169,6 +184,8 @@ class Indexer:
         self._thread: threading.Thread | None = None
         self.on_indexed: list[Callable[[Repo, int], None]] = []
         self.on_slice: list[Callable[[Repo, IndexJob], None]] = []  # after each slice
+        self.on_stored: list[Callable[[int], None]] = []  # after a slice stored rows
+        self.followed = 0  # slices and batches of commits loaded as another node stored them
         self.commits_indexed = 0  # changed paths found by this process, in commits
 
     # -- the background thread ---------------------------------------------------------------
@@ -201,7 +218,17 @@ class Indexer:
                 job.passed = (job.passed | job.snapshot.tip_set) - snapshot.tip_set
                 job.snapshot = snapshot
                 job.fresh = True
+                job.retry_at = 0.0
             self._wake.notify()
+
+    def follow(self, repo_id: int) -> None:
+        """Another node stored more of the repository's index: a job waiting for its lease
+        loads it now."""
+        with self._wake:
+            job = self._pending.get(repo_id)
+            if job is not None:
+                job.retry_at = 0.0
+                self._wake.notify()
 
     def want(self, repo_id: int) -> None:
         """A page is waiting for the repository's index: its slices go first."""
@@ -230,12 +257,15 @@ class Indexer:
         else round robin, so a small repository queued behind a large one is done after a
         slice of it."""
         with self._wake:
-            while not self._pending and not self._stopping:
-                self._wake.wait()
-            if self._stopping:
-                return None
-            now = time.monotonic()
-            jobs = list(self._pending.values())
+            while True:
+                if self._stopping:
+                    return None
+                now = time.monotonic()
+                jobs = [j for j in self._pending.values() if j.retry_at <= now]
+                if jobs:
+                    break
+                waits = [j.retry_at - now for j in self._pending.values()]
+                self._wake.wait(min(waits) if waits else None)
             wanted = [j for j in jobs if now - self._wanted.get(j.repo.id, -WANTED) < WANTED]
             if wanted:
                 job = max(wanted, key=lambda j: self._wanted[j.repo.id])
@@ -256,6 +286,10 @@ class Indexer:
                 done = self.work(job)
                 if done:
                     self.failures.pop(job.repo.id, None)
+            except LeaseLost as exc:  # what this node did unstored goes: it loads the rest
+                log.warning("indexing %s: %s", job.repo.full_name, exc)
+                self._lost(job)
+                done = False
             except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
                 log.warning("indexing %s failed: %s", job.repo.full_name, exc)
                 self.failures[job.repo.id] = str(exc)
@@ -268,7 +302,7 @@ class Indexer:
                     if done and not job.fresh and self._pending.get(job.repo.id) is job:
                         del self._pending[job.repo.id]
                 if done:
-                    _close(job)
+                    self._let_go(job)
             for listener in self.on_slice:
                 listener(job.repo, job)
 
@@ -487,6 +521,12 @@ class Indexer:
         """
         repo = job.repo
         job.slices += 1
+        if not job.leased:
+            if not self.leases.take(_lease(repo.id)):
+                self._wait_for_lease(job)
+                return False
+            job.leased = True
+            self._catch_up(repo.id)  # what the last holder stored
         graph = self._graphs.get(repo.id)
         if graph is None:
             graph, self._next_slice[repo.id] = self._load(repo.id)
@@ -498,7 +538,9 @@ class Indexer:
         if job.fresh:
             job.fresh = False
             snapshot = job.snapshot
-            job.added += self._add_commits(repo, graph, handle, snapshot.tips() | job.passed)
+            added = self._add_commits(repo, graph, handle, snapshot.tips() | job.passed)
+            job.added += added
+            job.stored = job.stored or added > 0
             self.reach.update(repo.id, handle, graph, snapshot.tip_set)
             return False
         if graph.indexed < len(graph):
@@ -514,6 +556,62 @@ class Indexer:
         for listener in self.on_indexed:
             listener(repo, job.added)
         return True
+
+    def _wait_for_lease(self, job: IndexJob) -> None:
+        """Another node indexes the repository: load what it stored, and try again when it
+        says it stored more, or when its lease would expire."""
+        repo_id = job.repo.id
+        graph = self._catch_up(repo_id)
+        tips = job.snapshot.tip_set
+        if graph is not None and all(t in graph for t in tips):
+            self.reach.update(repo_id, self.open_repo(job.repo), graph, tips)
+        name = _lease(repo_id)
+        wait = min(max(self.leases.expires(name) - time.time(), 0.0), self.leases.seconds)
+        job.retry_at = time.monotonic() + wait + 0.05
+
+    def _catch_up(self, repo_id: int) -> CommitGraph | None:
+        """Load into the repository's graph what other nodes stored after it."""
+        graph = self._graphs.get(repo_id)
+        if graph is None:
+            graph, self._next_slice[repo_id] = self._load(repo_id, drop=False)
+            self._graphs[repo_id] = graph
+            return graph
+        before = (len(graph), self._next_slice.get(repo_id, 0))
+        try:
+            self._next_slice[repo_id] = indexrows.load_more(self.db, repo_id, graph, before[1])
+        except (RepositoryBroken, ValueError, IndexError) as exc:
+            log.warning("loading the stored index of repository %d again: %s", repo_id, exc)
+            self._graphs.pop(repo_id, None)
+            return None
+        if (len(graph), self._next_slice[repo_id]) != before:
+            self.followed += 1
+        return graph
+
+    def _lost(self, job: IndexJob) -> None:
+        """Another node took the lease while this one worked: its graph holds what was not
+        stored, so it goes, and is loaded again from what was."""
+        _close(job)
+        job.leased = False
+        job.fresh = True
+        self._graphs.pop(job.repo.id, None)
+        self._next_slice.pop(job.repo.id, None)
+        job.graph = None
+
+    def _let_go(self, job: IndexJob) -> None:
+        _close(job)
+        if job.leased:
+            job.leased = False
+            try:
+                self.leases.release(_lease(job.repo.id))
+            except FloorlessError as exc:  # it expires
+                log.warning("releasing the lease of %s: %s", job.repo.full_name, exc)
+            if job.stored:  # a node waiting for the lease need not wait for it to expire
+                job.stored = False
+                self._stored(job.repo.id)
+
+    def _stored(self, repo_id: int) -> None:
+        for listener in self.on_stored:
+            listener(repo_id)
 
     def _git(self) -> GitEnvironment:
         if self.git is None:
@@ -537,7 +635,9 @@ class Indexer:
                 continue
             with graph.lock:
                 graph.add(oid, when, [seq[p] for p in parents])
-        write_commits(self.db, repo.id, graph, first)
+        write_commits(self.db, repo.id, graph, first, self._guard(repo.id))
+        if len(graph) > first:
+            self._stored(repo.id)
         return len(graph) - first
 
     def _open_stream(self, job: IndexJob, graph: CommitGraph, handle: pygit2.Repository) -> None:
@@ -556,7 +656,7 @@ class Indexer:
         job.nodes = iter(nodes)
 
     def _index_slice(self, job: IndexJob, graph: CommitGraph) -> bool:
-        """Index the changed paths of up to SLICE_COMMITS commits from the job's stream and
+        """Index the changed paths of up to ``slice_commits`` commits from the job's stream and
         store them; True when the stream is done."""
         assert job.stream is not None and job.nodes is not None
         answers = job.stream.slots
@@ -579,21 +679,31 @@ class Indexer:
                 with graph.lock:
                     graph.set_changes(node, changes, ordered=True)
                 done.append(node)
-            if len(done) >= SLICE_COMMITS or paths >= SLICE_PATHS:
+            if len(done) >= self.slice_commits or paths >= SLICE_PATHS:
                 finished = False
                 break
         number = self._next_slice.get(job.repo.id, 0)
-        write_changes(self.db, job.repo.id, number, graph, done, names)
+        write_changes(self.db, job.repo.id, number, graph, done, names, self._guard(job.repo.id))
         self._next_slice[job.repo.id] = number + 1
+        job.stored = True
+        self._stored(job.repo.id)
         self.commits_indexed += len(done)
         return finished
 
-    def _load(self, repo_id: int) -> tuple[CommitGraph, int]:
+    def _guard(self, repo_id: int) -> Callable[[], None]:
+        name = _lease(repo_id)
+        return lambda: self.leases.guard(name)
+
+    def _load(self, repo_id: int, drop: bool = True) -> tuple[CommitGraph, int]:
+        """The stored graph; one stored broken is dropped by the lease's holder (``drop``)
+        and built again, and left to it by a node that follows."""
         try:
             graph, slices = indexrows.load(self.db, repo_id)
         except (RepositoryBroken, ValueError, IndexError) as exc:
+            if not drop:
+                return CommitGraph(), 0
             log.warning("the stored index of repository %d is dropped: %s", repo_id, exc)
-            indexrows.drop(self.db, repo_id)
+            indexrows.drop(self.db, repo_id, self._guard(repo_id))
             graph, slices = CommitGraph(), 0
         return graph, slices
 
@@ -617,6 +727,10 @@ class Indexer:
         self.reach.forget(repo_id)
         self.answers.forget_repository(repo_id)
         self.failures.pop(repo_id, None)
+
+
+def _lease(repo_id: int) -> str:
+    return f"index:{repo_id}"
 
 
 def _page_key(start: bytes, path: bytes | None, skip: int, limit: int) -> bytes:

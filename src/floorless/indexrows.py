@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from floorless.db import Database
 from floorless.errors import RepositoryBroken
@@ -41,8 +41,19 @@ def _unpack(typecode: str, data: bytes) -> array[int]:
     return values
 
 
-def write_commits(db: Database, repo_id: int, graph: CommitGraph, first: int) -> None:
-    """Store the commits of ``graph`` from sequence number ``first`` on."""
+Guard = Callable[[], None]
+
+
+def _unguarded() -> None:
+    pass
+
+
+def write_commits(
+    db: Database, repo_id: int, graph: CommitGraph, first: int, guard: Guard = _unguarded
+) -> None:
+    """Store the commits of ``graph`` from sequence number ``first`` on. ``guard`` runs in
+    the transaction first (``Leases.guard``: it raises, and nothing is stored, when this
+    node no longer holds the repository's lease)."""
     rows = []
     for start in range(first, len(graph), CHUNK):
         end = min(start + CHUNK, len(graph))
@@ -66,6 +77,7 @@ def write_commits(db: Database, repo_id: int, graph: CommitGraph, first: int) ->
     if not rows:
         return
     with db.transaction():
+        guard()
         db.executemany(
             "INSERT INTO index_chunks"
             " (repo_id, first, count, oids, times, counts, parents) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -77,7 +89,13 @@ def write_commits(db: Database, repo_id: int, graph: CommitGraph, first: int) ->
 
 
 def write_changes(
-    db: Database, repo_id: int, number: int, graph: CommitGraph, nodes: Sequence[int], names: int
+    db: Database,
+    repo_id: int,
+    number: int,
+    graph: CommitGraph,
+    nodes: Sequence[int],
+    names: int,
+    guard: Guard = _unguarded,
 ) -> None:
     """Store slice ``number``: the changed paths of ``nodes``, and the path names from id
     ``names`` on."""
@@ -91,6 +109,7 @@ def write_changes(
             data.append(len(ids))
             data.extend(ids)
     with db.transaction():
+        guard()
         db.execute(
             "INSERT INTO index_changes (repo_id, slice, first_path, paths, data)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (repo_id, slice) DO UPDATE SET"
@@ -102,10 +121,16 @@ def write_changes(
 def load(db: Database, repo_id: int) -> tuple[CommitGraph, int]:
     """The stored graph, and the number of the next slice."""
     graph = CommitGraph()
+    return graph, load_more(db, repo_id, graph, 0)
+
+
+def load_more(db: Database, repo_id: int, graph: CommitGraph, slices: int) -> int:
+    """Add to ``graph`` what was stored after it (its commits and its first ``slices``
+    slices): another node's work, on a node that follows it. The number of the next slice."""
     for row in db.query(
         "SELECT first, count, oids, times, counts, parents FROM index_chunks"
-        " WHERE repo_id = ? ORDER BY first",
-        (repo_id,),
+        " WHERE repo_id = ? AND first + count > ? ORDER BY first",
+        (repo_id, len(graph)),
     ):
         if row["first"] != len(graph):
             raise RepositoryBroken("the stored index has a gap: it is built again")
@@ -116,36 +141,42 @@ def load(db: Database, repo_id: int) -> tuple[CommitGraph, int]:
         counts = _unpack("I", row["counts"])
         parents = _unpack("I", row["parents"])
         at = 0
-        for i in range(count):
-            graph.add(oids[i * width : (i + 1) * width], times[i], parents[at : at + counts[i]])
-            at += counts[i]
-    slices = 0
+        with graph.lock:
+            for i in range(count):
+                oid = oids[i * width : (i + 1) * width]
+                graph.add(oid, times[i], parents[at : at + counts[i]])
+                at += counts[i]
     for row in db.query(
-        "SELECT slice, first_path, paths, data FROM index_changes WHERE repo_id = ? ORDER BY slice",
-        (repo_id,),
+        "SELECT slice, first_path, paths, data FROM index_changes"
+        " WHERE repo_id = ? AND slice >= ? ORDER BY slice",
+        (repo_id, slices),
     ):
-        slices = row["slice"] + 1
         if row["first_path"] != len(graph.path_names):
             raise RepositoryBroken("the stored index has a gap: it is built again")
+        slices = row["slice"] + 1
         paths = bytes(row["paths"])
-        for name in paths.split(b"\0") if paths else ():
-            graph.path_id(name, create=True)
         data = _unpack("I", row["data"])
-        at = 0
-        while at < len(data):
-            node, slots = data[at], data[at + 1]
-            at += 2
-            changes = []
-            for _ in range(slots):
-                length = data[at]
-                changes.append(data[at + 1 : at + 1 + length])
-                at += 1 + length
-            graph.set_changes(node, changes, ordered=True)
-    return graph, slices
+        with graph.lock:
+            for name in paths.split(b"\0") if paths else ():
+                graph.path_id(name, create=True)
+            at = 0
+            while at < len(data):
+                node, count = data[at], data[at + 1]
+                at += 2
+                changes = []
+                for _ in range(count):
+                    length = data[at]
+                    changes.append(data[at + 1 : at + 1 + length])
+                    at += 1 + length
+                if node >= len(graph):
+                    raise RepositoryBroken("the stored index has a gap: it is built again")
+                graph.set_changes(node, changes, ordered=True)
+    return slices
 
 
-def drop(db: Database, repo_id: int) -> None:
+def drop(db: Database, repo_id: int, guard: Guard = _unguarded) -> None:
     """Forget the stored index of a repository (to build it again)."""
     with db.transaction():
+        guard()
         db.execute("DELETE FROM index_chunks WHERE repo_id = ?", (repo_id,))
         db.execute("DELETE FROM index_changes WHERE repo_id = ?", (repo_id,))

@@ -1,0 +1,137 @@
+"""Telling every node what one node changed: PostgreSQL's ``LISTEN``/``NOTIFY``.
+
+Nodes share the database and the repositories directory, but each keeps its own memory of
+them: ref snapshots, page caches, the history index's graph. When one node moves a ref, or
+removes or renames a repository, or stores more of an index, it sends a notice on one
+channel; every node listens on a connection of its own, in a background thread, and takes
+the notice in as if the change had been made locally (``Forge._heard``).
+
+A notice is ``NODE REPO_ID EVENT`` (``moved``: refs moved; ``gone``: deleted or renamed;
+``indexed``: more of the index is stored). A node hears its own notices too, and skips them.
+
+While the listener is not connected (the database is down, or was, and notices sent
+meanwhile are lost) ``listening`` is false and the forge checks a repository's refs on
+each of its requests instead; once it is back, ``on_listening`` runs so that the forge can
+drop what it may have missed. On SQLite there is one process on one machine: nothing is
+sent, and ``listening`` is always true.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+from floorless import background
+from floorless.db.store import Database
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "floorless"
+EVENTS = frozenset({"moved", "gone", "indexed"})
+KEEPALIVE = 10.0  # seconds of quiet after which the listener checks its connection
+RETRY_FIRST, RETRY_MOST = 0.1, 5.0  # seconds between attempts to connect again, doubling
+
+Heard = Callable[[int, str], None]
+
+
+class Notices:
+    def __init__(self, db: Database, node: str, heard: Heard) -> None:
+        self.db = db
+        self.node = node
+        self.heard = heard
+        self.on_listening: Callable[[], None] | None = None
+        self.shared = db.dialect == "postgresql"
+        self._deaf = False  # the listener runs and is not connected
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = -1, -1
+        self._thread: threading.Thread | None = None
+        self.sent = 0
+        self.received = 0  # from other nodes
+
+    @property
+    def listening(self) -> bool:
+        """False while the listener runs and is not connected: notices sent now are lost.
+        (A forge that does not listen at all, one the command line made, does no more than
+        one request's work: nothing it keeps can grow stale.)"""
+        return not self._deaf
+
+    def send(self, repo_id: int, event: str) -> None:
+        """Tell every other node; nothing on SQLite. Delivered when sent: call it after the
+        change is done (on disk, and committed)."""
+        if not self.shared:
+            return
+        assert event in EVENTS
+        self.db.query("SELECT pg_notify(?, ?)", (CHANNEL, f"{self.node} {repo_id} {event}"))
+        self.sent += 1
+
+    # -- the listener -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if not self.shared or self._thread is not None:
+            return
+        self._stop.clear()
+        self._deaf = True
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = background.start(self._run, "listen")
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        os.write(self._wake_w, b"x")
+        self._thread.join(timeout=10)
+        self._thread = None
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        self._deaf = False
+
+    def _run(self) -> None:
+        delay = RETRY_FIRST
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.db.url, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self._deaf = False
+                    log.info("listening for other nodes' changes")
+                    delay = RETRY_FIRST
+                    if self.on_listening is not None:
+                        self.on_listening()  # what was missed before LISTEN
+                    self._serve(conn)
+            except psycopg.Error as exc:
+                if not self._deaf:
+                    log.warning("no longer hearing other nodes' changes: %s", exc)
+            finally:
+                self._deaf = True
+            if self._stop.wait(delay):
+                return
+            delay = min(delay * 2, RETRY_MOST)
+
+    def _serve(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Take notices in as they come until stopped (or the connection fails: raises)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(conn.fileno(), selectors.EVENT_READ, "db")
+            selector.register(self._wake_r, selectors.EVENT_READ, "stop")
+            while not self._stop.is_set():
+                ready = selector.select(KEEPALIVE)
+                if any(key.data == "stop" for key, _ in ready):
+                    return
+                if not ready:  # quiet: is the connection still there?
+                    conn.execute("SELECT 1")
+                for note in conn.notifies(timeout=0):
+                    self._take(note.payload)
+
+    def _take(self, payload: str) -> None:
+        node, _, rest = payload.partition(" ")
+        number, _, event = rest.partition(" ")
+        if node == self.node or event not in EVENTS or not number.isdigit():
+            return
+        self.received += 1
+        try:
+            self.heard(int(number), event)
+        except Exception:  # one notice must not stop the hearing of every later one
+            log.exception("taking in %r failed", payload)
