@@ -327,8 +327,9 @@ def test_the_listener_hears_again_after_losing_the_database(
         git_text(repos / "alice/solo.git", "branch", "-f", "side", "HEAD")
         with psycopg.connect(one.settings.database, autocommit=True) as conn:
             conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
-                (f"LISTEN {CHANNEL}",),
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query LIKE %s",  # the listeners' connections: their last statement
+                (f"LISTEN {CHANNEL}%",),
             )
         wait_for(lambda: two.notices.listening and two.snapshot(repo) is not before)
         assert b"side" in two.snapshot(repo).branches

@@ -12,7 +12,15 @@ A notice is ``NODE REPO_ID EVENT`` (``moved``: refs moved; ``gone``: deleted or 
 While the listener is not connected (the database is down, or was, and notices sent
 meanwhile are lost) ``listening`` is false and the forge checks a repository's refs on
 each of its requests instead; once it is back, ``on_listening`` runs so that the forge can
-drop what it may have missed. On SQLite there is one process on one machine: nothing is
+drop what it may have missed.
+
+Every write to a table whose rows nodes remember between requests (``schema.REMEMBERED``)
+is told too, by a trigger in the writing transaction, on the channel ``floorless_tables``:
+the listener has the database forget what it remembers of that table. Remembered answers
+are used only while the listener is connected (``Database.coherent``); at each
+(re)connection everything remembered is forgotten.
+
+On SQLite there is one process on one machine: nothing is
 sent, and ``listening`` is always true.
 """
 
@@ -32,6 +40,7 @@ from floorless.db.store import Database
 log = logging.getLogger(__name__)
 
 CHANNEL = "floorless"
+TABLES_CHANNEL = "floorless_tables"  # written by the trigger of schema version 8
 EVENTS = frozenset({"moved", "gone", "indexed"})
 KEEPALIVE = 10.0  # seconds of quiet after which the listener checks its connection
 RETRY_FIRST, RETRY_MOST = 0.1, 5.0  # seconds between attempts to connect again, doubling
@@ -47,6 +56,9 @@ class Notices:
         self.on_listening: Callable[[], None] | None = None
         self.shared = db.dialect == "postgresql"
         self._deaf = False  # the listener runs and is not connected
+        self._connected = False  # the listener is connected, and has been since the last forget
+        if self.shared:
+            db.coherent = lambda: self._connected
         self._stop = threading.Event()
         self._wake_r, self._wake_w = -1, -1
         self._thread: threading.Thread | None = None
@@ -96,6 +108,9 @@ class Notices:
             try:
                 with psycopg.connect(self.db.url, autocommit=True, connect_timeout=10) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {TABLES_CHANNEL}")
+                    self.db.changed()  # written while not listening: unheard
+                    self._connected = True
                     self._deaf = False
                     log.info("listening for other nodes' changes")
                     delay = RETRY_FIRST
@@ -106,6 +121,7 @@ class Notices:
                 if not self._deaf:
                     log.warning("no longer hearing other nodes' changes: %s", exc)
             finally:
+                self._connected = False
                 self._deaf = True
             if self._stop.wait(delay):
                 return
@@ -123,7 +139,10 @@ class Notices:
                 if not ready:  # quiet: is the connection still there?
                     conn.execute("SELECT 1")
                 for note in conn.notifies(timeout=0):
-                    self._take(note.payload)
+                    if note.channel == TABLES_CHANNEL:
+                        self.db.changed((note.payload,))
+                    else:
+                        self._take(note.payload)
 
     def _take(self, payload: str) -> None:
         node, _, rest = payload.partition(" ")

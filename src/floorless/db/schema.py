@@ -33,6 +33,12 @@ TYPES = {
 }
 
 
+# The tables whose rows nodes remember between requests (``Database.remembered``).
+REMEMBERED = frozenset(
+    ("repos", "repo_access", "accounts", "sessions", "org_members", "collaborators")
+)
+
+
 @dataclass(frozen=True)
 class Only:
     """A statement for one database alone."""
@@ -219,6 +225,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
             "CREATE INDEX IF NOT EXISTS signin_failures_key ON signin_failures (key, at)",
             "CREATE INDEX IF NOT EXISTS signin_failures_at ON signin_failures (at)",
+        ),
+    ),
+    Migration(
+        8,
+        "every write to a table pages remember is told to every node",
+        (
+            # In the writing transaction itself, so that no committed write goes untold: each
+            # node's listener (db/notices.py) forgets what it remembers of the table.
+            Only(
+                "postgresql",
+                """CREATE OR REPLACE FUNCTION floorless_table_written() RETURNS trigger
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    PERFORM pg_notify('floorless_tables', TG_TABLE_NAME);
+                    RETURN NULL;
+                END $$""",
+            ),
+            *(
+                Only(
+                    "postgresql",
+                    f"CREATE TRIGGER {table}_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
+                    f" ON {table} FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+                )
+                for table in sorted(REMEMBERED)
+            ),
         ),
     ),
 )

@@ -43,6 +43,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from floorless import timing
 from floorless.caches import Cache
+from floorless.db.schema import REMEMBERED
 from floorless.errors import BadRequest, DatabaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,9 @@ class Database:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        # Whether another node's committed writes are all heard (see ``changed``); and what
-        # to do once writes to remembered tables are committed here (tell the other nodes).
+        # Whether every other node's committed writes are heard now (see ``changed``): on
+        # PostgreSQL, while db/notices.py's listener is connected; never on SQLite.
         self.coherent: Callable[[], bool] = lambda: False
-        self.on_write: Callable[[frozenset[str]], None] = lambda tables: None
         self.memo: Cache[tuple[str, tuple[Any, ...]], tuple[tuple[int, ...], list[Row]]] = (
             Cache.lru(MEMO_ENTRIES)
         )
@@ -109,6 +109,7 @@ class Database:
         statement reads) has been committed since, here or on another node."""
         if not self.coherent():
             return self.query(sql, params)
+        assert REMEMBERED.issuperset(tables), tables  # only their writes are told to all
         with self._versions_lock:
             self._watched.update(tables)
             stamp = tuple(self._versions.get(table, 0) for table in tables)
@@ -134,16 +135,9 @@ class Database:
             return
         pending: set[str] | None = getattr(self._writing, "tables", None)
         if pending is not None:
-            pending.add(table)  # known to the others once committed
+            pending.add(table)  # counts once committed
         else:
-            self._committed({table})
-
-    def _committed(self, tables: set[str]) -> None:
-        self.changed(tables)
-        with self._versions_lock:
-            watched = frozenset(tables & self._watched)
-        if watched:
-            self.on_write(watched)
+            self.changed({table})
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
         rows = self.query(sql, params)
@@ -195,7 +189,7 @@ class Database:
             self._writing.tables = None
             self._finish(conn, "COMMIT")
         if written:
-            self._committed(written)
+            self.changed(written)
 
     def _finish(self, conn: Any, word: str) -> None:
         conn.execute(word)
