@@ -337,25 +337,37 @@ def _q(text: str) -> str:
 # ------------------------------------------------------------------------ nginx + fcgiwrap
 
 
-def _nginx_conf(tmp: Path, port: int, socket_path: Path, locations: str) -> str:
+def nginx_main(work: Path, workers: int, http: str) -> str:
+    """An nginx.conf for an nginx run unprivileged, with every file of its own in ``work``;
+    ``http`` is the inside of its http block."""
     user = ""
-    if os.geteuid() == 0:  # workers would drop to nobody, who may not connect to the socket
+    if os.geteuid() == 0:  # workers would drop to nobody, who may not reach ``work``
         user = f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};"
     temp = "\n".join(
-        f"    {kind}_temp_path {tmp / (kind + '_temp')};"
+        f"    {kind}_temp_path {work / (kind + '_temp')};"
         for kind in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi")
     )
     return f"""\
 {user}
-worker_processes 1;
-pid {tmp / "nginx.pid"};
-error_log {tmp / "nginx-error.log"} warn;
+worker_processes {workers};
+pid {work / "nginx.pid"};
+error_log {work / "nginx-error.log"} warn;
 events {{
     worker_connections 1024;
 }}
 http {{
-    access_log {tmp / "nginx-access.log"};
 {temp}
+{http}
+}}
+"""
+
+
+def _nginx_conf(tmp: Path, port: int, socket_path: Path, locations: str) -> str:
+    return nginx_main(
+        tmp,
+        1,
+        f"""\
+    access_log {tmp / "nginx-access.log"};
     types {{
         text/css css;
         image/png png;
@@ -370,9 +382,8 @@ http {{
         listen 127.0.0.1:{port};
         server_name 127.0.0.1;
 {locations}
-    }}
-}}
-"""
+    }}""",
+    )
 
 
 def _cgi_location(script: Path, extra: str = "") -> str:

@@ -12,9 +12,7 @@ temporary files in the work directory) and runs in the foreground, in a session 
 from __future__ import annotations
 
 import contextlib
-import grp
 import os
-import pwd
 import shutil
 import socket
 import subprocess
@@ -22,6 +20,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.contenders import nginx_main
 
 SHIPPED = Path(__file__).resolve().parents[1] / "deploy" / "nginx.conf"
 NODES = ("server 10.0.0.11:3000 ", "server 10.0.0.12:3000 ")
@@ -83,28 +83,14 @@ def render(
 
 
 def main_conf(work: Path, site: Path) -> str:
-    user = ""
-    if os.geteuid() == 0:  # workers would drop to nobody, who may not enter the work directory
-        user = f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};"
-    temp = "\n".join(
-        f"    {kind}_temp_path {work / (kind + '_temp')};"
-        for kind in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi")
-    )
-    return f"""\
-{user}
-worker_processes 2;
-pid {work / "nginx.pid"};
-error_log {work / "nginx-error.log"} warn;
-events {{
-    worker_connections 1024;
-}}
-http {{
+    return nginx_main(
+        work,
+        2,
+        f"""\
     log_format nodes '$status $upstream_addr $request';
     access_log {work / "nginx-access.log"} nodes;
-{temp}
-    include {site};
-}}
-"""
+    include {site};""",
+    )
 
 
 @dataclass
