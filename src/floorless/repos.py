@@ -40,8 +40,10 @@ log = logging.getLogger(__name__)
 # missing: a network share remounting for a moment must not cost its ids and indexes.
 MISSING_SCANS = 2
 # Every read of a repository row carries its visibility, kept apart in ``repo_access``.
-# What a repository's row is read from (and, remembered, forgotten when either changes).
+# What a repository's row is read from (and, remembered, forgotten when either changes), and
+# what a list of them is, filtered by the access policy's ``visible`` condition.
 _TABLES = ("repos", "repo_access")
+_LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (
     "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
     " LEFT JOIN repo_access"
@@ -244,13 +246,10 @@ class Registry:
     def owner_exists(self, owner: str, visible: tuple[str, list[object]] = ("1 = 1", [])) -> bool:
         """Whether ``owner`` is an account or owns a repository that passes ``visible``."""
         clause, params = visible
-        if self.db.one("SELECT 1 FROM accounts WHERE name = ?", (owner,)) is not None:
-            return True
-        row = self.db.one(
-            f"SELECT 1 FROM ({_SELECT}) AS repos WHERE owner = ? AND {clause} LIMIT 1",  # noqa: S608
-            [owner, *params],
-        )
-        return row is not None
+        repos = f"SELECT 1 FROM ({_SELECT}) AS repos WHERE owner = ? AND {clause}"  # noqa: S608
+        sql = f"SELECT EXISTS (SELECT 1 FROM accounts WHERE name = ?) OR EXISTS ({repos}) AS found"  # noqa: S608
+        rows = self.db.remembered(sql, [owner, owner, *params], _LISTED)
+        return bool(rows[0]["found"])
 
     def listing(
         self,
@@ -277,12 +276,19 @@ class Registry:
         }.get(sort, "owner, name")
         clause = " AND ".join(where)
         source = f"({_SELECT}) AS repos"
-        total = self.db.one(f"SELECT COUNT(*) AS n FROM {source} WHERE {clause}", params)  # noqa: S608
-        rows = self.db.query(
-            f"SELECT * FROM {source} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",  # noqa: S608
+        rows = self.db.remembered(
+            f"SELECT *, COUNT(*) OVER () AS listed FROM {source} WHERE {clause}"  # noqa: S608
+            f" ORDER BY {order} LIMIT ? OFFSET ?",
             [*params, limit, offset],
+            _LISTED,
         )
-        return [_repo(r) for r in rows], int(total["n"]) if total else 0
+        if rows:
+            return [_repo(r) for r in rows], int(rows[0]["listed"])
+        if offset == 0:
+            return [], 0
+        count = f"SELECT COUNT(*) AS n FROM {source} WHERE {clause}"  # noqa: S608
+        total = self.db.remembered(count, params, _LISTED)  # a page past the end: how many
+        return [], int(total[0]["n"])
 
     def all(self) -> list[Repo]:
         return [_repo(r) for r in self.db.query(f"{_SELECT} ORDER BY repos.id")]
