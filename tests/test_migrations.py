@@ -123,6 +123,108 @@ def test_a_database_of_every_shipped_schema_upgrades_with_its_rows(
         forge.stop()
 
 
+# A row for every table of the schema, as every version since the table's first reads it:
+# a database of each earlier version, filled with them, upgrades with each row intact.
+SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
+    "repos": (
+        "INSERT INTO repos (id, owner, name, path, bare, description, updated_at, seen_at)"
+        " VALUES (7, 'ann', 'plans', '/srv/ann/plans.git', 1, 'The plans', 1.5, 2.25)",
+        (),
+    ),
+    "repo_access": (
+        "INSERT INTO repo_access (owner, name, private) VALUES ('ann', 'plans', 1)",
+        (),
+    ),
+    "repo_missing": ("INSERT INTO repo_missing (repo_id, scans) VALUES (7, 1)", ()),
+    "repo_intents": (
+        "INSERT INTO repo_intents (id, action, repo_id, owner, name, target, bare, private,"
+        " created_at) VALUES (2, 'rename', 7, 'ann', 'plans', '/srv/ann/x.git', 1, 1, 3.5)",
+        (),
+    ),
+    "accounts": (
+        "INSERT INTO accounts (id, name, kind, email, password_hash, is_admin, created_at)"
+        " VALUES (3, 'Ann', 'user', 'ann@example.org', '$argon2id$x', 1, 1.25)",
+        (),
+    ),
+    "org_members": ("INSERT INTO org_members (org_id, user_id, role) VALUES (3, 3, 'owner')", ()),
+    "collaborators": (
+        "INSERT INTO collaborators (owner, name, user_id, role) VALUES ('ann', 'plans', 3, 'read')",
+        (),
+    ),
+    "tokens": (
+        "INSERT INTO tokens (id, user_id, name, hash, prefix, scope, created_at)"
+        " VALUES (1, 3, 'laptop', ?, 'flt_abcd', 'write', 4.5)",
+        (b"\xaa" * 32,),
+    ),
+    "sessions": (
+        "INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES (?, 3, 1.0, 9.0)",
+        (b"\x01" * 32,),
+    ),
+    "signin_places": ("INSERT INTO signin_places VALUES ('ann', '127.0.0.1', 5.5)", ()),
+    "signin_failures": ("INSERT INTO signin_failures (key, at) VALUES (?, 6.5)", (b"k",)),
+    "answers": (
+        "INSERT INTO answers (repo_id, kind, key, value) VALUES (7, 'count', ?, '12')",
+        (b"\x00\xff",),
+    ),
+    "index_chunks": (
+        "INSERT INTO index_chunks (repo_id, first, count, oids, times, counts, parents)"
+        " VALUES (7, 0, 1, ?, ?, ?, ?)",
+        (b"\x11" * 20, b"\x00" * 8, b"\x00" * 4, b""),
+    ),
+    "index_changes": (
+        "INSERT INTO index_changes (repo_id, slice, first_path, paths, data)"
+        " VALUES (7, 0, 0, ?, ?)",
+        (b"README", b"\x00" * 8),
+    ),
+    "leases": ("INSERT INTO leases (name, holder, expires_at) VALUES ('index 7', 'a', 7.5)", ()),
+}
+
+
+def _table_names(db: Database) -> set[str]:
+    if db.dialect == "postgresql":
+        rows = db.query(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        )
+    else:
+        rows = db.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {str(row[0]) for row in rows}
+
+
+def _rows(db: Database, table: str) -> list[str]:
+    return sorted(repr(tuple(row)) for row in db.query(f"SELECT * FROM {table}"))
+
+
+def test_every_table_has_a_sample_row(tmp_path: Path) -> None:
+    db = _database(tmp_path)
+    try:
+        migrate(db)
+        assert _table_names(db) - {"meta"} == set(SAMPLES)
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("number", [m.version for m in MIGRATIONS[:-1]])
+def test_a_database_of_every_earlier_version_upgrades_with_its_rows(
+    tmp_path: Path, number: int
+) -> None:
+    """On this database (SQLite or PostgreSQL): made at version ``number``, filled, then
+    brought to the latest version, every row is as it was."""
+    db = _database(tmp_path)
+    try:
+        assert migrate(db, tuple(m for m in MIGRATIONS if m.version <= number)) == number
+        present = _table_names(db) & set(SAMPLES)
+        for table in SAMPLES:  # in an order where a row's references come first
+            if table in present:
+                db.execute(*SAMPLES[table])
+        before = {table: _rows(db, table) for table in present}
+        assert migrate(db) == SCHEMA_VERSION
+        assert {table: _rows(db, table) for table in present} == before
+        assert _table_names(db) - {"meta"} == set(SAMPLES)
+    finally:
+        db.close()
+
+
 def test_a_fresh_database_gets_the_whole_schema(tmp_path: Path) -> None:
     db = _database(tmp_path)
     try:
