@@ -29,6 +29,9 @@ PLAIN_LISTEN = "    listen 80;\n    listen [::]:80;\n"
 TLS_LISTEN = "    listen 443 ssl http2;\n    listen [::]:443 ssl http2;\n"
 CERTIFICATE = "/etc/ssl/git.example.org/fullchain.pem"
 KEY = "/etc/ssl/git.example.org/privkey.pem"
+HAPROXY = SHIPPED.with_name("haproxy.cfg")
+HAPROXY_NODES = ("server node1 10.0.0.11:3000\n", "server node2 10.0.0.12:3000\n")
+HAPROXY_PEM = "/etc/ssl/git.example.org/combined.pem"
 
 
 class ProxyError(RuntimeError):
@@ -36,8 +39,16 @@ class ProxyError(RuntimeError):
 
 
 def nginx_path() -> str | None:
+    return _which("nginx")
+
+
+def haproxy_path() -> str | None:
+    return _which("haproxy")
+
+
+def _which(name: str) -> str | None:
     path = os.pathsep.join([os.environ.get("PATH", os.defpath), "/usr/sbin", "/sbin"])
-    return shutil.which("nginx", path=path)
+    return shutil.which(name, path=path)
 
 
 def free_port() -> int:
@@ -74,10 +85,31 @@ def render(
         (CERTIFICATE, str(cert)),
         (KEY, str(key)),
     ]
+    return _swapped(text, swaps, SHIPPED.name)
+
+
+def render_haproxy(text: str, nodes: list[int], plain_port: int, tls_port: int, pem: Path) -> str:
+    """deploy/haproxy.cfg with this machine's ports and certificate (and its log sent to
+    standard error rather than syslog)."""
+    if len(nodes) != len(HAPROXY_NODES):
+        raise ValueError(f"the shipped configuration names {len(HAPROXY_NODES)} nodes")
+    swaps = [(old, f"server node{i + 1} 127.0.0.1:{port}\n")
+             for i, (old, port) in enumerate(zip(HAPROXY_NODES, nodes, strict=True))]  # fmt: skip
+    swaps += [
+        ("    log /dev/log local0\n", "    log stderr format short local0\n"),
+        ("    bind :80\n", f"    bind 127.0.0.1:{plain_port}\n"),
+        (f"    bind :443 ssl crt {HAPROXY_PEM} ", f"    bind 127.0.0.1:{tls_port} ssl crt {pem} "),
+    ]
+    return _swapped(text, swaps, HAPROXY.name)
+
+
+def _swapped(text: str, swaps: list[tuple[str, str]], name: str) -> str:
+    """``text`` with each ``old`` replaced: each must be there exactly once, so that the
+    configuration tested is the one shipped, with only its addresses changed."""
     for old, new in swaps:
         found = text.count(old)
         if found != 1:
-            raise ProxyError(f"{SHIPPED.name} holds {old.strip()!r} {found} times, not once")
+            raise ProxyError(f"{name} holds {old.strip()!r} {found} times, not once")
         text = text.replace(old, new)
     return text
 
@@ -132,15 +164,50 @@ def running(
     site.write_text(render(SHIPPED.read_text(), nodes, plain_port, tls_port, cert, key))
     (work / "nginx.conf").write_text(main_conf(work, site))
     error_log = work / "nginx-error.log"
-    with open(work / "nginx.out", "wb") as out:
+    command = [nginx, "-e", str(error_log), "-p", str(work), "-c", str(work / "nginx.conf"),
+               "-g", "daemon off;"]  # fmt: skip
+    with _launched(command, work, plain_port, tls_port, cert, error_log, timeout) as proxy:
+        yield proxy
+
+
+@contextlib.contextmanager
+def haproxy_running(nodes: list[int], work: Path, timeout: float = 30.0) -> Iterator[Proxy]:
+    """HAProxy with deploy/haproxy.cfg in front of the floorless nodes on ``nodes``."""
+    haproxy = haproxy_path()
+    if haproxy is None:
+        raise ProxyError("haproxy is not installed (scripts/install-test-deps.sh)")
+    work.mkdir(parents=True, exist_ok=True)
+    cert, key = self_signed(work)
+    pem = work / "combined.pem"  # HAProxy takes the certificate and its key in one file
+    pem.write_bytes(cert.read_bytes() + key.read_bytes())
+    plain_port, tls_port = free_port(), free_port()
+    config = work / "haproxy.cfg"
+    config.write_text(render_haproxy(HAPROXY.read_text(), nodes, plain_port, tls_port, pem))
+    command = [haproxy, "-db", "-f", str(config)]
+    with _launched(command, work, plain_port, tls_port, cert, work / "proxy.out", timeout) as p:
+        yield p
+
+
+@contextlib.contextmanager
+def _launched(
+    command: list[str],
+    work: Path,
+    plain_port: int,
+    tls_port: int,
+    cert: Path,
+    error_log: Path,
+    timeout: float,
+) -> Iterator[Proxy]:
+    """``command`` started in the foreground, once it listens on ``tls_port``; stopped after."""
+    name = Path(command[0]).name
+    with open(work / "proxy.out", "wb") as out:
         proc = subprocess.Popen(
-            [nginx, "-e", str(error_log), "-p", str(work), "-c", str(work / "nginx.conf"),
-             "-g", "daemon off;"],
+            command,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-        )  # fmt: skip
+        )
     proxy = Proxy(
         f"https://127.0.0.1:{tls_port}",
         f"http://127.0.0.1:{plain_port}",
@@ -153,16 +220,17 @@ def running(
         stop_at = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                log = (work / "nginx.out").read_text(errors="replace")
-                log += error_log.read_text(errors="replace") if error_log.exists() else ""
-                raise ProxyError(f"nginx exited with {proc.returncode}:\n{log}")
+                log = (work / "proxy.out").read_text(errors="replace")
+                if error_log.exists() and error_log != work / "proxy.out":
+                    log += error_log.read_text(errors="replace")
+                raise ProxyError(f"{name} exited with {proc.returncode}:\n{log}")
             with (
                 contextlib.suppress(OSError),
                 socket.create_connection(("127.0.0.1", tls_port), 0.2),
             ):
                 break
             if time.monotonic() > stop_at:
-                raise ProxyError(f"nginx did not listen on {tls_port} within {timeout:.0f} s")
+                raise ProxyError(f"{name} did not listen on {tls_port} within {timeout:.0f} s")
             time.sleep(0.02)
         yield proxy
     finally:

@@ -1,7 +1,8 @@
 """deploy/nginx.conf, as shipped, in front of two ``floorless serve`` nodes that share one
 repositories directory and one database (SQLite on one machine, or the suite's PostgreSQL):
 clone and push through it, pages through it, the client's own address behind it, and one
-node stopped while the other serves everything."""
+node stopped while the other serves everything; deploy/haproxy.cfg in front of the same
+nodes."""
 
 from __future__ import annotations
 
@@ -153,6 +154,49 @@ def test_floorless_sees_the_clients_own_address(cluster: Cluster) -> None:
     conn.request("GET", "/-/metrics", headers={"X-Forwarded-For": "127.0.0.2"})
     assert conn.getresponse().status == 200  # 127.0.0.1 is a trusted proxy: it vouches
     conn.close()
+
+
+def test_the_haproxy_configuration_as_shipped(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deploy/haproxy.cfg in front of the same two nodes: pages, the redirect to HTTPS, the
+    client's own address, and a clone and a push through it."""
+    if nginx.haproxy_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must have haproxy (scripts/install-test-deps.sh)")
+        pytest.skip("haproxy is not installed (scripts/install-test-deps.sh)")
+    with nginx.haproxy_running([node.port for node in cluster.nodes], tmp_path / "ha") as ha:
+        through = Cluster(ha, cluster.nodes, cluster.token)
+        for _ in range(4):  # round robin: both nodes
+            status, text = through.get("/")
+            assert status == 200 and "alice/pub" in text
+        conn = http.client.HTTPConnection("127.0.0.1", int(ha.plain_url.rsplit(":")[-1]))
+        conn.request("GET", "/alice/pub")
+        response = conn.getresponse()
+        assert response.status in (301, 302)
+        assert response.getheader("Location", "").startswith("https://127.0.0.1")
+        conn.close()
+        assert through.get("/-/metrics", source="127.0.0.2")[0] == 200
+        assert through.get("/-/metrics", source="127.0.0.3")[0] == 404
+        forged = through.get("/-/metrics", source="127.0.0.3", **{"X-Forwarded-For": "127.0.0.2"})
+        assert forged[0] == 404
+        monkeypatch.setenv("GIT_SSL_CAINFO", str(ha.cert))
+        clone = tmp_path / "clone"
+        git("clone", "-q", through.url("alice/pub", authorised=True), str(clone))
+        tip = commit(clone, "ha.txt", "through haproxy\n", "Pushed through HAProxy")
+        git("push", "-q", "origin", "main", cwd=clone)
+        assert rev(cluster.nodes[0].repos / "alice" / "pub.git", "main") == tip
+    # both nodes know of the push before the next test clones (on SQLite by their ref check)
+    wait_for(lambda: all(_shows(node, "Pushed through HAProxy") for node in cluster.nodes))
+
+
+def _shows(node: Server, text: str) -> bool:
+    conn = http.client.HTTPConnection("127.0.0.1", node.port, timeout=30)
+    try:
+        conn.request("GET", "/alice/pub/commits/branch/main")
+        return text in conn.getresponse().read().decode("utf-8", "replace")
+    finally:
+        conn.close()
 
 
 def test_one_node_stopped_the_other_serves_everything(
