@@ -10,19 +10,23 @@ import glob
 import http.client
 import os
 import re
+import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import POSTGRES, ROOT, patience, wait_for
+from conftest import POSTGRES, ROOT, patience, start_forge, wait_for
+from falcon import testing
 from gitfixtures import build_one
 from serving import serving
 
 from floorless.config import Settings
 from floorless.forge import Forge
+from floorless.web.app import create_app
 
 pytestmark = pytest.mark.skipif(
     not POSTGRES, reason="losing the database is a PostgreSQL matter (SQLite is a local file)"
@@ -162,3 +166,33 @@ def test_a_node_that_loses_its_database_serves_what_it_holds_and_recovers(
         status, session = sign_in(base, "alice")
         assert status == 303 and session
         assert "Traceback" not in server.log.read_text()
+
+
+def test_a_repository_made_private_elsewhere_is_not_shown_in_an_outage(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    """Node B read a repository while it was public; node A makes it private, and B, which
+    hears of the write but is not asked for the repository again, then loses the database:
+    B refuses it rather than serve the row it last read (as it refuses every row read before a
+    write to visibility it heard of). One read again since is served."""
+    repos = tmp_path / "repos"
+    for name in ("plans", "open"):
+        shutil.copytree(fixture_root / "solo.git", repos / "alice" / f"{name}.git")
+    a = start_forge(repos, tmp_path / "a")
+    b = start_forge(repos, tmp_path / "b", database=a.settings.database)
+    try:
+        wait_for(lambda: a.db.coherent() and b.db.coherent())
+        client = testing.TestClient(create_app(b))
+        for name in ("plans", "open"):
+            assert client.simulate_get(f"/alice/{name}").status_code == 200
+        heard = b.db.version("repo_access")
+        a.registry.set_private("alice", "plans", True)
+        wait_for(lambda: b.db.version("repo_access") != heard)
+        assert client.simulate_get("/alice/open").status_code == 200  # read again since
+        b.db._retry_at = time.monotonic() + 3600  # B cannot reach the database from now on
+        assert client.simulate_get("/alice/plans").status_code == 503
+        assert client.simulate_get("/alice/open").status_code == 200
+    finally:
+        b.db._retry_at = None
+        b.stop()
+        a.stop()

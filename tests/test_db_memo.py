@@ -125,3 +125,9 @@ def test_a_read_that_races_a_write_is_not_kept_stale(db: Database) -> None:
     release.set()
     reader.join(10)
     assert name(db) == "eve"
+
+
+def test_percent_and_question_marks_in_quoted_text(db: Database) -> None:
+    """Quoted text keeps its ``?`` (not a placeholder) and its ``%`` (on PostgreSQL too)."""
+    (row,) = db.query("SELECT '100%' AS text, 'why?' AS asked, 'a%' LIKE ? AS matched", ("a%",))
+    assert (row["text"], row["asked"], bool(row["matched"])) == ("100%", "why?", True)

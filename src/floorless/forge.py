@@ -58,6 +58,10 @@ class Forge:
         self.git = GitEnvironment(settings.runtime_dir)
         self.handles = HandlePool(settings.repo_handles)
         self.states = RepoStates(self.handles)
+        # The database's versions of repos and repo_access when each repository's row was
+        # last read: while the database is unreachable, a row is served only if no write to
+        # either is known since (web/context.py).
+        self.read_visibility: dict[int, tuple[int, int]] = {}
         self.node = node_name()
         self.leases = Leases(self.db, self.node, settings.lease_seconds)
         self.notices = Notices(self.db, self.node, self._heard)

@@ -33,9 +33,10 @@ import threading
 from collections.abc import Callable
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 from floorless import background
-from floorless.db.store import Database
+from floorless.db.store import ALIVE, Database
 
 log = logging.getLogger(__name__)
 
@@ -97,16 +98,18 @@ class Notices:
         self._stop.set()
         os.write(self._wake_w, b"x")
         self._thread.join(timeout=10)
+        if not self._thread.is_alive():  # else it still selects on them: left to it
+            os.close(self._wake_r)
+            os.close(self._wake_w)
         self._thread = None
-        os.close(self._wake_r)
-        os.close(self._wake_w)
         self._deaf = False
 
     def _run(self) -> None:
         delay = RETRY_FIRST
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self.db.url, autocommit=True, connect_timeout=10) as conn:
+                address = make_conninfo(self.db.url, **ALIVE)
+                with psycopg.connect(address, autocommit=True, connect_timeout=10) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     conn.execute(f"LISTEN {TABLES_CHANNEL}")
                     self.db.changed()  # written while not listening: unheard

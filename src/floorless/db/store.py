@@ -58,6 +58,17 @@ PROBE_INTERVAL = 0.5
 # What a violated constraint raises, whichever the database.
 IntegrityError = (sqlite3.IntegrityError, psycopg.IntegrityError)
 
+# A connection whose peer is gone (a host down, a network cut) is noticed within seconds
+# rather than the kernel's hours: keepalives on an idle connection, and a bound on how long
+# sent data may go unacknowledged.
+ALIVE = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 15_000,
+}
+
 # Remembered answers of repeated reads, at most.
 MEMO_ENTRIES = 4096
 
@@ -125,9 +136,15 @@ class Database:
         """Writes to ``tables`` (None: to any table) were committed: what was remembered of
         them is read again."""
         with self._versions_lock:
-            names = list(self._versions.keys() | self._watched) if tables is None else tables
+            everything = self._versions.keys() | self._watched | REMEMBERED
+            names = list(everything) if tables is None else tables
             for table in names:
                 self._versions[table] = self._versions.get(table, 0) + 1
+
+    def version(self, table: str) -> int:
+        """A number that changes whenever a write to ``table`` is known to be committed."""
+        with self._versions_lock:
+            return self._versions.get(table, 0)
 
     def _wrote(self, sql: str) -> None:
         table = _written_table(sql)
@@ -318,6 +335,7 @@ class Postgres(Database):
                 "autocommit": True,
                 "row_factory": _pg_rows,
                 "connect_timeout": max(2, round(self._timeout)),
+                **ALIVE,
             },
             timeout=self._timeout,
             open=False,
@@ -480,11 +498,12 @@ _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|[?%]")
 
 @functools.lru_cache(maxsize=1024)
 def _pg_sql(sql: str) -> str:
-    """``?`` placeholders as psycopg's ``%s``, a literal ``%`` doubled; quoted text untouched."""
+    """``?`` placeholders as psycopg's ``%s``, and every literal ``%`` doubled (psycopg reads
+    placeholders inside quoted text too); a ``?`` in quoted text stays."""
 
     def swap(match: re.Match[str]) -> str:
         text = match.group()
-        return "%s" if text == "?" else "%%" if text == "%" else text
+        return "%s" if text == "?" else text.replace("%", "%%")
 
     return _PLACEHOLDER.sub(swap, sql)
 

@@ -96,12 +96,15 @@ def find_repo(
 ) -> tuple[Repo, Level]:
     """The repository ``owner/name`` if the requester may reach ``needed`` on it; a repository
     they may not read is refused exactly as one that does not exist."""
+    stamp = _visibility(forge)  # before the read: a write meanwhile moves past it
     try:
         repo: Repo | None = forge.registry.get(owner, name)
     except NotFound:
         repo = None
     except DatabaseUnavailable:
         return remembered(forge, req, owner, name, needed), Level.READ
+    if repo is not None:
+        forge.read_visibility[repo.id] = stamp
     level = forge.policy.require(viewer_of(req), repo, needed)
     assert repo is not None
     return repo, level
@@ -117,10 +120,16 @@ def remembered(forge: Forge, req: falcon.Request, owner: str, name: str, needed:
         for state in forge.states.all():
             repo = state.repo
             if repo.owner == owner and repo.name == name and not state.forgotten:
-                if not repo.private:
+                # public when last read, and no write to visibility known since
+                fresh = forge.read_visibility.get(repo.id) == _visibility(forge)
+                if not repo.private and fresh:
                     return repo
                 break
     raise DatabaseUnavailable(UNREACHABLE)
+
+
+def _visibility(forge: Forge) -> tuple[int, int]:
+    return forge.db.version("repos"), forge.db.version("repo_access")
 
 
 def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoView:
