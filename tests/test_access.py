@@ -50,6 +50,7 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     repo = forge.registry.get("alice", "demo")
     forge.policy.set_collaborator(repo, people["reader"], "read")
     forge.policy.set_collaborator(repo, people["writer"], "write")
+    forge.issues.create("alice", "demo", people["alice"], "A README question", "")
     tokens = {
         viewer: accounts.create_token(people[ACCOUNT.get(viewer, viewer)], "write")[0]
         for viewer in VIEWERS
@@ -100,6 +101,8 @@ READ_PAGES = [
     ("/{owner}/{repo}/-/last/{sha}", "/alice/demo/-/last/{main}", "GET"),
     ("/{owner}/{repo}/-/last/{sha}/{tail:path}", "/alice/demo/-/last/{main}/docs", "GET"),
     ("/{owner}/{repo}/-/refs", "/alice/demo/-/refs?for=blame&at=README.md", "GET"),
+    ("/{owner}/{repo}/issues", "/alice/demo/issues?state=all", "GET"),
+    ("/{owner}/{repo}/issues/{number}", "/alice/demo/issues/1", "GET"),
 ]
 GIT_READ = [
     ("/{owner}/{repo}/info/refs", "/alice/demo.git/info/refs?service=git-upload-pack", "GET"),
@@ -110,13 +113,16 @@ GIT_WRITE = [
     ("/{owner}/{repo}/git-receive-pack", "/alice/demo.git/git-receive-pack", "POST"),
 ]
 ADMIN_PAGES = [("/{owner}/{repo}/settings", "/alice/demo/settings", "GET")]
+SIGNED_IN_PAGES = [("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET")]
 LISTINGS = ["/", "/?q=demo", "/alice"]
 
 
 def test_the_table_covers_every_repository_route(site: Site) -> None:
     routes = {r.path for r in inspect.inspect_routes(create_app(site.forge))}
     repository_routes = {r for r in routes if r.startswith("/{owner}/{repo}")}
-    covered = {row[0] for row in READ_PAGES + GIT_READ + GIT_WRITE + ADMIN_PAGES}
+    covered = {
+        row[0] for row in READ_PAGES + GIT_READ + GIT_WRITE + ADMIN_PAGES + SIGNED_IN_PAGES
+    }
     assert repository_routes == covered
 
 
@@ -247,3 +253,19 @@ def test_explore_search_and_owner_lists(site: Site, viewer: str, private: bool) 
         assert result.status_code == 200, url
         assert ("alice/demo" in result.text) == visible, url
         assert ("1 repository" in result.text) == visible, url
+
+
+@pytest.mark.parametrize("private", [False, True], ids=["public", "private"])
+@pytest.mark.parametrize("viewer", VIEWERS)
+def test_a_new_issue_needs_a_signed_in_reader(site: Site, viewer: str, private: bool) -> None:
+    """Whoever may not read the repository gets what a missing one gets; a reader without a
+    browser session (a token, or nobody) is sent to sign in first."""
+    set_private(site, private)
+    for _, url, method in SIGNED_IN_PAGES:
+        result = request(site, viewer, method, url)
+        if private and viewer not in CAN_READ_PRIVATE:
+            missing = _unknown(site, viewer, method, url)
+            assert result.status_code == missing.status_code == 404, url
+            assert result.content == missing.content
+        else:
+            assert result.status_code == 303 and "/-/login" in result.headers["location"]

@@ -177,6 +177,23 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         (b"README", b"\x00" * 8),
     ),
     "leases": ("INSERT INTO leases (name, holder, expires_at) VALUES ('index 7', 'a', 7.5)", ()),
+    "issues": (
+        "INSERT INTO issues (id, owner, name, number, is_pull, title, body, author_id, state,"
+        " close_reason, created_at, updated_at, closed_at, comments, entries)"
+        " VALUES (4, 'ann', 'plans', 1, 0, 'Crash', 'It *crashes*', 3, 'closed', 'completed',"
+        " 1.5, 2.5, 2.5, 1, 2)",
+        (),
+    ),
+    "issue_comments": (
+        "INSERT INTO issue_comments (id, issue_id, seq, author_id, body, created_at, updated_at)"
+        " VALUES (5, 4, 1, 3, 'Seen it too', 2.0, 2.0)",
+        (),
+    ),
+    "issue_events": (
+        "INSERT INTO issue_events (id, issue_id, seq, actor_id, kind, old_value, value,"
+        " created_at) VALUES (6, 4, 2, 3, 'closed', '', 'completed', 2.5)",
+        (),
+    ),
 }
 
 

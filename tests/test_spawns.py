@@ -209,3 +209,52 @@ def test_git_over_http_spawns_once_per_post_and_never_for_the_v2_advertisement(c
         )
     assert result.status_code == 200 and b"refs/heads/main" in result.content
     assert len(events) == 1 == spawn_timing(result)
+
+
+def test_issue_pages_spawn_nothing(tmp_path):
+    """The issue list, an issue with references to look up, the new-issue form, and posting
+    a comment: no process, signed in or not."""
+    import pygit2
+    from conftest import start_forge
+    from test_accounts import PASSWORD, Browser, csrf_of
+
+    from floorless.web.app import create_app
+
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        ann = forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+        repo = forge.registry.create("ann", "plans")
+        handle = pygit2.Repository(str(repo.path))
+        signature = pygit2.Signature("Ann", "ann@example.org", 1_700_000_000, 0)
+        tree = handle.TreeBuilder().write()
+        commit = handle.create_commit("refs/heads/main", signature, signature, "c", tree, [])
+        first = forge.issues.create("ann", "plans", ann, "First", "")
+        issue = forge.issues.create("ann", "plans", ann, "Refs", f"#{first.number} @ann {commit}")
+        forge.issues.comment(issue, ann, "See #1 and `code`")
+        client = testing.TestClient(create_app(forge))
+        pages = [
+            "/ann/plans/issues",
+            "/ann/plans/issues?state=all&q=re&author=ann",
+            f"/ann/plans/issues/{issue.number}",
+        ]
+        for url in pages:
+            for _ in range(2):
+                path, _, query = url.partition("?")
+                result, spawns = get(client, path, query_string=query or None)
+                assert spawns == 0 == spawn_timing(result), url
+        browser = Browser(client)
+        browser.sign_in("ann")
+        for url in (*pages, "/ann/plans/issues/new"):
+            with counting() as events:
+                result = browser.get(url)
+            assert result.status_code == 200 and not events, url
+        page = browser.get(f"/ann/plans/issues/{issue.number}")
+        with counting() as events:
+            result = browser.post(
+                f"/ann/plans/issues/{issue.number}",
+                {"action": "comment", "body": "#1"},
+                csrf_of(page.text),
+            )
+        assert result.status_code == 303 and not events
+    finally:
+        forge.stop()

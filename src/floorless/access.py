@@ -13,6 +13,10 @@ the explore list and its search, git over HTTP -- asks this module, and nothing 
         anyone else, the repository private       NONE
     then capped at READ for a read-scoped token.
 
+Issues, on a repository the viewer may read:
+    open one, comment                         any signed-in person
+    close, reopen, edit its title and body    WRITE, or the person who opened it
+
 A repository someone may not read does not exist for them: ``require`` answers as for an
 unknown name (404), or asks for credentials (401) when there are none, whichever name it is,
 and after the same lookups, so that not even the time taken tells the two apart.
@@ -146,6 +150,22 @@ class Policy:
             "   WHERE c.owner = repos.owner AND c.name = repos.name AND c.user_id = ?))",
             [account.name, account.id, account.id],
         )
+
+    # -- issues -------------------------------------------------------------------------------
+
+    def may_take_part(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` (at ``level`` on a repository) may open issues and comment."""
+        account = viewer.account
+        if account is None or account.is_org or viewer.scope == "read":
+            return False
+        return level >= Level.READ
+
+    def may_change_issue(self, viewer: Viewer, level: Level, author_id: int | None) -> bool:
+        """Whether ``viewer`` may close, reopen and edit an issue opened by ``author_id``."""
+        if not self.may_take_part(viewer, level):
+            return False
+        assert viewer.account is not None
+        return level >= Level.WRITE or viewer.account.id == author_id
 
     # -- collaborators ------------------------------------------------------------------------
 

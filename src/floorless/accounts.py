@@ -186,6 +186,19 @@ class Accounts:
         row = self.db.one("SELECT * FROM accounts WHERE name = ?", (name,))
         return None if row is None else _account(row)
 
+    def existing_names(self, names: set[str]) -> dict[str, str]:
+        """Which of ``names`` are accounts (matched without regard to case): each found, as
+        given, to the account's own spelling."""
+        if not names:
+            return {}
+        marks = ", ".join("lower(?)" for _ in names)
+        rows = self.db.query(
+            f"SELECT name FROM accounts WHERE lower(name) IN ({marks})",  # noqa: S608
+            sorted(names),
+        )
+        spelled = {str(row["name"]).lower(): str(row["name"]) for row in rows}
+        return {name: spelled[name.lower()] for name in names if name.lower() in spelled}
+
     def require(self, name: str) -> Account:
         account = self.get(name)
         if account is None:

@@ -41,6 +41,7 @@ from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
+from floorless.issues import Issues
 from floorless.repos import Registry, Repo, ScanResult
 from floorless.state import RepoState, RepoStates
 
@@ -91,6 +92,7 @@ class Forge:
             settings.password_checks,
         )
         self.policy = Policy(self.db)
+        self.issues = Issues(self.db)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))

@@ -43,6 +43,9 @@ MISSING_SCANS = 2
 # What a repository's row is read from (and, remembered, forgotten when either changes), and
 # what a list of them is, filtered by the access policy's ``visible`` condition.
 _TABLES = ("repos", "repo_access")
+# What is kept by a repository's owner and name rather than by its row: moved by a rename,
+# removed by a deletion (an issue's comments and events go with it, by foreign key).
+_BY_NAME = ("repo_access", "collaborators", "issues")
 _LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (
     "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
@@ -223,7 +226,8 @@ class Registry:
 
     def _drop_row(self, repo_id: int) -> None:
         """Remove a repository's row and everything indexed under it (visibility and
-        collaborators stay with the name: a repository back after a moment is as it was)."""
+        collaborators and issues stay with the name: a repository back after a moment is as it
+        was)."""
         for table in ("index_chunks", "index_changes", "answers", "repo_missing"):
             self.db.execute(f"DELETE FROM {table} WHERE repo_id = ?", (repo_id,))  # noqa: S608
         self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
@@ -513,7 +517,7 @@ class Registry:
                 (name, str(git_dir), intent.repo_id),
             )
             self.db.execute("DELETE FROM repo_missing WHERE repo_id = ?", (intent.repo_id,))
-        for table in ("repo_access", "collaborators"):
+        for table in _BY_NAME:
             moving = self.db.one(
                 f"SELECT 1 FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
                 (owner, old_name),
@@ -560,7 +564,7 @@ class Registry:
         return row is not None
 
     def _clear_access(self, owner: str, name: str) -> None:
-        for table in ("repo_access", "collaborators"):
+        for table in _BY_NAME:
             self.db.execute(
                 f"DELETE FROM {table} WHERE owner = ? AND name = ?",  # noqa: S608
                 (owner, name),

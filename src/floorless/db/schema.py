@@ -252,6 +252,61 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        9,
+        "issues, their comments and their timeline",
+        (
+            # Kept by the repository's owner and name, as ``repo_access`` and ``collaborators``
+            # are: a rename moves them, a deletion removes them. Issues and pull requests
+            # (``is_pull``, none yet) share one sequence of numbers per repository; ``entries``
+            # counts the comments and events on the issue's timeline, and each takes the next
+            # as its ``seq``, so that the timeline's order never depends on the clock.
+            """CREATE TABLE IF NOT EXISTS issues (
+                id {id},
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                number {bigint} NOT NULL,
+                is_pull INTEGER NOT NULL DEFAULT 0 CHECK (is_pull IN (0, 1)),
+                title TEXT NOT NULL,
+                body TEXT NOT NULL DEFAULT '',
+                author_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                state TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')),
+                close_reason TEXT NOT NULL DEFAULT ''
+                    CHECK (close_reason IN ('', 'completed', 'not_planned')),
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL,
+                closed_at {real},
+                comments INTEGER NOT NULL DEFAULT 0,
+                entries INTEGER NOT NULL DEFAULT 0,
+                UNIQUE (owner, name, number)
+            )""",
+            "CREATE INDEX IF NOT EXISTS issues_list"
+            " ON issues (owner, name, is_pull, state, number)",
+            """CREATE TABLE IF NOT EXISTS issue_comments (
+                id {id},
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                author_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                body TEXT NOT NULL,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL,
+                UNIQUE (issue_id, seq)
+            )""",
+            # What happened to an issue besides comments: closed (``value``: the reason),
+            # reopened, its title changed (``old_value`` to ``value``).
+            """CREATE TABLE IF NOT EXISTS issue_events (
+                id {id},
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                actor_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('closed', 'reopened', 'title')),
+                old_value TEXT NOT NULL DEFAULT '',
+                value TEXT NOT NULL DEFAULT '',
+                created_at {real} NOT NULL,
+                UNIQUE (issue_id, seq)
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

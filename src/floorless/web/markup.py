@@ -12,6 +12,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from html import escape
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import cmarkgfm
@@ -71,6 +72,79 @@ def render_markdown(text: str, link: Callable[[bytes, bool], str], directory: by
         tag_attribute_values={"input": {"type": {"checkbox"}}},
         set_tag_attribute_values={"input": {"disabled": "disabled"}},
         attribute_filter=rewrite,
+        url_schemes={"http", "https", "mailto"},
+    )
+
+
+# A tag of nh3's output, whose attribute values are always double-quoted (and may hold ">").
+_TAG = re.compile(r'<[^>"]*(?:"[^"]*"[^>"]*)*>')
+_SKIPPED = frozenset(("a", "code", "pre"))  # no reference is linked inside these
+# ``#12``, ``@ann``, a commit id of 7 to 64 hex digits: standing alone, not inside a word, an
+# e-mail address, a URL's path or an HTML character reference.
+_REFERENCE = re.compile(
+    r"(?<![\w&/#@.-])(?:#([0-9]{1,9})|@([A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?)"
+    r"|([0-9a-f]{7,64}))(?![\w@#-])"
+)
+REFERENCES_MAX = 50  # of each kind, looked up per text
+
+
+def _kind(match: re.Match[str]) -> tuple[str, str]:
+    for kind, value in zip(("issue", "user", "commit"), match.groups(), strict=True):
+        if value is not None:
+            return kind, value
+    raise AssertionError(match)
+
+
+def link_references(
+    html: str, lookup: Callable[[dict[str, set[str]]], dict[tuple[str, str], str]]
+) -> str:
+    """Sanitized HTML with its ``#N``, ``@user`` and commit ids linked, where ``lookup``
+    (given what was found, by kind) says they exist, to the URL it gives. Text inside links,
+    code and preformatted blocks is left as it is; the result is sanitized again."""
+    pieces = []
+    position = 0
+    for tag in _TAG.finditer(html):
+        pieces.append((False, html[position : tag.start()]))
+        pieces.append((True, tag.group()))
+        position = tag.end()
+    pieces.append((False, html[position:]))
+    depth = 0
+    found: dict[str, set[str]] = {"issue": set(), "user": set(), "commit": set()}
+    linkable: list[bool] = []
+    for is_tag, piece in pieces:
+        if is_tag:
+            closing = piece.startswith("</")
+            name = re.match(r"</?([A-Za-z0-9]+)", piece)
+            if name and name.group(1).lower() in _SKIPPED and not piece.endswith("/>"):
+                depth = max(0, depth + (-1 if closing else 1))
+            linkable.append(False)
+            continue
+        linkable.append(depth == 0)
+        if depth == 0:
+            for match in _REFERENCE.finditer(piece):
+                kind, value = _kind(match)
+                if len(found[kind]) < REFERENCES_MAX:
+                    found[kind].add(value)
+    if not any(found.values()):
+        return html
+    links = lookup(found)
+
+    def replace(match: re.Match[str]) -> str:
+        url = links.get(_kind(match))
+        if url is None:
+            return match.group()
+        return f'<a href="{escape(url, quote=True)}">{match.group()}</a>'
+
+    out = [
+        _REFERENCE.sub(replace, piece) if can_link else piece
+        for (_, piece), can_link in zip(pieces, linkable, strict=True)
+    ]
+    return nh3.clean(
+        "".join(out),
+        tags=_TAGS,
+        attributes=_ATTRIBUTES,
+        tag_attribute_values={"input": {"type": {"checkbox"}}},
+        set_tag_attribute_values={"input": {"disabled": "disabled"}},
         url_schemes={"http", "https", "mailto"},
     )
 

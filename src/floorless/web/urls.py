@@ -208,6 +208,36 @@ def settings(repo: Named) -> str:
     return f"{home(repo)}/settings"
 
 
+def issues(
+    repo: Named,
+    state: str = "open",
+    q: str = "",
+    author: str = "",
+    before: int | None = None,
+    after: int | None = None,
+) -> str:
+    """The issue list: ``state`` open, closed or all; a page of it after a cursor."""
+    return f"{home(repo)}/issues" + query(
+        {
+            "state": state if state != "open" else None,
+            "q": q or None,
+            "author": author or None,
+            "before": before,
+            "after": after,
+        }
+    )
+
+
+def new_issue(repo: Named) -> str:
+    return f"{home(repo)}/issues/new"
+
+
+def issue(repo: Named, number: int, comment: int | None = None) -> str:
+    """An issue's page, or one comment on it (Forgejo's ``#issuecomment-{id}`` anchor)."""
+    anchor = f"#issuecomment-{comment}" if comment is not None else ""
+    return f"{home(repo)}/issues/{number}{anchor}"
+
+
 def ref_switch(
     repo: Named, page: str = "src", at: str | bytes = b"", q: str | bytes | None = None
 ) -> str:

@@ -1,0 +1,325 @@
+"""Issues: numbered per repository, with a Markdown body, comments and a timeline of events.
+
+An issue is kept by its repository's owner and name (as visibility and collaborators are), so
+that a rename carries it along and a deletion takes it away (``repos.py``). Issues and pull
+requests will share one sequence of numbers per repository (``is_pull``); a number is the
+repository's highest plus one, taken inside a write transaction, which both databases
+serialize (``Database.transaction``), so creators at the same moment get distinct,
+consecutive numbers.
+
+Every change is one transaction with the timeline entry that records it: a comment, or an
+event (closed with its reason, reopened, the title changed). Each entry takes the issue's next
+``seq``, so the timeline's order is the order of the writes, never the clock's.
+
+Who may do what is not decided here but in ``access.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from floorless.accounts import Account
+from floorless.db import Database, Row
+from floorless.errors import BadRequest, NotFound
+
+TITLE_MAX = 255  # characters, as Forgejo allows
+BODY_MAX = 50_000  # characters of a body or a comment (a form is at most 64 KiB)
+STATES = ("open", "closed")
+REASONS = ("completed", "not_planned")
+PER_PAGE = 25
+
+_ISSUE = "SELECT i.*, a.name AS author FROM issues i LEFT JOIN accounts a ON a.id = i.author_id"
+
+
+@dataclass(frozen=True)
+class Issue:
+    id: int
+    number: int
+    title: str
+    body: str
+    author: str  # "" when the account is gone
+    author_id: int | None
+    state: str
+    close_reason: str
+    created_at: float
+    updated_at: float
+    closed_at: float | None
+    comments: int
+
+    @property
+    def closed(self) -> bool:
+        return self.state == "closed"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of an issue's timeline: a comment (``kind`` "comment") or an event."""
+
+    id: int
+    seq: int
+    kind: str  # comment, closed, reopened, title
+    who: str
+    body: str  # a comment's text; an event's new value (a reason, a title)
+    old_value: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class IssuePage:
+    issues: list[Issue]
+    counts: dict[str, int]  # open, closed: of the issues the search matches
+    newer: int | None  # the cursor (an issue number) of the previous page, if any
+    older: int | None  # and of the next
+
+
+def clean_title(title: str) -> str:
+    title = " ".join(title.split())
+    if not title:
+        raise BadRequest("an issue needs a title")
+    if len(title) > TITLE_MAX:
+        raise BadRequest(f"a title is at most {TITLE_MAX} characters")
+    return title
+
+
+def clean_body(body: str, what: str = "the text") -> str:
+    body = body.replace("\r\n", "\n")
+    if len(body) > BODY_MAX:
+        raise BadRequest(f"{what} is at most {BODY_MAX} characters")
+    return body
+
+
+class Issues:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, owner: str, name: str, number: int) -> Issue:
+        row = self.db.one(
+            f"{_ISSUE} WHERE i.owner = ? AND i.name = ? AND i.number = ? AND i.is_pull = 0",
+            (owner, name, number),
+        )
+        if row is None:
+            raise NotFound(f"no issue #{number}")
+        return _issue(row)
+
+    def page(
+        self,
+        owner: str,
+        name: str,
+        state: str = "open",
+        q: str = "",
+        author: str = "",
+        before: int | None = None,
+        after: int | None = None,
+        per_page: int = PER_PAGE,
+    ) -> IssuePage:
+        """Issues newest first, ``per_page`` at a time, after the cursor: those numbered below
+        ``before`` (the next page) or above ``after`` (the previous one). One statement for
+        the page, read along the (owner, name, is_pull, state, number) index, and one for
+        the counts of open and closed issues the search matches."""
+        where = ["i.owner = ?", "i.name = ?", "i.is_pull = 0"]
+        params: list[object] = [owner, name]
+        if q:
+            where.append("lower(i.title) LIKE ? ESCAPE '!'")
+            params.append("%" + _like(q.lower()) + "%")
+        if author:
+            where.append("lower(a.name) = lower(?)")
+            params.append(author)
+        joined = " FROM issues i LEFT JOIN accounts a ON a.id = i.author_id WHERE "
+        counted = self.db.one(
+            "SELECT COALESCE(SUM(CASE WHEN i.state = 'open' THEN 1 ELSE 0 END), 0) AS opened,"
+            " COALESCE(SUM(CASE WHEN i.state = 'closed' THEN 1 ELSE 0 END), 0) AS closed"
+            + joined
+            + " AND ".join(where),
+            params,
+        )
+        counts = {
+            "open": int(counted["opened"]) if counted else 0,
+            "closed": int(counted["closed"]) if counted else 0,
+        }
+        if state in STATES:
+            where.append("i.state = ?")
+            params.append(state)
+        order = "DESC"
+        if after is not None:
+            where.append("i.number > ?")
+            params.append(after)
+            order = "ASC"
+        elif before is not None:
+            where.append("i.number < ?")
+            params.append(before)
+        rows = self.db.query(
+            "SELECT i.*, a.name AS author"
+            + joined
+            + " AND ".join(where)
+            + f" ORDER BY i.number {order} LIMIT ?",
+            [*params, per_page + 1],
+        )
+        more = len(rows) > per_page
+        issues = [_issue(row) for row in rows[:per_page]]
+        if after is not None:
+            issues.reverse()
+            newer = issues[0].number if more and issues else None
+            older = issues[-1].number if issues else None
+        else:
+            newer = issues[0].number if before is not None and issues else None
+            older = issues[-1].number if more else None
+        return IssuePage(issues, counts, newer, older)
+
+    def timeline(self, issue: Issue) -> list[Entry]:
+        """The comments and events of ``issue``, in the order they were written."""
+        comments = self.db.query(
+            "SELECT c.id, c.seq, c.body, c.created_at, a.name AS who FROM issue_comments c"
+            " LEFT JOIN accounts a ON a.id = c.author_id WHERE c.issue_id = ?",
+            (issue.id,),
+        )
+        events = self.db.query(
+            "SELECT e.id, e.seq, e.kind, e.old_value, e.value, e.created_at, a.name AS who"
+            " FROM issue_events e LEFT JOIN accounts a ON a.id = e.actor_id WHERE e.issue_id = ?",
+            (issue.id,),
+        )
+        entries = [
+            Entry(r["id"], r["seq"], "comment", r["who"] or "", r["body"], "", r["created_at"])
+            for r in comments
+        ] + [
+            Entry(
+                r["id"],
+                r["seq"],
+                r["kind"],
+                r["who"] or "",
+                r["value"],
+                r["old_value"],
+                r["created_at"],
+            )
+            for r in events
+        ]
+        return sorted(entries, key=lambda entry: entry.seq)
+
+    def existing(self, owner: str, name: str, numbers: set[int]) -> set[int]:
+        """Which of ``numbers`` are issues of the repository."""
+        if not numbers:
+            return set()
+        marks = ", ".join("?" * len(numbers))
+        where = "owner = ? AND name = ? AND is_pull = 0"
+        rows = self.db.query(
+            f"SELECT number FROM issues WHERE {where} AND number IN ({marks})",  # noqa: S608
+            [owner, name, *sorted(numbers)],
+        )
+        return {int(row["number"]) for row in rows}
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def create(self, owner: str, name: str, author: Account, title: str, body: str) -> Issue:
+        title, body = clean_title(title), clean_body(body, "a description")
+        now = time.time()
+        with self.db.transaction():
+            row = self.db.one(
+                "SELECT COALESCE(MAX(number), 0) + 1 AS next FROM issues"
+                " WHERE owner = ? AND name = ?",
+                (owner, name),
+            )
+            number = int(row["next"]) if row else 1
+            self.db.execute(
+                "INSERT INTO issues (owner, name, number, is_pull, title, body, author_id,"
+                " state, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?, 'open', ?, ?)",
+                (owner, name, number, title, body, author.id, now, now),
+            )
+        return self.get(owner, name, number)
+
+    def comment(self, issue: Issue, author: Account, body: str) -> int:
+        """Add a comment (a closed issue takes comments too); its id, for its anchor."""
+        body = clean_body(body, "a comment")
+        if not body.strip():
+            raise BadRequest("a comment needs some text")
+        now = time.time()
+        with self.db.transaction():
+            seq = self._next_entry(issue, now, comments=1)
+            row = self.db.one(
+                "INSERT INTO issue_comments (issue_id, seq, author_id, body, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (issue.id, seq, author.id, body, now, now),
+            )
+        assert row is not None
+        return int(row["id"])
+
+    def close(self, issue: Issue, actor: Account, reason: str) -> None:
+        if reason not in REASONS:
+            raise BadRequest("close as completed or as not planned")
+        now = time.time()
+        with self.db.transaction():
+            changed = self.db.execute(
+                "UPDATE issues SET state = 'closed', close_reason = ?, closed_at = ?"
+                " WHERE id = ? AND state = 'open'",
+                (reason, now, issue.id),
+            )
+            if changed:  # closing a closed issue (a second tab, a double click) does nothing
+                self._event(issue, actor, "closed", "", reason, now)
+
+    def reopen(self, issue: Issue, actor: Account) -> None:
+        now = time.time()
+        with self.db.transaction():
+            changed = self.db.execute(
+                "UPDATE issues SET state = 'open', close_reason = '', closed_at = NULL"
+                " WHERE id = ? AND state = 'closed'",
+                (issue.id,),
+            )
+            if changed:
+                self._event(issue, actor, "reopened", "", "", now)
+
+    def edit(self, issue: Issue, actor: Account, title: str, body: str) -> None:
+        title, body = clean_title(title), clean_body(body, "a description")
+        now = time.time()
+        with self.db.transaction():
+            row = self.db.one("SELECT title FROM issues WHERE id = ?", (issue.id,))
+            old_title = str(row["title"]) if row else issue.title
+            self.db.execute(
+                "UPDATE issues SET title = ?, body = ?, updated_at = ? WHERE id = ?",
+                (title, body, now, issue.id),
+            )
+            if title != old_title:
+                self._event(issue, actor, "title", old_title, title, now)
+
+    def _event(
+        self, issue: Issue, actor: Account, kind: str, old_value: str, value: str, now: float
+    ) -> None:
+        seq = self._next_entry(issue, now)
+        self.db.execute(
+            "INSERT INTO issue_events (issue_id, seq, actor_id, kind, old_value, value,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (issue.id, seq, actor.id, kind, old_value, value, now),
+        )
+
+    def _next_entry(self, issue: Issue, now: float, comments: int = 0) -> int:
+        """The next place on the issue's timeline, taken in the caller's transaction."""
+        row = self.db.one(
+            "UPDATE issues SET entries = entries + 1, comments = comments + ?, updated_at = ?"
+            " WHERE id = ? RETURNING entries",
+            (comments, now, issue.id),
+        )
+        if row is None:
+            raise NotFound(f"no issue #{issue.number}")
+        return int(row["entries"])
+
+
+def _like(text: str) -> str:
+    """``text`` matched literally by LIKE ... ESCAPE '!'."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+def _issue(row: Row) -> Issue:
+    return Issue(
+        id=int(row["id"]),
+        number=int(row["number"]),
+        title=row["title"],
+        body=row["body"],
+        author=row["author"] or "",
+        author_id=row["author_id"],
+        state=row["state"],
+        close_reason=row["close_reason"],
+        created_at=float(row["created_at"]),
+        updated_at=float(row["updated_at"]),
+        closed_at=row["closed_at"],
+        comments=int(row["comments"]),
+    )

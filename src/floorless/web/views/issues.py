@@ -1,0 +1,211 @@
+"""A repository's issues: the list, the form for a new one, and an issue's own page.
+
+Every route first finds the repository as any page of it does, so a private repository's
+issues answer 404 to whoever may not read it; what a reader may do besides reading (open,
+comment, close, reopen, edit) is asked of the access policy. Nothing here runs git: commit
+ids in Markdown are looked up through the open handle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import falcon
+from markupsafe import Markup
+
+from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.git import objects
+from floorless.issues import Issue
+from floorless.web import auth, urls
+from floorless.web.context import RepoView, repo_view
+from floorless.web.markup import link_references, render_markdown
+from floorless.web.views.account import FormView
+
+_NUMBER = re.compile(r"[0-9]{1,9}")
+STATES = ("open", "closed", "all")
+QUERY_MAX = 200
+
+
+def issue_number(text: str) -> int:
+    """An issue number from a URL: anything else names no issue."""
+    if not _NUMBER.fullmatch(text):
+        raise NotFound(f"no issue {text[:20]!r}")
+    return int(text)
+
+
+def _cursor(req: falcon.Request, name: str) -> int | None:
+    value = req.get_param(name)
+    if value is None or value == "":
+        return None
+    if not _NUMBER.fullmatch(value):
+        raise BadRequest(f"{name} is an issue number")
+    return int(value)
+
+
+class IssueView(FormView):
+    def markdown(self, view: RepoView, text: str) -> Markup:
+        """``text`` as sanitized HTML, relative links to the default branch's files and
+        ``#N``, ``@user`` and commit ids linked where they exist."""
+        repo = view.repo
+        home = view.snapshot.home
+        link: Callable[[bytes, bool], str]
+        if home is None:
+            link = lambda path, image: urls.home(repo)  # noqa: E731
+        else:
+            kind, ref = home[0], home[1]
+            link = lambda path, image: (urls.raw if image else urls.src)(  # noqa: E731
+                repo, kind, ref, path
+            )
+
+        def lookup(found: dict[str, set[str]]) -> dict[tuple[str, str], str]:
+            links: dict[tuple[str, str], str] = {}
+            numbers = {token: int(token) for token in found["issue"]}
+            known = self.forge.issues.existing(repo.owner, repo.name, set(numbers.values()))
+            for token, number in numbers.items():
+                if number in known:
+                    links["issue", token] = urls.issue(repo, number)
+            for token, name in self.forge.accounts.existing_names(found["user"]).items():
+                links["user", token] = urls.owner(name)
+            for token in found["commit"]:
+                oid = objects.expand_commit_id(view.handle, token.encode())
+                if oid is not None:
+                    links["commit", token] = urls.commit(repo, oid.decode())
+            return links
+
+        html = link_references(render_markdown(text, link), lookup)
+        return Markup(html)  # noqa: S704 - sanitized by nh3
+
+    def page(self, resp: falcon.Response, view: RepoView, template: str, **more: Any) -> None:
+        self.html(resp, template, **view.template_context(**more))
+
+
+class IssueList(IssueView):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view = repo_view(self.forge, req, owner, repo)
+        state = req.get_param("state") or "open"
+        if state not in STATES:
+            raise BadRequest("state is open, closed or all")
+        q = " ".join((req.get_param("q") or "").split())[:QUERY_MAX]
+        author = (req.get_param("author") or "").strip()[:100]
+        found = self.forge.issues.page(
+            view.repo.owner,
+            view.repo.name,
+            state,
+            q,
+            author,
+            before=_cursor(req, "before"),
+            after=_cursor(req, "after"),
+        )
+        self.page(
+            resp,
+            view,
+            "issues.html",
+            found=found,
+            state=state,
+            query=q,
+            author=author,
+            may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
+        )
+
+
+class NewIssue(IssueView):
+    def allowed(self, req: falcon.Request, owner: str, repo: str) -> RepoView:
+        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+        self.signed_in(req)
+        if not self.forge.policy.may_take_part(auth.viewer_of(req), view.level):
+            raise Forbidden("you may not open issues here")
+        return view
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        self.page(resp, self.allowed(req, owner, repo), "issue_new.html", form={}, error="")
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view = self.allowed(req, owner, repo)
+        account = self.signed_in(req)
+        form = self.form(req)
+        try:
+            issue = self.forge.issues.create(
+                view.repo.owner,
+                view.repo.name,
+                account,
+                form.get("title", ""),
+                form.get("body", ""),
+            )
+        except BadRequest as exc:
+            resp.status = exc.status
+            self.page(resp, view, "issue_new.html", form=form, error=str(exc))
+            return
+        raise falcon.HTTPSeeOther(urls.issue(view.repo, issue.number))
+
+
+class IssueDetail(IssueView):
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+    ) -> None:
+        view = repo_view(self.forge, req, owner, repo)
+        issue = self.forge.issues.get(view.repo.owner, view.repo.name, issue_number(number))
+        self.show(req, resp, view, issue)
+
+    def show(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        issue: Issue,
+        form: dict[str, str] | None = None,
+        error: str = "",
+    ) -> None:
+        viewer = auth.viewer_of(req)
+        policy = self.forge.policy
+        self.page(
+            resp,
+            view,
+            "issue.html",
+            issue=issue,
+            body=self.markdown(view, issue.body),
+            timeline=[
+                (entry, self.markdown(view, entry.body) if entry.kind == "comment" else None)
+                for entry in self.forge.issues.timeline(issue)
+            ],
+            may_comment=policy.may_take_part(viewer, view.level),
+            may_change=policy.may_change_issue(viewer, view.level, issue.author_id),
+            reasons={"completed": "completed", "not_planned": "not planned"},
+            form=form or {},
+            error=error,
+            here=urls.exact_path(req),
+        )
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+    ) -> None:
+        view = repo_view(self.forge, req, owner, repo)
+        issue = self.forge.issues.get(view.repo.owner, view.repo.name, issue_number(number))
+        account = self.signed_in(req)
+        form = self.form(req)
+        viewer = auth.viewer_of(req)
+        policy = self.forge.policy
+        action = form.get("action", "")
+        if action not in ("comment", "close", "reopen", "edit"):
+            raise BadRequest(f"unknown action {action[:40]!r}")
+        if not policy.may_take_part(viewer, view.level):
+            raise Forbidden("you may not comment here")
+        if action != "comment" and not policy.may_change_issue(viewer, view.level, issue.author_id):
+            raise Forbidden("only its author and those who may push may close, reopen or edit it")
+        target = urls.issue(view.repo, issue.number)
+        try:
+            if action == "comment":
+                comment = self.forge.issues.comment(issue, account, form.get("body", ""))
+                target = urls.issue(view.repo, issue.number, comment)
+            elif action == "close":
+                self.forge.issues.close(issue, account, form.get("reason", "completed"))
+            elif action == "reopen":
+                self.forge.issues.reopen(issue, account)
+            else:
+                self.forge.issues.edit(issue, account, form.get("title", ""), form.get("body", ""))
+        except BadRequest as exc:
+            resp.status = exc.status
+            self.show(req, resp, view, issue, form={**form, "failed": action}, error=str(exc))
+            return
+        raise falcon.HTTPSeeOther(target)
