@@ -22,6 +22,7 @@ from gitfixtures import git, git_text
 
 import floorless.indexer
 from floorless.config import Settings
+from floorless.errors import DatabaseUnavailable
 from floorless.forge import Forge
 from floorless.indexer import IndexJob
 from floorless.repos import Repo
@@ -205,3 +206,29 @@ def test_pages_say_how_far_the_index_is(forge: Forge) -> None:
     tip = git_text(Path(repo.path), "rev-parse", "main")
     column = client.simulate_get(f"/big/one/-/last/{tip}")
     assert column.status_code == 202 and column.json["progress"] == [SLICE, known]
+
+
+def test_an_index_the_database_failed_waits_and_goes_on(
+    forge: Forge, repos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slice the database could not take (it was unreachable) is no failure of the
+    repository: the job waits, starts again from what was stored, and the index completes."""
+    store = floorless.indexer.write_changes
+    failed: list[int] = []
+
+    def unreachable_once(*args: object, **kwargs: object) -> None:
+        if len(failed) < 1 and forge.indexer.commits_indexed >= SLICE:
+            failed.append(1)
+            raise DatabaseUnavailable("the database cannot be reached; try again shortly")
+        store(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(floorless.indexer, "write_changes", unreachable_once)
+    monkeypatch.setattr(floorless.indexer, "DATABASE_RETRY", 0.1)
+    repo = _repo(forge, "big", "one")
+    _queue(forge, repo)
+    forge.indexer.start()
+    wait_for(lambda: bool(failed) and forge.indexer.idle(), timeout=300)
+    total = int(git_text(repos / "big/one.git", "rev-list", "--count", "--all"))
+    graph = forge.indexer.graph(repo.id)
+    assert repo.id not in forge.indexer.failures
+    assert graph is not None and graph.indexed == len(graph) == total

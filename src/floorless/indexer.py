@@ -51,7 +51,7 @@ from floorless import background, indexrows
 from floorless.caches import Cache
 from floorless.db import Database
 from floorless.db.leases import LEASE_SECONDS, LeaseLost, Leases, node_name
-from floorless.errors import FloorlessError, RepositoryBroken
+from floorless.errors import DatabaseUnavailable, FloorlessError, RepositoryBroken
 from floorless.git.changed import ChangeStream, topology
 from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph, LogWalk, Page
@@ -70,6 +70,7 @@ INLINE_BUDGET = 20_000  # commits a page may visit answering from the index befo
 SLICE_COMMITS = 5000  # commits whose changed paths one slice indexes ...
 SLICE_PATHS = 500_000  # ... or changed paths it reads, before the next job is picked
 WANTED = 30.0  # seconds a page's wait puts its repository first
+DATABASE_RETRY = 2.0  # seconds before a job the database failed is tried again
 DEFERRED_WALKS = 2  # background last-commit walks running at once
 ANSWER_MEMORY_BYTES = 32 * 1024 * 1024  # answers kept in memory, before the database
 WALK_MEMORY_BYTES = 32 * 1024 * 1024  # history walks kept between pages (``LogWalk.nbytes``)
@@ -289,6 +290,11 @@ class Indexer:
             except LeaseLost as exc:  # what this node did unstored goes: it loads the rest
                 log.warning("indexing %s: %s", job.repo.full_name, exc)
                 self._lost(job)
+                done = False
+            except DatabaseUnavailable as exc:  # not the repository's fault: later, from
+                log.warning("indexing %s waits for the database: %s", job.repo.full_name, exc)
+                self._lost(job)  # what was stored
+                job.retry_at = time.monotonic() + DATABASE_RETRY
                 done = False
             except (FloorlessError, pygit2.GitError, OSError, ValueError) as exc:
                 log.warning("indexing %s failed: %s", job.repo.full_name, exc)
