@@ -342,3 +342,25 @@ def test_the_listener_hears_again_after_losing_the_database(
     finally:
         two.stop()
         one.stop()
+
+
+def test_one_node_at_a_time_collects_a_repositorys_garbage(
+    fixture_root: Path, tmp_path: Path
+) -> None:
+    repos = tmp_path / "repos"
+    shutil.copytree(fixture_root / "solo.git", repos / "alice/solo.git")
+    one = start_forge(repos, tmp_path / "one")
+    two = start_forge(repos, tmp_path / "two", database=one.settings.database)
+    try:
+        repo = two.registry.get("alice", "solo")
+        assert one.leases.take(f"gc {repo.id}")  # one collects it now
+        packs = sorted((repos / "alice/solo.git/objects/pack").iterdir())
+        assert two.collect_garbage(repo) is False  # so the other leaves it alone
+        assert sorted((repos / "alice/solo.git/objects/pack").iterdir()) == packs
+        one.leases.release(f"gc {repo.id}")
+        assert two.collect_garbage(repo) is True
+        assert not two.leases.holds(f"gc {repo.id}")  # let go once done
+        assert one.leases.take(f"gc {repo.id}")
+    finally:
+        two.stop()
+        one.stop()

@@ -9,7 +9,6 @@ request threads by these names, which all start with ``PREFIX``.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from collections.abc import Callable
 
@@ -19,12 +18,11 @@ _libc: ctypes.CDLL | None = None
 
 
 def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, from the symbols the interpreter already has loaded: no search for
+    the library (``ctypes.util.find_library`` runs ``ldconfig``, a process)."""
     global _libc
     if _libc is None:
-        name = ctypes.util.find_library("c")
-        if name is None:
-            return None
-        _libc = ctypes.CDLL(name, use_errno=True)
+        _libc = ctypes.CDLL(None, use_errno=True)
     prctl: Callable[..., int] = _libc.prctl
     return prctl
 

@@ -321,13 +321,21 @@ class Forge:
         return allowed
 
     def collect_garbage(self, repo: Repo) -> bool:
-        """``git gc --prune=now`` on one repository; False when skipped (a push is running)."""
+        """``git gc --prune=now`` on one repository; False when skipped (a push is running,
+        or another node sharing the repositories collects this one now: it collects what
+        this node's push left too)."""
         state = self.state(repo)
+        lease = f"gc {repo.id}"
         with self._gc_lock:
             state.gc_due = False
-            if not collect(self.git, repo.path):
-                state.gc_due = True
+            if not self.leases.take(lease):
                 return False
+            try:
+                if not collect(self.git, repo.path):
+                    state.gc_due = True
+                    return False
+            finally:
+                self.leases.release(lease)
             state.reopen()  # the old handle still maps the removed packs
             self.indexer.reach.collected(repo.id, state.handle())
             return True
