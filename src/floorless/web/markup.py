@@ -96,37 +96,17 @@ def _kind(match: re.Match[str]) -> tuple[str, str]:
 
 
 def link_references(
-    html: str, lookup: Callable[[dict[str, set[str]]], dict[tuple[str, str], str]]
-) -> str:
-    """Sanitized HTML with its ``#N``, ``@user`` and commit ids linked, where ``lookup``
-    (given what was found, by kind) says they exist, to the URL it gives. Text inside links,
-    code and preformatted blocks is left as it is; the result is sanitized again."""
-    pieces = []
-    position = 0
-    for tag in _TAG.finditer(html):
-        pieces.append((False, html[position : tag.start()]))
-        pieces.append((True, tag.group()))
-        position = tag.end()
-    pieces.append((False, html[position:]))
-    depth = 0
+    htmls: list[str], lookup: Callable[[dict[str, set[str]]], dict[tuple[str, str], str]]
+) -> list[str]:
+    """Sanitized HTML documents (an issue's body and its comments) with their ``#N``,
+    ``@user`` and commit ids linked, where ``lookup`` (given what was found in all of them,
+    by kind: one lookup for the whole page) says they exist, to the URL it gives. Text inside
+    links, code and preformatted blocks is left as it is; a changed document is sanitized
+    again."""
     found: dict[str, set[str]] = {"issue": set(), "user": set(), "commit": set()}
-    linkable: list[bool] = []
-    for is_tag, piece in pieces:
-        if is_tag:
-            closing = piece.startswith("</")
-            name = re.match(r"</?([A-Za-z0-9]+)", piece)
-            if name and name.group(1).lower() in _SKIPPED and not piece.endswith("/>"):
-                depth = max(0, depth + (-1 if closing else 1))
-            linkable.append(False)
-            continue
-        linkable.append(depth == 0)
-        if depth == 0:
-            for match in _REFERENCE.finditer(piece):
-                kind, value = _kind(match)
-                if len(found[kind]) < REFERENCES_MAX:
-                    found[kind].add(value)
+    split = [_linkable_pieces(html, found) for html in htmls]
     if not any(found.values()):
-        return html
+        return htmls
     links = lookup(found)
 
     def replace(match: re.Match[str]) -> str:
@@ -135,18 +115,45 @@ def link_references(
             return match.group()
         return f'<a href="{escape(url, quote=True)}">{match.group()}</a>'
 
-    out = [
-        _REFERENCE.sub(replace, piece) if can_link else piece
-        for (_, piece), can_link in zip(pieces, linkable, strict=True)
+    def linked(pieces: list[tuple[str, bool]]) -> str:
+        return "".join(_REFERENCE.sub(replace, text) if can else text for text, can in pieces)
+
+    return [
+        nh3.clean(
+            linked(pieces),
+            tags=_TAGS,
+            attributes=_ATTRIBUTES,
+            tag_attribute_values={"input": {"type": {"checkbox"}}},
+            set_tag_attribute_values={"input": {"disabled": "disabled"}},
+            url_schemes={"http", "https", "mailto"},
+        )
+        for pieces in split
     ]
-    return nh3.clean(
-        "".join(out),
-        tags=_TAGS,
-        attributes=_ATTRIBUTES,
-        tag_attribute_values={"input": {"type": {"checkbox"}}},
-        set_tag_attribute_values={"input": {"disabled": "disabled"}},
-        url_schemes={"http", "https", "mailto"},
-    )
+
+
+def _linkable_pieces(html: str, found: dict[str, set[str]]) -> list[tuple[str, bool]]:
+    """``html`` cut at its tags, each piece with whether references in it may be linked (text
+    outside links, code and preformatted blocks); what those pieces refer to goes in
+    ``found``."""
+    pieces: list[tuple[str, bool]] = []
+    position = depth = 0
+    for tag in [*_TAG.finditer(html), None]:
+        text = html[position : tag.start() if tag else len(html)]
+        pieces.append((text, depth == 0))
+        if depth == 0:
+            for match in _REFERENCE.finditer(text):
+                kind, value = _kind(match)
+                if len(found[kind]) < REFERENCES_MAX:
+                    found[kind].add(value)
+        if tag is None:
+            break
+        piece = tag.group()
+        name = re.match(r"</?([A-Za-z0-9]+)", piece)
+        if name and name.group(1).lower() in _SKIPPED and not piece.endswith("/>"):
+            depth = max(0, depth + (-1 if piece.startswith("</") else 1))
+        pieces.append((piece, False))
+        position = tag.end()
+    return pieces
 
 
 def _is_relative(url: str) -> bool:

@@ -45,9 +45,9 @@ def _cursor(req: falcon.Request, name: str) -> int | None:
 
 
 class IssueView(FormView):
-    def markdown(self, view: RepoView, text: str) -> Markup:
-        """``text`` as sanitized HTML, relative links to the default branch's files and
-        ``#N``, ``@user`` and commit ids linked where they exist."""
+    def markdown(self, view: RepoView, texts: list[str]) -> list[Markup]:
+        """``texts`` as sanitized HTML, relative links to the default branch's files and
+        ``#N``, ``@user`` and commit ids linked where they exist (looked up once for all)."""
         repo = view.repo
         home = view.snapshot.home
         link: Callable[[bytes, bool], str]
@@ -74,8 +74,8 @@ class IssueView(FormView):
                     links["commit", token] = urls.commit(repo, oid.decode())
             return links
 
-        html = link_references(render_markdown(text, link), lookup)
-        return Markup(html)  # noqa: S704 - sanitized by nh3
+        htmls = link_references([render_markdown(text, link) for text in texts], lookup)
+        return [Markup(html) for html in htmls]  # noqa: S704 - sanitized by nh3
 
     def page(self, resp: falcon.Response, view: RepoView, template: str, **more: Any) -> None:
         self.html(resp, template, **view.template_context(**more))
@@ -159,16 +159,17 @@ class IssueDetail(IssueView):
     ) -> None:
         viewer = auth.viewer_of(req)
         policy = self.forge.policy
+        timeline = self.forge.issues.timeline(issue)
+        comments = [entry for entry in timeline if entry.kind == "comment"]
+        body, *htmls = self.markdown(view, [issue.body, *(entry.body for entry in comments)])
+        html_of = dict(zip(map(id, comments), htmls, strict=True))
         self.page(
             resp,
             view,
             "issue.html",
             issue=issue,
-            body=self.markdown(view, issue.body),
-            timeline=[
-                (entry, self.markdown(view, entry.body) if entry.kind == "comment" else None)
-                for entry in self.forge.issues.timeline(issue)
-            ],
+            body=body,
+            timeline=[(entry, html_of.get(id(entry))) for entry in timeline],
             may_comment=policy.may_take_part(viewer, view.level),
             may_change=policy.may_change_issue(viewer, view.level, issue.author_id),
             reasons={"completed": "completed", "not_planned": "not planned"},
