@@ -42,9 +42,7 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     wait_indexed(forge)
     accounts = forge.accounts
     people = {
-        name: accounts.create_user(
-            name, f"{name}@example.org", "long enough", admin=name == "root"
-        )
+        name: accounts.create_user(name, f"{name}@example.org", "long enough", admin=name == "root")
         for name in ("alice", "reader", "writer", "root", "other")
     }
     repo = forge.registry.get("alice", "demo")
@@ -120,9 +118,7 @@ LISTINGS = ["/", "/?q=demo", "/alice"]
 def test_the_table_covers_every_repository_route(site: Site) -> None:
     routes = {r.path for r in inspect.inspect_routes(create_app(site.forge))}
     repository_routes = {r for r in routes if r.startswith("/{owner}/{repo}")}
-    covered = {
-        row[0] for row in READ_PAGES + GIT_READ + GIT_WRITE + ADMIN_PAGES + SIGNED_IN_PAGES
-    }
+    covered = {row[0] for row in READ_PAGES + GIT_READ + GIT_WRITE + ADMIN_PAGES + SIGNED_IN_PAGES}
     assert repository_routes == covered
 
 

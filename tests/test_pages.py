@@ -714,7 +714,10 @@ def test_unknown_ref_without_kind_is_404(client):
 
 def test_large_diffs_are_truncated_per_file_and_in_total(fixture_root, tmp_path, demo):
     forge = start_forge(
-        fixture_root, tmp_path / "data", max_diff_files=1, max_diff_lines=10,
+        fixture_root,
+        tmp_path / "data",
+        max_diff_files=1,
+        max_diff_lines=10,
         max_diff_total_lines=25,
     )
     try:
@@ -754,8 +757,10 @@ def test_tags_only_and_detached_head_repositories_have_a_home(repos_copy, tmp_pa
         home = local.simulate_get("/alice/tagsonly")
         assert home.status_code == 200
         assert "README.md" in home.text and "Tag: <strong>v9</strong>" in home.text
-        assert local.simulate_get("/alice/tagsonly/src").headers["location"].endswith(
-            "/alice/tagsonly/src/tag/v9"
+        assert (
+            local.simulate_get("/alice/tagsonly/src")
+            .headers["location"]
+            .endswith("/alice/tagsonly/src/tag/v9")
         )
         home = local.simulate_get("/alice/detached")
         assert home.status_code == 200

@@ -146,7 +146,6 @@ def stand_in() -> Iterator[str]:
         yield url
 
 
-
 @pytest.mark.network
 def test_discovery_on_the_stand_in(stand_in):
     with Client(timeout=10) as client:
@@ -259,7 +258,9 @@ def test_an_unreachable_url():
     assert "connection refused" in result.output
 
 
-@pytest.mark.parametrize("url", ["ftp://example.org/", "example.org", "http://:80/", "http://h:99999/"])
+@pytest.mark.parametrize(
+    "url", ["ftp://example.org/", "example.org", "http://:80/", "http://h:99999/"]
+)
 def test_urls_that_are_not_http(url):
     result = probe(url)
     assert result.exit_code == 3

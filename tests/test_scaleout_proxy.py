@@ -131,8 +131,7 @@ def test_clone_and_push_through_the_proxy(cluster: Cluster, trusting, tmp_path: 
         # On PostgreSQL the push's node tells the other before the push returns: no wait.
         wait_for(
             lambda: all(
-                "First commit through the proxy" in cluster.get("/alice/pub")[1]
-                for _ in range(4)
+                "First commit through the proxy" in cluster.get("/alice/pub")[1] for _ in range(4)
             )
         )
     for _ in range(4):  # several requests through the proxy reach both nodes

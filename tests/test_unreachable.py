@@ -347,9 +347,12 @@ def test_a_cherry_picked_branchs_files_stay_served_once_it_is_deleted(tmp_path: 
         wait_for(lambda: answer(secret) is not None)
         assert answer(secret) is False
         assert answer(shared) is True
-        assert forge.reachable(
-            repo, forge.snapshot(repo), ObjectType.COMMIT, bytes.fromhex(picked), None
-        ) is False
+        assert (
+            forge.reachable(
+                repo, forge.snapshot(repo), ObjectType.COMMIT, bytes.fromhex(picked), None
+            )
+            is False
+        )
         allowed = forge.fetchable(repo)
         assert allowed(bytes.fromhex(shared)) is True
         assert allowed(bytes.fromhex(secret)) is False

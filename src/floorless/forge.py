@@ -42,6 +42,7 @@ from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
 from floorless.issues import Issues
+from floorless.pulls import Pulls
 from floorless.repos import Registry, Repo, ScanResult
 from floorless.state import RepoState, RepoStates
 
@@ -93,6 +94,11 @@ class Forge:
         )
         self.policy = Policy(self.db)
         self.issues = Issues(self.db)
+        self.pulls = Pulls(self.db, self.issues)
+        # Called (cheaply: each queues its work) whenever this node learns that a repository's
+        # refs moved: a push or API write through it, or a change its ref check saw. Pull
+        # requests follow their heads and bases from here.
+        self.ref_listeners: list[Callable[[Repo, RefSnapshot], None]] = []
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -267,6 +273,18 @@ class Forge:
             log.warning("%s: %s", repo.full_name, exc)
             return
         self.indexer.schedule(repo, snapshot)
+        for listener in self.ref_listeners:
+            try:
+                listener(repo, snapshot)
+            except (FloorlessError, pygit2.GitError, OSError) as exc:
+                log.warning("%s: after its refs moved: %s", repo.full_name, exc)
+
+    def set_pull_ref(self, repo: Repo, number: int, oid: str) -> None:
+        """Point ``refs/pull/{number}/head`` of ``repo`` at the commit ``oid`` (hex, present in
+        ``repo``'s objects), then take the move in as any other."""
+        handle = self.open(repo)
+        handle.references.create(f"refs/pull/{number}/head", pygit2.Oid(hex=oid), force=True)
+        self.refs_moved(repo)
 
     def _record_update(self, state: RepoState, snapshot: RefSnapshot) -> None:
         """Store the newest branch tip's commit date as the repository's ``updated_at``: in

@@ -46,6 +46,9 @@ class Issue:
     updated_at: float
     closed_at: float | None
     comments: int
+    is_pull: bool = False
+    owner: str = ""
+    name: str = ""
 
     @property
     def closed(self) -> bool:
@@ -95,14 +98,23 @@ class Issues:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def get(self, owner: str, name: str, number: int) -> Issue:
+    def get(self, owner: str, name: str, number: int, pull: bool = False) -> Issue:
+        """Issue (or, with ``pull``, pull request) ``number`` of the repository."""
         row = self.db.one(
-            f"{_ISSUE} WHERE i.owner = ? AND i.name = ? AND i.number = ? AND i.is_pull = 0",
-            (owner, name, number),
+            f"{_ISSUE} WHERE i.owner = ? AND i.name = ? AND i.number = ? AND i.is_pull = ?",
+            (owner, name, number, int(pull)),
         )
         if row is None:
-            raise NotFound(f"no issue #{number}")
-        return _issue(row)
+            raise NotFound(f"no {'pull request' if pull else 'issue'} #{number}")
+        return issue_row(row)
+
+    def kind_of(self, owner: str, name: str, number: int) -> bool | None:
+        """Whether ``number`` is a pull request (True), an issue (False) or neither (None)."""
+        row = self.db.one(
+            "SELECT is_pull FROM issues WHERE owner = ? AND name = ? AND number = ?",
+            (owner, name, number),
+        )
+        return None if row is None else bool(row["is_pull"])
 
     def page(
         self,
@@ -114,13 +126,14 @@ class Issues:
         before: int | None = None,
         after: int | None = None,
         per_page: int = PER_PAGE,
+        pull: bool = False,
     ) -> IssuePage:
         """Issues newest first, ``per_page`` at a time, after the cursor: those numbered below
         ``before`` (the next page) or above ``after`` (the previous one). One statement for
         the page, read along the (owner, name, is_pull, state, number) index, and one for
         the counts of open and closed issues the search matches."""
-        where = ["i.owner = ?", "i.name = ?", "i.is_pull = 0"]
-        params: list[object] = [owner, name]
+        where = ["i.owner = ?", "i.name = ?", "i.is_pull = ?"]
+        params: list[object] = [owner, name, int(pull)]
         if q:
             where.append("lower(i.title) LIKE ? ESCAPE '!'")
             params.append("%" + _like(q.lower()) + "%")
@@ -158,7 +171,7 @@ class Issues:
             [*params, per_page + 1],
         )
         more = len(rows) > per_page
-        issues = [_issue(row) for row in rows[:per_page]]
+        issues = [issue_row(row) for row in rows[:per_page]]
         if after is not None:
             issues.reverse()
             newer = issues[0].number if more and issues else None
@@ -197,36 +210,43 @@ class Issues:
         ]
         return sorted(entries, key=lambda entry: entry.seq)
 
-    def existing(self, owner: str, name: str, numbers: set[int]) -> set[int]:
-        """Which of ``numbers`` are issues of the repository."""
+    def existing(self, owner: str, name: str, numbers: set[int]) -> dict[int, bool]:
+        """Which of ``numbers`` are issues or pull requests of the repository: each one's
+        number, and whether it is a pull request."""
         if not numbers:
-            return set()
+            return {}
         marks = ", ".join("?" * len(numbers))
-        where = "owner = ? AND name = ? AND is_pull = 0"
+        where = f"owner = ? AND name = ? AND number IN ({marks})"
         rows = self.db.query(
-            f"SELECT number FROM issues WHERE {where} AND number IN ({marks})",  # noqa: S608
+            f"SELECT number, is_pull FROM issues WHERE {where}",  # noqa: S608
             [owner, name, *sorted(numbers)],
         )
-        return {int(row["number"]) for row in rows}
+        return {int(row["number"]): bool(row["is_pull"]) for row in rows}
 
     # -- writing ------------------------------------------------------------------------------
 
     def create(self, owner: str, name: str, author: Account, title: str, body: str) -> Issue:
         title, body = clean_title(title), clean_body(body, "a description")
-        now = time.time()
         with self.db.transaction():
-            row = self.db.one(
-                "SELECT COALESCE(MAX(number), 0) + 1 AS next FROM issues"
-                " WHERE owner = ? AND name = ?",
-                (owner, name),
-            )
-            number = int(row["next"]) if row else 1
-            self.db.execute(
-                "INSERT INTO issues (owner, name, number, is_pull, title, body, author_id,"
-                " state, created_at, updated_at) VALUES (?, ?, ?, 0, ?, ?, ?, 'open', ?, ?)",
-                (owner, name, number, title, body, author.id, now, now),
-            )
+            number = self.insert(owner, name, author, title, body, pull=False)
         return self.get(owner, name, number)
+
+    def insert(
+        self, owner: str, name: str, author: Account, title: str, body: str, pull: bool
+    ) -> int:
+        """A new issue or pull request's row, in the caller's transaction: its number."""
+        row = self.db.one(
+            "SELECT COALESCE(MAX(number), 0) + 1 AS next FROM issues WHERE owner = ? AND name = ?",
+            (owner, name),
+        )
+        number = int(row["next"]) if row else 1
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO issues (owner, name, number, is_pull, title, body, author_id,"
+            " state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)",
+            (owner, name, number, int(pull), title, body, author.id, now, now),
+        )
+        return number
 
     def comment(self, issue: Issue, author: Account, body: str) -> int:
         """Add a comment (a closed issue takes comments too); its id, for its anchor."""
@@ -281,14 +301,34 @@ class Issues:
             if title != old_title:
                 self._event(issue, actor, "title", old_title, title, now)
 
+    def event(
+        self,
+        issue: Issue,
+        actor: Account | None,
+        kind: str,
+        old_value: str = "",
+        value: str = "",
+        now: float | None = None,
+    ) -> None:
+        """A timeline event (``kind``: closed, reopened, title, and those of pull requests:
+        pushed, force_pushed, merged, review, ...), in the caller's transaction if any."""
+        with self.db.transaction():
+            self._event(issue, actor, kind, old_value, value, time.time() if now is None else now)
+
     def _event(
-        self, issue: Issue, actor: Account, kind: str, old_value: str, value: str, now: float
+        self,
+        issue: Issue,
+        actor: Account | None,
+        kind: str,
+        old_value: str,
+        value: str,
+        now: float,
     ) -> None:
         seq = self._next_entry(issue, now)
         self.db.execute(
             "INSERT INTO issue_events (issue_id, seq, actor_id, kind, old_value, value,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (issue.id, seq, actor.id, kind, old_value, value, now),
+            (issue.id, seq, actor.id if actor else None, kind, old_value, value, now),
         )
 
     def _next_entry(self, issue: Issue, now: float, comments: int = 0) -> int:
@@ -308,7 +348,7 @@ def _like(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
-def _issue(row: Row) -> Issue:
+def issue_row(row: Row) -> Issue:
     return Issue(
         id=int(row["id"]),
         number=int(row["number"]),
@@ -322,4 +362,7 @@ def _issue(row: Row) -> Issue:
         updated_at=float(row["updated_at"]),
         closed_at=row["closed_at"],
         comments=int(row["comments"]),
+        is_pull=bool(row["is_pull"]),
+        owner=row["owner"],
+        name=row["name"],
     )

@@ -45,7 +45,15 @@ MISSING_SCANS = 2
 _TABLES = ("repos", "repo_access")
 # What is kept by a repository's owner and name rather than by its row: moved by a rename,
 # removed by a deletion (an issue's comments and events go with it, by foreign key).
-_BY_NAME = ("repo_access", "collaborators", "issues")
+_BY_NAME = (
+    "repo_access",
+    "collaborators",
+    "issues",
+    "labels",
+    "milestones",
+    "repo_features",
+    "forks",
+)
 _LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (
     "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
@@ -532,6 +540,15 @@ class Registry:
                 f"UPDATE {table} SET name = ? WHERE owner = ? AND name = ?",  # noqa: S608
                 (name, owner, old_name),
             )
+        # what names the repository from elsewhere: its forks, pull requests from it
+        self.db.execute(
+            "UPDATE forks SET parent_name = ? WHERE parent_owner = ? AND parent_name = ?",
+            (name, owner, old_name),
+        )
+        self.db.execute(
+            "UPDATE pulls SET head_name = ? WHERE head_owner = ? AND head_name = ?",
+            (name, owner, old_name),
+        )
 
     def _finish_delete(self, intent: Intent) -> None:
         if intent.repo_id is not None:

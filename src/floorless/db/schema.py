@@ -307,6 +307,158 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        10,
+        "pull requests, reviews, labels, milestones, assignees, forks and repository features",
+        (
+            # Events of every kind (labels, assignees, milestones, references, pushes, reviews,
+            # merges): the table is made again without the CHECK on ``kind`` that version 9
+            # had, its rows kept. ``value`` holds what the event names, as text.
+            """CREATE TABLE issue_events_10 (
+                id {id},
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                actor_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                kind TEXT NOT NULL,
+                old_value TEXT NOT NULL DEFAULT '',
+                value TEXT NOT NULL DEFAULT '',
+                created_at {real} NOT NULL,
+                UNIQUE (issue_id, seq)
+            )""",
+            "INSERT INTO issue_events_10 (id, issue_id, seq, actor_id, kind, old_value, value,"
+            " created_at) SELECT id, issue_id, seq, actor_id, kind, old_value, value, created_at"
+            " FROM issue_events",
+            "DROP TABLE issue_events",
+            "ALTER TABLE issue_events_10 RENAME TO issue_events",
+            Only(
+                "postgresql",
+                "SELECT setval(pg_get_serial_sequence('issue_events', 'id'),"
+                " COALESCE((SELECT MAX(id) FROM issue_events), 0) + 1, false)",
+            ),
+            # What a repository offers besides its code, kept by name like ``repo_access``.
+            # ``merge_styles``: the allowed styles, comma-separated, of merge, rebase, squash
+            # and fast-forward-only.
+            """CREATE TABLE IF NOT EXISTS repo_features (
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                issues INTEGER NOT NULL DEFAULT 1,
+                pulls INTEGER NOT NULL DEFAULT 1,
+                merge_styles TEXT NOT NULL DEFAULT 'merge,rebase,squash,fast-forward-only',
+                default_merge TEXT NOT NULL DEFAULT 'merge',
+                PRIMARY KEY (owner, name)
+            )""",
+            # A fork names its parent; its objects borrow the parent's through alternates.
+            """CREATE TABLE IF NOT EXISTS forks (
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                parent_owner TEXT NOT NULL,
+                parent_name TEXT NOT NULL,
+                created_at {real} NOT NULL,
+                PRIMARY KEY (owner, name)
+            )""",
+            "CREATE INDEX IF NOT EXISTS forks_parent ON forks (parent_owner, parent_name)",
+            # A pull request is an issue (``is_pull`` 1) and this row: what it merges where,
+            # the head as last seen, and what the last mergeability check found for the pair
+            # (checked_base, checked_head). An AGit pull request has no head branch but a
+            # topic and its pusher; its head lives only in refs/pull/N/head.
+            """CREATE TABLE IF NOT EXISTS pulls (
+                issue_id {bigint} PRIMARY KEY REFERENCES issues (id) ON DELETE CASCADE,
+                base_branch TEXT NOT NULL,
+                head_owner TEXT NOT NULL,
+                head_name TEXT NOT NULL,
+                head_branch TEXT NOT NULL DEFAULT '',
+                agit_topic TEXT NOT NULL DEFAULT '',
+                agit_pusher_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                head_oid TEXT NOT NULL,
+                merge_base TEXT NOT NULL DEFAULT '',
+                check_state TEXT NOT NULL DEFAULT 'checking',
+                checked_base TEXT NOT NULL DEFAULT '',
+                checked_head TEXT NOT NULL DEFAULT '',
+                conflicts TEXT NOT NULL DEFAULT '',
+                merged INTEGER NOT NULL DEFAULT 0,
+                merged_oid TEXT NOT NULL DEFAULT '',
+                merged_by {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                merged_at {real},
+                merge_style TEXT NOT NULL DEFAULT ''
+            )""",
+            "CREATE INDEX IF NOT EXISTS pulls_head ON pulls (head_owner, head_name, head_branch)",
+            "CREATE INDEX IF NOT EXISTS pulls_topic ON pulls (agit_topic, agit_pusher_id)",
+            # A review: comments on lines gathered, then submitted with a verdict. ``pending``
+            # is a review being written; ``commit_oid`` the head it was written against.
+            """CREATE TABLE IF NOT EXISTS reviews (
+                id {id},
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                author_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                state TEXT NOT NULL
+                    CHECK (state IN ('pending', 'comment', 'approve', 'request_changes')),
+                body TEXT NOT NULL DEFAULT '',
+                commit_oid TEXT NOT NULL,
+                created_at {real} NOT NULL,
+                submitted_at {real}
+            )""",
+            "CREATE INDEX IF NOT EXISTS reviews_issue ON reviews (issue_id, author_id)",
+            # A comment on a line (``line``) or a range (``start_line`` to ``line``) of one
+            # side of a file's diff, at ``commit_oid``; ``line_text`` is the line as it read,
+            # to tell whether a later head changed it (``outdated``).
+            """CREATE TABLE IF NOT EXISTS review_comments (
+                id {id},
+                review_id {bigint} NOT NULL REFERENCES reviews (id) ON DELETE CASCADE,
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                author_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                path TEXT NOT NULL,
+                side TEXT NOT NULL CHECK (side IN ('old', 'new')),
+                start_line INTEGER NOT NULL,
+                line INTEGER NOT NULL,
+                commit_oid TEXT NOT NULL,
+                line_text TEXT NOT NULL DEFAULT '',
+                body TEXT NOT NULL,
+                outdated INTEGER NOT NULL DEFAULT 0,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL
+            )""",
+            "CREATE INDEX IF NOT EXISTS review_comments_issue ON review_comments (issue_id)",
+            # The head each person last saw a pull request's files at.
+            """CREATE TABLE IF NOT EXISTS review_views (
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                account_id {bigint} NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                head_oid TEXT NOT NULL,
+                seen_at {real} NOT NULL,
+                PRIMARY KEY (issue_id, account_id)
+            )""",
+            """CREATE TABLE IF NOT EXISTS labels (
+                id {id},
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                label {nocase} NOT NULL,
+                color TEXT NOT NULL,
+                description TEXT NOT NULL DEFAULT '',
+                UNIQUE (owner, name, label)
+            )""",
+            """CREATE TABLE IF NOT EXISTS issue_labels (
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                label_id {bigint} NOT NULL REFERENCES labels (id) ON DELETE CASCADE,
+                PRIMARY KEY (issue_id, label_id)
+            )""",
+            "CREATE INDEX IF NOT EXISTS issue_labels_label ON issue_labels (label_id, issue_id)",
+            """CREATE TABLE IF NOT EXISTS milestones (
+                id {id},
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                title {nocase} NOT NULL,
+                description TEXT NOT NULL DEFAULT '',
+                due_at {real},
+                state TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')),
+                UNIQUE (owner, name, title)
+            )""",
+            "ALTER TABLE issues ADD COLUMN milestone_id {bigint}"
+            " REFERENCES milestones (id) ON DELETE SET NULL",
+            """CREATE TABLE IF NOT EXISTS issue_assignees (
+                issue_id {bigint} NOT NULL REFERENCES issues (id) ON DELETE CASCADE,
+                account_id {bigint} NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                PRIMARY KEY (issue_id, account_id)
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -192,7 +192,11 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """A write transaction, committed unless an exception leaves it."""
+        """A write transaction, committed unless an exception leaves it. Inside another one
+        on the same thread it is part of that one: committed or rolled back with it."""
+        if getattr(self._writing, "tables", None) is not None:
+            yield
+            return
         with self._hold() as conn:
             self._begin(conn)
             written: set[str] = set()

@@ -238,6 +238,43 @@ def issue(repo: Named, number: int, comment: int | None = None) -> str:
     return f"{home(repo)}/issues/{number}{anchor}"
 
 
+def pulls(
+    repo: Named,
+    state: str = "open",
+    q: str = "",
+    author: str = "",
+    before: int | None = None,
+    after: int | None = None,
+) -> str:
+    """The pull request list, shaped as the issue list."""
+    return f"{home(repo)}/pulls" + query(
+        {
+            "state": state if state != "open" else None,
+            "q": q or None,
+            "author": author or None,
+            "before": before,
+            "after": after,
+        }
+    )
+
+
+def pull(repo: Named, number: int, tab: str = "", comment: int | None = None) -> str:
+    """A pull request's conversation, or its ``tab`` (commits, files)."""
+    anchor = f"#issuecomment-{comment}" if comment is not None else ""
+    return f"{home(repo)}/pulls/{number}" + (f"/{tab}" if tab else "") + anchor
+
+
+def numbered(repo: Named, number: int, is_pull: bool) -> str:
+    """An issue's or a pull request's page, whichever ``number`` is."""
+    return pull(repo, number) if is_pull else issue(repo, number)
+
+
+def compare(repo: Named, base: str | bytes, head: str | bytes) -> str:
+    """What ``head`` has that ``base`` has not: ``/compare/{base}...{head}``, where ``head``
+    may be ``user:branch`` or ``user/repo:branch`` (a fork's branch)."""
+    return f"{home(repo)}/compare/{path(base)}...{path(head)}"
+
+
 def ref_switch(
     repo: Named, page: str = "src", at: str | bytes = b"", q: str | bytes | None = None
 ) -> str:

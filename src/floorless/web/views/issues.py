@@ -65,7 +65,7 @@ class IssueView(FormView):
             known = self.forge.issues.existing(repo.owner, repo.name, set(numbers.values()))
             for token, number in numbers.items():
                 if number in known:
-                    links["issue", token] = urls.issue(repo, number)
+                    links["issue", token] = urls.numbered(repo, number, known[number])
             for token, name in self.forge.accounts.existing_names(found["user"]).items():
                 links["user", token] = urls.owner(name)
             for token in found["commit"]:
