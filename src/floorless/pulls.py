@@ -16,6 +16,7 @@ The git side (the ref, the merge itself, the checks) is ``merging.py``'s and the
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from floorless.accounts import Account
@@ -130,6 +131,9 @@ class Pulls:
     def __init__(self, db: Database, issues: Issues) -> None:
         self.db = db
         self.issues = issues
+        # Called after a merge is recorded (committed): what follows from it, such as the
+        # issues its description closes.
+        self.on_merged: list[Callable[[Pull, Account | None], None]] = []
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -296,6 +300,9 @@ class Pulls:
             if not closed:  # closed in between: the merge is refused as a whole
                 raise BadRequest(f"pull request #{pull.number} was closed meanwhile")
             self.issues.event(pull.issue, actor, "merged", style, merged_oid, now)
+        merged = self.get(pull.owner, pull.name, pull.number)
+        for callback in self.on_merged:
+            callback(merged, actor)
         return True
 
     def set_features(self, owner: str, name: str, features: Features) -> None:
