@@ -47,6 +47,7 @@ class Issue:
     closed_at: float | None
     comments: int
     is_pull: bool = False
+    entries: int = 0  # comments and events on the timeline
     owner: str = ""
     name: str = ""
 
@@ -181,17 +182,25 @@ class Issues:
             older = issues[-1].number if more else None
         return IssuePage(issues, counts, newer, older)
 
-    def timeline(self, issue: Issue) -> list[Entry]:
-        """The comments and events of ``issue``, in the order they were written."""
+    def timeline(self, issue: Issue, first: int | None = None, last: int = 0) -> list[Entry]:
+        """The comments and events of ``issue``, in the order they were written: all of them,
+        or the ``first`` and the ``last`` (read along the (issue_id, seq) index, so that an
+        issue with thousands of comments costs what one with a few does)."""
+        # a window of seq <= first or seq > entries - last; all of them when it covers all
+        head = issue.entries if first is None else min(first, issue.entries)
+        tail = max(head, issue.entries - last)
+        params = (issue.id, head, tail)
         comments = self.db.query(
             "SELECT c.id, c.seq, c.body, c.created_at, a.name AS who FROM issue_comments c"
-            " LEFT JOIN accounts a ON a.id = c.author_id WHERE c.issue_id = ?",
-            (issue.id,),
+            " LEFT JOIN accounts a ON a.id = c.author_id"
+            " WHERE c.issue_id = ? AND (c.seq <= ? OR c.seq > ?)",
+            params,
         )
         events = self.db.query(
             "SELECT e.id, e.seq, e.kind, e.old_value, e.value, e.created_at, a.name AS who"
-            " FROM issue_events e LEFT JOIN accounts a ON a.id = e.actor_id WHERE e.issue_id = ?",
-            (issue.id,),
+            " FROM issue_events e LEFT JOIN accounts a ON a.id = e.actor_id"
+            " WHERE e.issue_id = ? AND (e.seq <= ? OR e.seq > ?)",
+            params,
         )
         entries = [
             Entry(r["id"], r["seq"], "comment", r["who"] or "", r["body"], "", r["created_at"])
@@ -363,6 +372,7 @@ def issue_row(row: Row) -> Issue:
         closed_at=row["closed_at"],
         comments=int(row["comments"]),
         is_pull=bool(row["is_pull"]),
+        entries=int(row["entries"]),
         owner=row["owner"],
         name=row["name"],
     )

@@ -70,10 +70,12 @@ def filesize(n: int) -> str:
 
 
 def _fragment_caches(size_bytes: int) -> dict[str, Cache[Hashable, object]]:
-    """Highlighted files and blames, READMEs, commit diffs: ``size_bytes`` each."""
+    """Highlighted files and blames, READMEs, commit diffs, the Markdown of issues and pull
+    requests (by a digest of its text and what its relative links resolve against):
+    ``size_bytes`` each."""
     return {
         name: Cache.lru(size_bytes, getsizeof=approximate_size)
-        for name in ("highlight", "readme", "diff")
+        for name in ("highlight", "readme", "diff", "markdown")
     }
 
 

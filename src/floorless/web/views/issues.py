@@ -8,9 +8,10 @@ ids in Markdown are looked up through the open handle.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import falcon
 from markupsafe import Markup
@@ -26,6 +27,11 @@ from floorless.web.views.account import FormView
 _NUMBER = re.compile(r"[0-9]{1,9}")
 STATES = ("open", "closed", "all")
 QUERY_MAX = 200
+# A timeline shows its first TIMELINE_FIRST entries and its last TIMELINE_LAST, and offers
+# TIMELINE_MORE more of those between at a time (as GitHub folds a long conversation).
+TIMELINE_FIRST = 30
+TIMELINE_LAST = 30
+TIMELINE_MORE = 100
 
 
 def issue_number(text: str) -> int:
@@ -33,6 +39,15 @@ def issue_number(text: str) -> int:
     if not _NUMBER.fullmatch(text):
         raise NotFound(f"no issue {text[:20]!r}")
     return int(text)
+
+
+def _shown(req: falcon.Request) -> int:
+    """How many of a timeline's first entries to show (``?shown=``): an issue with thousands
+    of comments opens with its first and its last, and the rest a click away."""
+    value = req.get_param("shown") or ""
+    if not _NUMBER.fullmatch(value):
+        return TIMELINE_FIRST
+    return max(TIMELINE_FIRST, int(value))
 
 
 def _cursor(req: falcon.Request, name: str) -> int | None:
@@ -74,7 +89,14 @@ class IssueView(FormView):
                     links["commit", token] = urls.commit(repo, oid.decode())
             return links
 
-        htmls = link_references([render_markdown(text, link) for text in texts], lookup)
+        cache = self.renderer.caches["markdown"]
+        place = (repo.owner, repo.name, home[:2] if home else None)
+
+        def rendered(text: str) -> str:
+            key = (place, hashlib.blake2b(text.encode(), digest_size=16).digest())
+            return cast(str, cache.get_or_make(key, lambda: render_markdown(text, link)))
+
+        htmls = link_references([rendered(text) for text in texts], lookup)
         return [Markup(html) for html in htmls]  # noqa: S704 - sanitized by nh3
 
     def page(self, resp: falcon.Response, view: RepoView, template: str, **more: Any) -> None:
@@ -159,7 +181,9 @@ class IssueDetail(IssueView):
     ) -> None:
         viewer = auth.viewer_of(req)
         policy = self.forge.policy
-        timeline = self.forge.issues.timeline(issue)
+        shown = _shown(req)
+        timeline = self.forge.issues.timeline(issue, shown, TIMELINE_LAST)
+        hidden = max(0, issue.entries - shown - TIMELINE_LAST)
         comments = [entry for entry in timeline if entry.kind == "comment"]
         body, *htmls = self.markdown(view, [issue.body, *(entry.body for entry in comments)])
         html_of = dict(zip(map(id, comments), htmls, strict=True))
@@ -170,6 +194,12 @@ class IssueDetail(IssueView):
             issue=issue,
             body=body,
             timeline=[(entry, html_of.get(id(entry))) for entry in timeline],
+            gap=(
+                shown,
+                hidden,
+                min(hidden, TIMELINE_MORE),
+                urls.exact_path(req) + f"?shown={shown + TIMELINE_MORE}",
+            ),
             may_comment=policy.may_take_part(viewer, view.level),
             may_change=policy.may_change_issue(viewer, view.level, issue.author_id),
             reasons={"completed": "completed", "not_planned": "not planned"},

@@ -1,0 +1,95 @@
+"""A long conversation: an issue with many comments opens with its first and last entries
+and a link to those between, in the same few statements whatever its length, and each
+comment's Markdown is rendered once."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from conftest import start_forge
+from falcon import testing
+from test_accounts import PASSWORD
+from test_query_counts import statements
+
+from floorless.forge import Forge
+from floorless.web import markup
+from floorless.web.app import create_app
+from floorless.web.views.issues import TIMELINE_FIRST, TIMELINE_LAST, TIMELINE_MORE
+
+COMMENTS = TIMELINE_FIRST + TIMELINE_LAST + TIMELINE_MORE + 20
+
+
+@pytest.fixture(scope="module")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
+    root = tmp_path_factory.mktemp("long")
+    forge = start_forge(root / "repos", root / "data")
+    forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+    forge.registry.create("ann", "plans")
+    ann = forge.accounts.get("ann")
+    assert ann is not None
+    short = forge.issues.create("ann", "plans", ann, "Short", "One *line*")
+    forge.issues.comment(short, ann, "only one")
+    long = forge.issues.create("ann", "plans", ann, "Long", "Many comments follow")
+    for n in range(1, COMMENTS + 1):
+        forge.issues.comment(long, ann, f"comment **{n}**")
+    yield forge
+    forge.stop()
+
+
+def shown_comments(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r"<p>comment <strong>(\d+)</strong></p>", html)]
+
+
+def test_a_long_timeline_shows_its_ends_and_a_link_to_the_rest(forge: Forge) -> None:
+    client = testing.TestClient(create_app(forge))
+    first = client.simulate_get("/ann/plans/issues/2")
+    assert first.status_code == 200
+    expected = [*range(1, TIMELINE_FIRST + 1), *range(COMMENTS - TIMELINE_LAST + 1, COMMENTS + 1)]
+    assert shown_comments(first.text) == expected
+    hidden = COMMENTS - TIMELINE_FIRST - TIMELINE_LAST
+    assert f"{hidden} more items in between: show {TIMELINE_MORE} more" in first.text
+    more = re.search(r'href="([^"]+)#event-gap"', first.text)
+    assert (
+        more is not None
+        and more.group(1) == f"/ann/plans/issues/2?shown={TIMELINE_FIRST + TIMELINE_MORE}"
+    )
+    second = client.simulate_get(
+        "/ann/plans/issues/2", params={"shown": str(TIMELINE_FIRST + TIMELINE_MORE)}
+    )
+    opened = TIMELINE_FIRST + TIMELINE_MORE
+    assert shown_comments(second.text) == [
+        *range(1, opened + 1),
+        *range(COMMENTS - TIMELINE_LAST + 1, COMMENTS + 1),
+    ]
+    everything = client.simulate_get("/ann/plans/issues/2", params={"shown": "999999"})
+    assert shown_comments(everything.text) == list(range(1, COMMENTS + 1))
+    assert "in between" not in everything.text
+    for nonsense in ("-1", "x", "1e9", ""):  # the default window
+        odd = client.simulate_get("/ann/plans/issues/2", params={"shown": nonsense})
+        assert odd.status_code == 200 and shown_comments(odd.text) == expected
+
+
+def test_a_long_timeline_costs_the_statements_of_a_short_one(forge: Forge) -> None:
+    client = testing.TestClient(create_app(forge))
+    for url in ("/ann/plans/issues/1", "/ann/plans/issues/2"):
+        client.simulate_get(url)
+    short = statements(client.simulate_get("/ann/plans/issues/1"))
+    long = statements(client.simulate_get("/ann/plans/issues/2"))
+    assert long == short
+
+
+def test_each_comment_is_rendered_once(forge: Forge, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = testing.TestClient(create_app(forge))
+    client.simulate_get("/ann/plans/issues/2")  # renders and caches
+    rendered: list[str] = []
+    real = markup.render_markdown
+
+    def counting(text: str, *args: object, **kwargs: object) -> str:
+        rendered.append(text)
+        return real(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("floorless.web.views.issues.render_markdown", counting)
+    again = client.simulate_get("/ann/plans/issues/2")
+    assert again.status_code == 200 and rendered == []
