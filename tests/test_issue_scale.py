@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import start_forge
@@ -93,3 +94,76 @@ def test_each_comment_is_rendered_once(forge: Forge, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("floorless.web.views.issues.render_markdown", counting)
     again = client.simulate_get("/ann/plans/issues/2")
     assert again.status_code == 200 and rendered == []
+
+
+def _totals(forge: Forge, owner: str, name: str) -> dict[tuple[int, str], int]:
+    rows = forge.db.query(
+        "SELECT is_pull, state, total FROM issue_totals WHERE owner = ? AND name = ?",
+        (owner, name),
+    )
+    return {(int(r["is_pull"]), r["state"]): int(r["total"]) for r in rows if r["total"]}
+
+
+def _counted(forge: Forge, owner: str, name: str) -> dict[tuple[int, str], int]:
+    rows = forge.db.query(
+        "SELECT is_pull, state, COUNT(*) AS n FROM issues WHERE owner = ? AND name = ?"
+        " GROUP BY is_pull, state",
+        (owner, name),
+    )
+    return {(int(r["is_pull"]), r["state"]): int(r["n"]) for r in rows}
+
+
+def test_the_kept_totals_follow_every_change(tmp_path: Path) -> None:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+        ann = forge.accounts.get("ann")
+        assert ann is not None
+        forge.registry.create("ann", "plans")
+        issues = [forge.issues.create("ann", "plans", ann, f"Issue {n}", "") for n in range(5)]
+        pull = forge.pulls.create(
+            "ann", "plans", ann, "A fix", "", "main", ("ann", "plans", "fix"), "a" * 40
+        )
+        forge.issues.close(issues[0], ann, "completed")
+        forge.issues.close(issues[1], ann, "not_planned")
+        forge.issues.reopen(issues[1], ann)
+        forge.pulls.mark_merged(pull, ann, "b" * 40, "merge")
+        assert (
+            _totals(forge, "ann", "plans")
+            == _counted(forge, "ann", "plans")
+            == {
+                (0, "open"): 4,
+                (0, "closed"): 1,
+                (1, "closed"): 1,
+            }
+        )
+        renamed = forge.rename(forge.registry.get("ann", "plans"), "ideas")
+        assert _totals(forge, "ann", "plans") == {}
+        assert _totals(forge, "ann", "ideas") == _counted(forge, "ann", "ideas")
+        forge.delete(renamed)
+        assert _totals(forge, "ann", "ideas") == {}
+    finally:
+        forge.stop()
+
+
+def _words(html: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def test_the_list_reads_the_kept_totals_and_a_search_counts(forge: Forge) -> None:
+    client = testing.TestClient(create_app(forge))
+    assert "Open 2" in _words(client.simulate_get("/ann/plans/issues").text)
+    forge.db.execute(
+        "UPDATE issue_totals SET total = 9999 WHERE owner = 'ann' AND name = 'plans'"
+        " AND is_pull = 0 AND state = 'open'"
+    )
+    try:
+        listed = _words(client.simulate_get("/ann/plans/issues").text)
+        assert "Open 9999" in listed  # the kept total, not a count of the rows
+        searched = _words(client.simulate_get("/ann/plans/issues", params={"q": "long"}).text)
+        assert "Open 1" in searched  # a search counts what it matches
+    finally:
+        forge.db.execute(
+            "UPDATE issue_totals SET total = 2 WHERE owner = 'ann' AND name = 'plans'"
+            " AND is_pull = 0 AND state = 'open'"
+        )

@@ -236,6 +236,11 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " VALUES (12, 'ann', 'plans', 'v1', 'First', 9.5, 'open')",
         (),
     ),
+    "issue_totals": (
+        "INSERT INTO issue_totals (owner, name, is_pull, state, total)"
+        " VALUES ('ann', 'old', 0, 'open', 3)",
+        (),
+    ),
     "issue_assignees": (
         "INSERT INTO issue_assignees (issue_id, account_id) VALUES (4, 3)",
         (),

@@ -132,7 +132,8 @@ class Issues:
         """Issues newest first, ``per_page`` at a time, after the cursor: those numbered below
         ``before`` (the next page) or above ``after`` (the previous one). One statement for
         the page, read along the (owner, name, is_pull, state, number) index, and one for
-        the counts of open and closed issues the search matches."""
+        the counts of open and closed issues: the kept totals, or, for a search, what it
+        matches."""
         where = ["i.owner = ?", "i.name = ?", "i.is_pull = ?"]
         params: list[object] = [owner, name, int(pull)]
         if q:
@@ -142,17 +143,25 @@ class Issues:
             where.append("lower(a.name) = lower(?)")
             params.append(author)
         joined = " FROM issues i LEFT JOIN accounts a ON a.id = i.author_id WHERE "
-        counted = self.db.one(
-            "SELECT COALESCE(SUM(CASE WHEN i.state = 'open' THEN 1 ELSE 0 END), 0) AS opened,"
-            " COALESCE(SUM(CASE WHEN i.state = 'closed' THEN 1 ELSE 0 END), 0) AS closed"
-            + joined
-            + " AND ".join(where),
-            params,
-        )
-        counts = {
-            "open": int(counted["opened"]) if counted else 0,
-            "closed": int(counted["closed"]) if counted else 0,
-        }
+        if len(where) == 3:  # no search: the totals the database keeps (schema version 11)
+            totals = self.db.query(
+                "SELECT state, total FROM issue_totals WHERE owner = ? AND name = ?"
+                " AND is_pull = ?",
+                params,
+            )
+            counts = {"open": 0, "closed": 0} | {r["state"]: int(r["total"]) for r in totals}
+        else:  # a search counts what it matches
+            counted = self.db.one(
+                "SELECT COALESCE(SUM(CASE WHEN i.state = 'open' THEN 1 ELSE 0 END), 0) AS opened,"
+                " COALESCE(SUM(CASE WHEN i.state = 'closed' THEN 1 ELSE 0 END), 0) AS closed"
+                + joined
+                + " AND ".join(where),
+                params,
+            )
+            counts = {
+                "open": int(counted["opened"]) if counted else 0,
+                "closed": int(counted["closed"]) if counted else 0,
+            }
         if state in STATES:
             where.append("i.state = ?")
             params.append(state)

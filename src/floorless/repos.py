@@ -44,7 +44,8 @@ MISSING_SCANS = 2
 # what a list of them is, filtered by the access policy's ``visible`` condition.
 _TABLES = ("repos", "repo_access")
 # What is kept by a repository's owner and name rather than by its row: moved by a rename,
-# removed by a deletion (an issue's comments and events go with it, by foreign key).
+# removed by a deletion (an issue's comments and events go with it, by foreign key; the
+# totals of issues follow them by trigger).
 _BY_NAME = (
     "repo_access",
     "collaborators",

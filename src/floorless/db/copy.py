@@ -118,6 +118,11 @@ def open_source(url: str) -> Database:
     return db
 
 
+# Tables the database keeps itself, by triggers on others (schema version 11): copied last,
+# over what the triggers made of the rows copied before them.
+DERIVED = frozenset({"issue_totals"})
+
+
 def tables(db: Database) -> list[Table]:
     """The database's tables, each after the tables it refers to (then by name)."""
     found = _pg_tables(db) if db.dialect == "postgresql" else _sqlite_tables(db)
@@ -280,7 +285,9 @@ def copy(
         _refuse_filled(target)  # again, now that no one else can write to it
         target.execute("DELETE FROM meta")  # the source's, at the same version, replaces it
         with source.snapshot():
-            for table in schema:
+            for table in sorted(schema, key=lambda t: t.name in DERIVED):
+                if table.name in DERIVED:  # filled by triggers as its sources arrived
+                    target.execute(f"DELETE FROM {_quoted(table.name)}")  # noqa: S608
                 copied[table.name] = _copy_table(source, target, table, batch)
                 if progress is not None:
                     progress(table.name, copied[table.name].rows)

@@ -197,6 +197,17 @@ _BASELINE = (
 )
 
 
+# What the triggers of version 11 run for a row of ``issues`` that appears (NEW) or goes (OLD).
+_COUNT_NEW = (
+    "INSERT INTO issue_totals (owner, name, is_pull, state, total)"
+    " VALUES (NEW.owner, NEW.name, NEW.is_pull, NEW.state, 1)"
+    " ON CONFLICT (owner, name, is_pull, state) DO UPDATE SET total = issue_totals.total + 1;"
+)
+_UNCOUNT_OLD = (
+    "UPDATE issue_totals SET total = total - 1 WHERE owner = OLD.owner AND name = OLD.name"
+    " AND is_pull = OLD.is_pull AND state = OLD.state;"
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "the schema of the releases before PostgreSQL", _BASELINE),
     Migration(
@@ -457,6 +468,53 @@ MIGRATIONS: tuple[Migration, ...] = (
                 account_id {bigint} NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
                 PRIMARY KEY (issue_id, account_id)
             )""",
+        ),
+    ),
+    Migration(
+        11,
+        "how many issues and pull requests each repository has open and closed",
+        (
+            # Kept by the database itself, by triggers on ``issues``, so that every writer
+            # keeps it right: the tabs of an issue list read two rows, never count thousands.
+            """CREATE TABLE IF NOT EXISTS issue_totals (
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                is_pull INTEGER NOT NULL,
+                state TEXT NOT NULL,
+                total {bigint} NOT NULL,
+                PRIMARY KEY (owner, name, is_pull, state)
+            )""",
+            "INSERT INTO issue_totals (owner, name, is_pull, state, total)"
+            " SELECT owner, name, is_pull, state, COUNT(*) FROM issues"
+            " GROUP BY owner, name, is_pull, state",
+            *(
+                Only(
+                    "sqlite",
+                    f"""CREATE TRIGGER IF NOT EXISTS issues_total_{event} AFTER {on} ON issues
+                    BEGIN {body} END""",
+                )
+                for event, on, body in (
+                    ("insert", "INSERT", _COUNT_NEW),
+                    ("delete", "DELETE", _UNCOUNT_OLD),
+                    ("update", "UPDATE OF owner, name, is_pull, state", _UNCOUNT_OLD + _COUNT_NEW),
+                )
+            ),
+            Only(
+                "postgresql",
+                f"""CREATE OR REPLACE FUNCTION floorless_issue_totals() RETURNS trigger
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP IN ('DELETE', 'UPDATE') THEN {_UNCOUNT_OLD} END IF;
+                    IF TG_OP IN ('INSERT', 'UPDATE') THEN {_COUNT_NEW} END IF;
+                    RETURN NULL;
+                END $$""",
+            ),
+            Only(
+                "postgresql",
+                "CREATE TRIGGER issues_totals AFTER INSERT OR DELETE"
+                " OR UPDATE OF owner, name, is_pull, state ON issues"
+                " FOR EACH ROW EXECUTE FUNCTION floorless_issue_totals()",
+            ),
         ),
     ),
 )
