@@ -31,16 +31,16 @@ def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
     ann = forge.accounts.get("ann")
     assert ann is not None
     short = forge.issues.create("ann", "plans", ann, "Short", "One *line*")
-    forge.issues.comment(short, ann, "only one")
+    forge.issues.comment(short, ann, "only one, as #2 says")
     long = forge.issues.create("ann", "plans", ann, "Long", "Many comments follow")
     for n in range(1, COMMENTS + 1):
-        forge.issues.comment(long, ann, f"comment **{n}**")
+        forge.issues.comment(long, ann, f"comment **{n}** (see #2)")
     yield forge
     forge.stop()
 
 
 def shown_comments(html: str) -> list[int]:
-    return [int(n) for n in re.findall(r"<p>comment <strong>(\d+)</strong></p>", html)]
+    return [int(n) for n in re.findall(r"<p>comment <strong>(\d+)</strong> \(see ", html)]
 
 
 def test_a_long_timeline_shows_its_ends_and_a_link_to_the_rest(forge: Forge) -> None:
@@ -91,9 +91,18 @@ def test_each_comment_is_rendered_once(forge: Forge, monkeypatch: pytest.MonkeyP
         rendered.append(text)
         return real(text, *args, **kwargs)  # type: ignore[arg-type]
 
+    cut: list[str] = []
+    real_cut = markup._linkable_pieces
+
+    def cutting(html: str, found: dict[str, set[str]]) -> list[tuple[str, bool]]:
+        cut.append(html)
+        return real_cut(html, found)
+
     monkeypatch.setattr("floorless.web.views.issues.render_markdown", counting)
+    monkeypatch.setattr(markup, "_linkable_pieces", cutting)
     again = client.simulate_get("/ann/plans/issues/2")
-    assert again.status_code == 200 and rendered == []
+    assert again.status_code == 200 and rendered == [] and cut == []
+    assert again.text.count('href="/ann/plans/issues/2"') >= 2  # the links are still there
 
 
 def _totals(forge: Forge, owner: str, name: str) -> dict[tuple[int, str], int]:

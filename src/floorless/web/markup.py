@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import posixpath
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import cmarkgfm
@@ -95,16 +97,41 @@ def _kind(match: re.Match[str]) -> tuple[str, str]:
     raise AssertionError(match)
 
 
+class Memo(Protocol):
+    """Where ``link_references`` keeps what it worked out (``caches.Cache`` is one)."""
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any: ...
+
+
 def link_references(
-    htmls: list[str], lookup: Callable[[dict[str, set[str]]], dict[tuple[str, str], str]]
+    htmls: list[str],
+    lookup: Callable[[dict[str, set[str]]], dict[tuple[str, str], str]],
+    memo: Memo | None = None,
 ) -> list[str]:
     """Sanitized HTML documents (an issue's body and its comments) with their ``#N``,
     ``@user`` and commit ids linked, where ``lookup`` (given what was found in all of them,
     by kind: one lookup for the whole page) says they exist, to the URL it gives. Text inside
     links, code and preformatted blocks is left as it is; a changed document is sanitized
-    again."""
+    again. With ``memo``, each document is cut up once, and linked once for each set of links
+    that apply to it: a page shown again does neither."""
+
+    def parsed(html: str) -> tuple[list[tuple[str, bool]], dict[str, set[str]]]:
+        found: dict[str, set[str]] = {"issue": set(), "user": set(), "commit": set()}
+        return _linkable_pieces(html, found), found
+
+    def memoized(key: Hashable, make: Callable[[], Any]) -> Any:
+        return make() if memo is None else memo.get_or_make(key, make)
+
+    digests = [hashlib.blake2b(html.encode(), digest_size=16).digest() for html in htmls]
+    split = [
+        memoized(("pieces", digest), functools.partial(parsed, html))
+        for html, digest in zip(htmls, digests, strict=True)
+    ]
     found: dict[str, set[str]] = {"issue": set(), "user": set(), "commit": set()}
-    split = [_linkable_pieces(html, found) for html in htmls]
+    for _, refs in split:  # at most REFERENCES_MAX of a kind in all, as in one document
+        for kind, values in refs.items():
+            room = REFERENCES_MAX - len(found[kind])
+            found[kind].update(sorted(values - found[kind])[: max(0, room)])
     if not any(found.values()):
         return htmls
     links = lookup(found)
@@ -116,19 +143,31 @@ def link_references(
         return f'<a href="{escape(url, quote=True)}">{match.group()}</a>'
 
     def linked(pieces: list[tuple[str, bool]]) -> str:
-        return "".join(_REFERENCE.sub(replace, text) if can else text for text, can in pieces)
-
-    return [
-        nh3.clean(
-            linked(pieces),
+        text = "".join(_REFERENCE.sub(replace, text) if can else text for text, can in pieces)
+        return nh3.clean(
+            text,
             tags=_TAGS,
             attributes=_ATTRIBUTES,
             tag_attribute_values={"input": {"type": {"checkbox"}}},
             set_tag_attribute_values={"input": {"disabled": "disabled"}},
             url_schemes={"http", "https", "mailto"},
         )
-        for pieces in split
-    ]
+
+    done = []
+    for html, digest, (pieces, refs) in zip(htmls, digests, split, strict=True):
+        used = tuple(
+            sorted(
+                (kind, value, links[kind, value])
+                for kind in refs
+                for value in refs[kind]
+                if (kind, value) in links
+            )
+        )
+        if not used:  # nothing in it to link: as it came, sanitized already
+            done.append(html)
+            continue
+        done.append(memoized(("linked", digest, used), functools.partial(linked, pieces)))
+    return done
 
 
 def _linkable_pieces(html: str, found: dict[str, set[str]]) -> list[tuple[str, bool]]:

@@ -96,7 +96,7 @@ class IssueView(FormView):
             key = (place, hashlib.blake2b(text.encode(), digest_size=16).digest())
             return cast(str, cache.get_or_make(key, lambda: render_markdown(text, link)))
 
-        htmls = link_references([rendered(text) for text in texts], lookup)
+        htmls = link_references([rendered(text) for text in texts], lookup, cache)
         return [Markup(html) for html in htmls]  # noqa: S704 - sanitized by nh3
 
     def page(self, resp: falcon.Response, view: RepoView, template: str, **more: Any) -> None:
