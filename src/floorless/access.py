@@ -17,6 +17,10 @@ Issues, on a repository the viewer may read:
     open one, comment                         any signed-in person
     close, reopen, edit its title and body    WRITE, or the person who opened it
 
+Reviews of pull requests, on a repository the viewer may read:
+    comment on lines, submit a review         any signed-in person (as Forgejo allows)
+    approve, request changes                  the same, but not the pull request's author
+
 A repository someone may not read does not exist for them: ``require`` answers as for an
 unknown name (404), or asks for credentials (401) when there are none, whichever name it is,
 and after the same lookups, so that not even the time taken tells the two apart.
@@ -166,6 +170,18 @@ class Policy:
             return False
         assert viewer.account is not None
         return level >= Level.WRITE or viewer.account.id == author_id
+
+    def may_review(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` may comment on a pull request's lines and submit reviews."""
+        return self.may_take_part(viewer, level)
+
+    def may_judge(self, viewer: Viewer, level: Level, author_id: int | None) -> bool:
+        """Whether ``viewer`` may approve, or request changes to, a pull request opened by
+        ``author_id``: a reviewer, not its author (who may only comment), as on Forgejo."""
+        if not self.may_review(viewer, level):
+            return False
+        assert viewer.account is not None
+        return viewer.account.id != author_id
 
     # -- collaborators ------------------------------------------------------------------------
 

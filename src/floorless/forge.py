@@ -44,6 +44,7 @@ from floorless.indexer import Indexer
 from floorless.issues import Issues
 from floorless.pulls import Pulls
 from floorless.repos import Registry, Repo, ScanResult
+from floorless.reviews import Reviews
 from floorless.state import RepoState, RepoStates
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,9 @@ class Forge:
         # refs moved: a push or API write through it, or a change its ref check saw. Pull
         # requests follow their heads and bases from here.
         self.ref_listeners: list[Callable[[Repo, RefSnapshot], None]] = []
+        self.reviews = Reviews(self.db, self.issues, self.pulls)
+        self.reviews.locate = self._locate
+        self.ref_listeners.append(lambda repo, _: self.reviews.follow_soon(repo.owner, repo.name))
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -130,6 +134,7 @@ class Forge:
         if background:
             self.notices.start()
             self.indexer.start()
+            self.reviews.start()
             self._thread = start_thread(self._maintain, "maintain")
 
     def stop(self) -> None:
@@ -137,6 +142,7 @@ class Forge:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.notices.stop()
+        self.reviews.stop()
         self.indexer.stop()
         self.leases.stop()
         self.db.close()
@@ -190,6 +196,11 @@ class Forge:
         if fresh:
             self.indexer.schedule(state.repo, snapshot)
         return snapshot
+
+    def _locate(self, owner: str, name: str) -> tuple[pygit2.Repository, RefSnapshot]:
+        """The handle and refs of the repository ``owner/name``, for background work."""
+        repo = self.registry.get(owner, name)
+        return self.open(repo), self.snapshot(repo)
 
     def refs_moved(self, repo: Repo) -> None:
         """Call after floorless itself moved a ref (a push, an API call): the next request

@@ -134,6 +134,9 @@ class Pulls:
         # Called after a merge is recorded (committed): what follows from it, such as the
         # issues its description closes.
         self.on_merged: list[Callable[[Pull, Account | None], None]] = []
+        # Called after a head move is recorded (committed), with the pull request as it was
+        # before: each only queues its work (reviews follow their comments to the new head).
+        self.on_head_moved: list[Callable[[Pull], None]] = []
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -258,6 +261,9 @@ class Pulls:
             if changed:
                 kind = "force_pushed" if forced else "pushed"
                 self.issues.event(pull.issue, actor, kind, pull.head_oid, new_oid, now)
+        if changed:
+            for callback in self.on_head_moved:
+                callback(pull)
         return bool(changed)
 
     def record_check(

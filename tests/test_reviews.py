@@ -1,0 +1,298 @@
+"""Reviews of pull requests: line comments validated against the diff shown (added, context
+and deleted lines, ranges; a line that is not there refused), verdicts and who may give them,
+comments followed to a new head or outdated when their lines change, and the commits new
+since a person last looked, walked in the background."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import start_forge, wait_for
+from test_accounts import PASSWORD
+
+from floorless.accounts import Account
+from floorless.errors import BadRequest
+from floorless.forge import Forge
+from floorless.pulls import Pull
+from floorless.reviews import COUNTING, Anchors
+
+BASE = {
+    "app.py": "".join(f"line {i}\n" for i in range(1, 11)),
+    "gone.txt": "old\n",
+    "keep.txt": "same\n",
+}
+# line 3 changed, a line added after line 5, line 8 deleted; gone.txt deleted; new.txt added
+HEAD = {
+    "app.py": ("line 1\nline 2\nLINE 3\nline 4\nline 5\nadded\nline 6\nline 7\nline 9\nline 10\n"),
+    "keep.txt": "same\n",
+    "new.txt": "fresh\n",
+}
+WHEN = 1_700_000_000
+
+
+def commit(
+    handle: pygit2.Repository,
+    files: dict[str, str],
+    parents: list[str],
+    message: str,
+    ref: str | None = None,
+) -> str:
+    builder = handle.TreeBuilder()
+    for name, text in sorted(files.items()):
+        builder.insert(name, handle.create_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
+    signature = pygit2.Signature("Ann", "ann@example.org", WHEN + len(parents), 0)
+    oid = handle.create_commit(
+        ref, signature, signature, message, builder.write(), [pygit2.Oid(hex=p) for p in parents]
+    )
+    return str(oid)
+
+
+class Setup:
+    def __init__(self, forge: Forge) -> None:
+        self.forge = forge
+        self.repo = forge.registry.get("ann", "plans")
+        self.handle = forge.open(self.repo)
+        self.base = commit(self.handle, BASE, [], "base", "refs/heads/main")
+        self.head = commit(self.handle, HEAD, [self.base], "the change", "refs/heads/feature")
+        forge.refs_moved(self.repo)
+        ben = account(forge, "ben")
+        self.pull = forge.pulls.create(
+            "ann", "plans", ben, "A change", "", "main", ("ann", "plans", "feature"), self.head
+        )
+        forge.set_pull_ref(self.repo, self.pull.number, self.head)
+
+    def current(self) -> Pull:
+        return self.forge.pulls.get("ann", "plans", self.pull.number)
+
+    def anchors(self) -> Anchors:
+        return self.forge.reviews.anchors(self.handle, self.current(), self.base)
+
+    def comment(
+        self,
+        who: str,
+        path: str,
+        side: str,
+        line: int,
+        start: int | None = None,
+        body: str = "Why?",
+    ):  # type: ignore[no-untyped-def]
+        return self.forge.reviews.add_comment(
+            self.handle,
+            self.current(),
+            self.anchors(),
+            account(self.forge, who),
+            path,
+            side,
+            line if start is None else start,
+            line,
+            body,
+        )
+
+    def push(self, files: dict[str, str], message: str) -> str:
+        """A new head on the feature branch, recorded as the merging code records it."""
+        pull = self.current()
+        new = commit(self.handle, files, [pull.head_oid], message, "refs/heads/feature")
+        self.forge.set_pull_ref(self.repo, pull.number, new)
+        assert self.forge.pulls.moved_head(pull, new, False, None)
+        wait_for(self.forge.reviews.idle)
+        return new
+
+
+def account(forge: Forge, name: str) -> Account:
+    found = forge.accounts.get(name)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def forge(tmp_path: Path) -> Iterator[Forge]:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    for name in ("ann", "ben", "cat"):
+        forge.accounts.create_user(name, f"{name}@example.org", PASSWORD)
+    forge.registry.create("ann", "plans")
+    forge.registry.create("ann", "secret", private=True)
+    yield forge
+    forge.stop()
+
+
+@pytest.fixture
+def setup(forge: Forge) -> Setup:
+    return Setup(forge)
+
+
+def test_comments_on_added_context_and_deleted_lines_and_ranges(setup: Setup) -> None:
+    added = setup.comment("cat", "app.py", "new", 6)  # "added"
+    context = setup.comment("cat", "app.py", "new", 1)  # unchanged, shown as context
+    deleted = setup.comment("cat", "app.py", "old", 8)  # "line 8", deleted
+    ranged = setup.comment("cat", "app.py", "new", 4, start=2)
+    gone = setup.comment("cat", "gone.txt", "old", 1)
+    assert (added.line_text, context.line_text, deleted.line_text) == ("added", "line 1", "line 8")
+    assert ranged.line_text == "line 2\nLINE 3\nline 4" and ranged.start_line == 2
+    assert gone.commit_oid == deleted.commit_oid == setup.base  # the merge base's side
+    assert added.commit_oid == setup.head and added.pending
+    shown = setup.forge.reviews.of_pull(setup.current(), account(setup.forge, "cat"))
+    assert len(shown.reviews) == 1 and shown.pending(account(setup.forge, "cat").id)
+    anchored = shown.anchored(setup.anchors())
+    assert set(anchored) == {
+        ("app.py", "new", 6),
+        ("app.py", "new", 1),
+        ("app.py", "old", 8),
+        ("app.py", "new", 4),
+        ("gone.txt", "old", 1),
+    }
+    # a pending review is its author's alone
+    assert setup.forge.reviews.of_pull(setup.current(), account(setup.forge, "ann")).comments == []
+    assert setup.forge.reviews.of_pull(setup.current(), None).reviews == {}
+
+
+@pytest.mark.parametrize(
+    ("path", "side", "line", "start", "message"),
+    [
+        ("app.py", "new", 11, None, "no line 11 in app.py"),
+        ("app.py", "old", 11, None, "no line 11 in app.py"),
+        ("app.py", "new", 0, None, "no line 0 in app.py"),
+        ("app.py", "new", 4, 5, "a range runs downwards"),
+        ("keep.txt", "new", 1, None, "keep.txt is not changed"),
+        ("new.txt", "old", 1, None, "new.txt is not changed on the old side"),
+        ("gone.txt", "new", 1, None, "gone.txt is not changed on the new side"),
+        ("nothing.txt", "new", 1, None, "nothing.txt is not changed"),
+        ("app.py", "middle", 1, None, "side is old or new"),
+    ],
+)
+def test_a_line_that_is_not_in_the_diff_is_refused(
+    setup: Setup, path: str, side: str, line: int, start: int | None, message: str
+) -> None:
+    with pytest.raises(BadRequest, match=message):
+        setup.comment("cat", path, side, line, start)
+    assert setup.forge.db.query("SELECT * FROM review_comments") == []
+
+
+def test_pending_comments_are_edited_and_deleted_by_their_author_alone(setup: Setup) -> None:
+    reviews, pull = setup.forge.reviews, setup.current()
+    first = setup.comment("cat", "app.py", "new", 6)
+    second = setup.comment("cat", "app.py", "new", 7)
+    assert first.review_id == second.review_id  # one pending review gathers them
+    with pytest.raises(Exception, match="no pending comment"):
+        reviews.edit_comment(pull, account(setup.forge, "ben"), first.id, "mine now")
+    reviews.edit_comment(pull, account(setup.forge, "cat"), first.id, "Better")
+    reviews.delete_comment(pull, account(setup.forge, "cat"), second.id)
+    shown = reviews.of_pull(pull, account(setup.forge, "cat"))
+    assert [(c.id, c.body) for c in shown.comments] == [(first.id, "Better")]
+    reviews.submit(pull, account(setup.forge, "cat"), "comment", "")
+    with pytest.raises(Exception, match="no pending comment"):  # submitted: no longer editable
+        reviews.edit_comment(pull, account(setup.forge, "cat"), first.id, "Later")
+
+
+def test_submitting_records_the_verdict_on_the_timeline_once(setup: Setup) -> None:
+    reviews, forge = setup.forge.reviews, setup.forge
+    setup.comment("cat", "app.py", "new", 6)
+    review = reviews.submit(setup.current(), account(forge, "cat"), "request_changes", "Fix it")
+    assert (review.state, review.body, review.commit_oid) == (
+        "request_changes",
+        "Fix it",
+        setup.head,
+    )
+    approval = reviews.submit(setup.current(), account(forge, "ann"), "approve", "")
+    events = [(e.kind, e.old_value, e.body) for e in forge.issues.timeline(setup.current().issue)]
+    assert events == [
+        ("review", str(review.id), "request_changes"),
+        ("review", str(approval.id), "approve"),
+    ]
+    shown = reviews.of_pull(setup.current(), None)
+    assert [c.pending for c in shown.comments] == [False]  # seen by everyone now
+    assert shown.verdicts() == {"cat": "request_changes", "ann": "approve"}
+    reviews.submit(setup.current(), account(forge, "cat"), "comment", "Still")  # stands
+    reviews.submit(setup.current(), account(forge, "ann"), "request_changes", "On second look")
+    assert reviews.of_pull(setup.current(), None).verdicts() == {
+        "cat": "request_changes",
+        "ann": "request_changes",
+    }
+    with pytest.raises(BadRequest, match="needs a comment"):
+        reviews.submit(setup.current(), account(forge, "cat"), "comment", "  ")
+    with pytest.raises(BadRequest, match="an approval"):
+        reviews.submit(setup.current(), account(forge, "cat"), "merge", "")
+    # the reviewer saw the head they reviewed
+    assert reviews.last_seen(setup.current(), account(forge, "cat")) == setup.head
+
+
+def comments_by_body(setup: Setup) -> dict[str, tuple[int, int, str, bool]]:
+    shown = setup.forge.reviews.of_pull(setup.current(), account(setup.forge, "cat"))
+    return {c.body: (c.start_line, c.line, c.commit_oid, c.outdated) for c in shown.comments}
+
+
+def test_a_head_that_leaves_the_lines_alone_moves_the_comments_to_them(setup: Setup) -> None:
+    setup.comment("cat", "app.py", "new", 6, body="added")
+    setup.comment("cat", "app.py", "new", 4, start=2, body="range")
+    setup.comment("cat", "app.py", "old", 8, body="deleted")
+    files = dict(HEAD, **{"app.py": "# header\n" + HEAD["app.py"] + "tail\n"})
+    new = setup.push(files, "a header and a tail")
+    assert comments_by_body(setup) == {
+        "added": (7, 7, new, False),
+        "range": (3, 5, new, False),
+        "deleted": (8, 8, setup.base, False),  # the merge base did not move
+    }
+    anchored = setup.forge.reviews.of_pull(setup.current(), None).anchored(setup.anchors())
+    assert anchored == {}  # (pending: the author's alone)
+    mine = setup.forge.reviews.of_pull(setup.current(), account(setup.forge, "cat"))
+    assert set(mine.anchored(setup.anchors())) == {
+        ("app.py", "new", 7),
+        ("app.py", "new", 5),
+        ("app.py", "old", 8),
+    }
+
+
+def test_a_head_that_changes_a_commented_line_outdates_its_comment(setup: Setup) -> None:
+    setup.comment("cat", "app.py", "new", 6, body="added")
+    setup.comment("cat", "app.py", "new", 4, start=2, body="range")
+    setup.comment("cat", "app.py", "new", 10, body="last")
+    setup.comment("cat", "new.txt", "new", 1, body="file")
+    setup.forge.reviews.submit(setup.current(), account(setup.forge, "cat"), "comment", "")
+    files = dict(HEAD, **{"app.py": HEAD["app.py"].replace("LINE 3", "line three")})
+    del files["new.txt"]  # the file is gone: its comment is outdated
+    files["app.py"] = files["app.py"].replace("added", "added twice")
+    new = setup.push(files, "changes")
+    assert comments_by_body(setup) == {
+        "added": (6, 6, setup.head, True),
+        "range": (2, 4, setup.head, True),  # its middle line changed
+        "last": (10, 10, new, False),
+        "file": (1, 1, setup.head, True),
+    }
+    shown = setup.forge.reviews.of_pull(setup.current(), None)
+    assert set(shown.anchored(setup.anchors())) == {("app.py", "new", 10)}
+    outdated = [c for c in shown.comments if c.outdated]
+    assert {c.body: c.numbered_lines for c in outdated}["range"] == [
+        (2, "line 2"),
+        (3, "LINE 3"),
+        (4, "line 4"),
+    ]
+    # lines inserted inside a commented range change it too
+    setup.comment("cat", "app.py", "new", 9, start=7, body="inside")
+    files["app.py"] = files["app.py"].replace("line 7\n", "line 7\nsqueezed\n")
+    setup.push(files, "squeeze")
+    assert comments_by_body(setup)["inside"][3] is True
+
+
+def test_commits_new_since_the_last_look_are_exactly_the_new_ones(setup: Setup) -> None:
+    forge, reviews = setup.forge, setup.forge.reviews
+    cat = account(forge, "cat")
+    assert reviews.new_since(setup.handle, setup.current(), setup.anchors(), None) is None
+    reviews.saw(setup.current(), cat, setup.head)
+    seen = reviews.last_seen(setup.current(), cat)
+    assert seen == setup.head
+    assert reviews.new_since(setup.handle, setup.current(), setup.anchors(), seen) is None
+    files = dict(HEAD)
+    files["one.txt"] = "1\n"
+    first = setup.push(files, "one")
+    files["two.txt"] = "2\n"
+    second = setup.push(files, "two")
+    found = reviews.new_since(setup.handle, setup.current(), setup.anchors(), seen)
+    if found is COUNTING:  # asked before the head moved's work got there: walked soon
+        wait_for(reviews.idle)
+        found = reviews.new_since(setup.handle, setup.current(), setup.anchors(), seen)
+    assert found is not None and found is not COUNTING
+    assert found.commits == [(second, "two"), (first, "one")] and not found.forced
+    reviews.saw(setup.current(), cat, second)
+    assert reviews.new_since(setup.handle, setup.current(), setup.anchors(), second) is None
