@@ -5,19 +5,22 @@ since a person last looked, walked in the background."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 import pytest
 from conftest import start_forge, wait_for
-from test_accounts import PASSWORD
+from falcon import testing
+from test_accounts import PASSWORD, Browser, csrf_of
 
 from floorless.accounts import Account
 from floorless.errors import BadRequest
 from floorless.forge import Forge
 from floorless.pulls import Pull
 from floorless.reviews import COUNTING, Anchors
+from floorless.web.app import create_app
 
 BASE = {
     "app.py": "".join(f"line {i}\n" for i in range(1, 11)),
@@ -296,3 +299,150 @@ def test_commits_new_since_the_last_look_are_exactly_the_new_ones(setup: Setup) 
     assert found.commits == [(second, "two"), (first, "one")] and not found.forced
     reviews.saw(setup.current(), cat, second)
     assert reviews.new_since(setup.handle, setup.current(), setup.anchors(), second) is None
+
+
+# -- over HTTP ----------------------------------------------------------------------------------
+
+
+def person(client: testing.TestClient, name: str) -> Browser:
+    browser = Browser(client)
+    assert browser.sign_in(name).status_code == 303
+    return browser
+
+
+def post(browser: Browser, url: str, **fields: str) -> testing.Result:
+    page = browser.get("/ann/plans/issues/new")  # signed out: to the sign-in page
+    token = csrf_of(page.text) if page.status_code == 200 else "none"
+    return browser.post(url, fields, token)
+
+
+@pytest.fixture
+def client(forge: Forge) -> testing.TestClient:
+    return testing.TestClient(create_app(forge))
+
+
+def test_line_comments_and_reviews_over_http(setup: Setup, client: testing.TestClient) -> None:
+    cat = person(client, "cat")  # neither owner nor collaborator: any signed-in reader
+    comments = "/ann/plans/pulls/1/files/reviews/comments"
+    result = post(cat, comments, path="app.py", side="new", line="6", body="Why *this*?")
+    assert result.status_code == 303
+    found = re.fullmatch(r"/ann/plans/pulls/1/files#discussion_r(\d+)", result.headers["location"])
+    assert found
+    first = int(found.group(1))
+    result = post(cat, comments, path="app.py", side="old", start_line="7", line="8", body="x")
+    assert result.status_code == 303
+    for fields, message in [
+        ({"path": "app.py", "side": "new", "line": "99"}, "no line 99 in app.py"),
+        ({"path": "app.py", "side": "old", "line": "11"}, "no line 11 in app.py"),
+        ({"path": "app.py", "side": "new", "line": "abc"}, "line is a line number"),
+        ({"path": "keep.txt", "side": "new", "line": "1"}, "keep.txt is not changed"),
+        ({"path": "app.py", "side": "up", "line": "1"}, "side is old or new"),
+        ({"path": "app.py", "side": "new", "line": "1", "body": " "}, "needs some text"),
+    ]:
+        result = post(cat, comments, **{"body": "b", **fields})
+        assert result.status_code == 400 and message in result.text, (fields, result.text[:300])
+    edit = f"{comments}/{first}"
+    assert post(cat, edit, action="edit", body="Better").status_code == 303
+    ben = person(client, "ben")
+    assert post(ben, edit, action="edit", body="Mine").status_code == 404
+    assert post(cat, edit, action="shout").status_code == 400
+    assert post(cat, f"{comments}/x1", action="delete").status_code == 404
+
+    submit = "/ann/plans/pulls/1/files/reviews/submit"
+    result = post(cat, submit, verdict="approve", body="Good **work**")
+    assert result.status_code == 303
+    assert re.fullmatch(r"/ann/plans/pulls/1#pullrequestreview-\d+", result.headers["location"])
+    # the author may comment on their own pull request but not judge it
+    result = post(ben, submit, verdict="approve", body="")
+    assert result.status_code == 403 and "may only comment" in result.text
+    assert post(ben, submit, verdict="request_changes", body="x").status_code == 403
+    assert post(ben, submit, verdict="comment", body="Thanks").status_code == 303
+    assert post(ben, submit, verdict="merge", body="x").status_code == 400
+    shown = setup.forge.reviews.of_pull(setup.current(), None)
+    assert shown.verdicts() == {"cat": "approve"}
+    assert [c.body for c in shown.comments] == ["Better", "x"]
+    # signed out: to the sign-in page, nothing recorded
+    anonymous = Browser(client)
+    result = anonymous.post(submit, {"verdict": "approve"}, None)
+    assert result.status_code in (303, 403)
+    assert len(setup.forge.reviews.of_pull(setup.current(), None).reviews) == 2
+
+
+def test_a_private_repositorys_review_routes_are_not_found(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    secret = forge.registry.get("ann", "secret")
+    handle = forge.open(secret)
+    base = commit(handle, BASE, [], "base", "refs/heads/main")
+    head = commit(handle, HEAD, [base], "change", "refs/heads/feature")
+    forge.refs_moved(secret)
+    ann = account(forge, "ann")
+    forge.pulls.create(
+        "ann", "secret", ann, "Hidden", "", "main", ("ann", "secret", "feature"), head
+    )
+    cat = person(client, "cat")
+    prefix = "/ann/secret/pulls/1/files/reviews"
+    for url in (f"{prefix}/comments", f"{prefix}/comments/1", f"{prefix}/submit"):
+        for browser in (cat, Browser(client)):
+            result = post(
+                browser,
+                url,
+                path="app.py",
+                side="new",
+                line="6",
+                body="x",
+                verdict="comment",
+                action="delete",
+            )
+            assert result.status_code == 404, (url, result.status_code)
+            # the same as a repository that does not exist
+            missing = post(browser, url.replace("secret", "nothing"), verdict="comment")
+            assert missing.status_code == 404
+    assert forge.db.query("SELECT * FROM reviews") == []
+
+
+def test_the_timeline_shows_reviews_with_their_comments_outdated_ones_folded(
+    setup: Setup,
+) -> None:
+    from markupsafe import Markup, escape
+
+    from floorless.web.render import Renderer
+
+    forge = setup.forge
+    setup.comment("cat", "app.py", "new", 6, body="on <added>")
+    setup.comment("cat", "app.py", "new", 10, body="on the last")
+    forge.reviews.submit(setup.current(), account(forge, "cat"), "request_changes", "Not *yet*")
+    files = dict(HEAD, **{"app.py": HEAD["app.py"].replace("added", "added twice")})
+    setup.push(files, "changes")
+    pull = setup.current()
+    shown = forge.reviews.of_pull(pull, None)
+    timeline = forge.issues.timeline(pull.issue)
+    html = (
+        Renderer("floorless")
+        .env.get_template("_timeline.html")
+        .render(
+            timeline=[(entry, None) for entry in timeline],
+            gap=None,
+            reasons={},
+            reviews=shown,
+            review_html={
+                r.id: Markup(f"<em>{escape(r.body)}</em>") for r in shown.reviews.values()
+            },
+            comment_html={c.id: escape(c.body) for c in shown.comments},
+            repo=setup.repo,
+            pull=pull,
+        )
+    )
+    (review,) = shown.reviews.values()
+    assert f'id="pullrequestreview-{review.id}"' in html
+    assert "requested changes" in html and "<em>Not *yet*</em>" in html
+    outdated, current = shown.comments
+    assert outdated.outdated and not current.outdated
+    assert re.search(
+        rf'<details class="review-thread outdated" id="discussion_r{outdated.id}">\s*'
+        r"<summary><b>app.py</b> line 6 \(new\) <span class=\"label\">outdated</span>",
+        html,
+    )
+    assert "on &lt;added&gt;" in html and "<pre>added</pre>" in html
+    assert f'href="/ann/plans/pulls/1/files#discussion_r{current.id}"' in html
+    assert "pushed" in html  # the other events as before

@@ -27,6 +27,7 @@ from floorless.web.views import (
     refs,
     refswitch,
     repo,
+    reviews,
     settings,
     source,
     static,
@@ -133,7 +134,9 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     app.resp_options.secure_cookies_by_default = False
     errors.install(app, renderer)
     deps = (forge, renderer)
+    form = (forge, renderer, authenticator)
     repo_prefix = "/{owner}/{repo}"
+    review_prefix = repo_prefix + "/pulls/{number}/files/reviews"
 
     routes: list[tuple[str, object]] = [
         ("/", explore.Explore(*deps)),
@@ -163,6 +166,9 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/issues", issues.IssueList(*deps, authenticator)),
         (repo_prefix + "/issues/new", issues.NewIssue(*deps, authenticator)),
         (repo_prefix + "/issues/{number}", issues.IssueDetail(*deps, authenticator)),
+        (review_prefix + "/comments", reviews.ReviewComments(*form)),
+        (review_prefix + "/comments/{comment}", reviews.ReviewCommentChange(*form)),
+        (review_prefix + "/submit", reviews.ReviewSubmit(*form)),
         (repo_prefix + "/branches", refs.Branches(*deps)),
         (repo_prefix + "/tags", refs.Tags(*deps)),
         (repo_prefix + "/archive/{tail:path}", archive.Archive(*deps)),

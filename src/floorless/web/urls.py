@@ -264,6 +264,31 @@ def pull(repo: Named, number: int, tab: str = "", comment: int | None = None) ->
     return f"{home(repo)}/pulls/{number}" + (f"/{tab}" if tab else "") + anchor
 
 
+def review_comments(repo: Named, number: int) -> str:
+    """Where a line comment of a review is posted (Forgejo's path)."""
+    return f"{home(repo)}/pulls/{number}/files/reviews/comments"
+
+
+def review_comment(repo: Named, number: int, comment: int) -> str:
+    """Where a pending line comment is edited or deleted."""
+    return f"{review_comments(repo, number)}/{comment}"
+
+
+def review_submit(repo: Named, number: int) -> str:
+    return f"{home(repo)}/pulls/{number}/files/reviews/submit"
+
+
+def review_anchor(repo: Named, number: int, comment: int) -> str:
+    """A line comment on the files tab (``#discussion_r{id}``: review comments are numbered
+    apart from the conversation's, so they take GitHub's anchor, not ``#issuecomment-``)."""
+    return f"{pull(repo, number, 'files')}#discussion_r{comment}"
+
+
+def review(repo: Named, number: int, review_id: int) -> str:
+    """A submitted review on the conversation."""
+    return f"{pull(repo, number)}#pullrequestreview-{review_id}"
+
+
 def numbered(repo: Named, number: int, is_pull: bool) -> str:
     """An issue's or a pull request's page, whichever ``number`` is."""
     return pull(repo, number) if is_pull else issue(repo, number)

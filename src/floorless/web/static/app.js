@@ -237,4 +237,28 @@
       if (!switcher.contains(event.target)) { switcher.open = false; }
     });
   });
+  // A click on a line number of a pull request's diff fills its file's one comment form
+  // (the number's column says the side); shift-click makes a range from the line before.
+  document.addEventListener("click", function (event) {
+    var cell = event.target.closest && event.target.closest("section.file-diff td.ln");
+    if (!cell || !cell.textContent.trim()) { return; }
+    var section = cell.closest("section.file-diff");
+    var box = section && section.querySelector("details.review-line");
+    if (!box) { return; }
+    var form = box.querySelector("form");
+    var side = cell.previousElementSibling && cell.previousElementSibling.matches("td.ln") ? "new" : "old";
+    var line = cell.textContent.trim();
+    if (event.shiftKey && form.line.value && form.side.value === side) {
+      var lo = Math.min(parseInt(form.line.value, 10), parseInt(line, 10));
+      var hi = Math.max(parseInt(form.line.value, 10), parseInt(line, 10));
+      form.start_line.value = String(lo);
+      form.line.value = String(hi);
+    } else {
+      form.side.value = side;
+      form.start_line.value = "";
+      form.line.value = line;
+    }
+    box.open = true;
+    form.body.focus();
+  });
 })();

@@ -1,0 +1,238 @@
+"""A pull request's reviews on the web: posting a line comment, editing or deleting a pending
+one, submitting a review; and what the files tab and the conversation show of them.
+
+One form serves every line of the files tab: its path, side and line fields are typed by
+hand, or filled by a few lines of script when a line number is clicked (the diff's rows
+carry their path, side and line). A form per line would weigh on every line of a large
+diff; one ``<details>`` form per file, filled in place, weighs the same on a diff of ten
+lines or ten thousand, and works without script.
+
+Every route first finds the repository as any page of it does (404 for whoever may not read
+it), then the pull request; who may review and who may give a verdict is the access policy's
+(``may_review``, ``may_judge``). Nothing here runs git beyond reading the diff's files
+through the open handle, in-process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import falcon
+from markupsafe import Markup, escape
+
+from floorless.accounts import Account
+from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.forge import Forge
+from floorless.pulls import Pull
+from floorless.reviews import VERDICTS, Anchors, ReviewComment
+from floorless.web import auth, urls
+from floorless.web.context import RepoView, repo_view
+from floorless.web.views.issues import IssueView, issue_number
+
+_LINE = re.compile(r"[0-9]{1,9}")
+VERDICT_WORDS = {
+    "comment": "reviewed",
+    "approve": "approved these changes",
+    "request_changes": "requested changes",
+}
+
+
+def line_number(text: str, name: str = "line") -> int:
+    if not _LINE.fullmatch(text.strip()):
+        raise BadRequest(f"{name} is a line number")
+    return int(text)
+
+
+def anchors_of(forge: Forge, view: RepoView, pull: Pull) -> Anchors:
+    """The commits the pull request's diff is shown between, with the base branch as the
+    page's refs have it."""
+    tip = view.snapshot.branches.get(pull.base_branch.encode())
+    return forge.reviews.anchors(view.handle, pull, None if tip is None else tip.hex())
+
+
+def review_context(
+    forge: Forge,
+    req: falcon.Request,
+    view: RepoView,
+    pull: Pull,
+    markdown: Callable[[list[str]], list[Markup]],
+    files_tab: bool = False,
+) -> dict[str, Any]:
+    """What the conversation and the files tab need of the reviews (two statements for all of
+    them, one more for the viewer's last look; on the files tab, one upsert of it): the
+    reviews and their comments with their Markdown, the comments to anchor under lines,
+    each reviewer's verdict, the commits new since the viewer last looked, and what the
+    viewer may do. A comment not yet followed to the head shown wakes the thread that does."""
+    viewer = auth.viewer_of(req)
+    account = viewer.account if viewer.session is not None else None
+    anchors = anchors_of(forge, view, pull)
+    found = forge.reviews.of_pull(pull, account)
+    if found.behind(anchors):
+        forge.reviews.follow_pull_soon(pull)
+    htmls = markdown([r.body for r in found.reviews.values()] + [c.body for c in found.comments])
+    review_html = dict(zip(found.reviews, htmls, strict=False))
+    comment_html = dict(
+        zip((c.id for c in found.comments), htmls[len(found.reviews) :], strict=True)
+    )
+    news = None
+    if account is not None:
+        seen = forge.reviews.last_seen(pull, account)
+        news = forge.reviews.new_since(view.handle, pull, anchors, seen)
+        if files_tab and seen != anchors.head:
+            forge.reviews.saw(pull, account, anchors.head)
+    policy = forge.policy
+    return {
+        "reviews": found,
+        "review_html": review_html,
+        "comment_html": comment_html,
+        "anchored": found.anchored(anchors),
+        "anchors": anchors,
+        "verdicts": found.verdicts(),
+        "verdict_words": VERDICT_WORDS,
+        "news": news,
+        "pending_review": found.pending(account.id if account else None),
+        "may_review": policy.may_review(viewer, view.level),
+        "may_judge": policy.may_judge(viewer, view.level, pull.issue.author_id),
+    }
+
+
+_ROW = re.compile(r'<tr class="[^"]*"><td class="ln">(\d*)</td><td class="ln">(\d*)</td>')
+
+
+def rows_with_comments(
+    rows: Markup,
+    path: str,
+    anchored: dict[tuple[str, str, int], list[ReviewComment]],
+    render: Callable[[list[ReviewComment]], str],
+) -> tuple[Markup, list[ReviewComment]]:
+    """A file's diff rows (``views/commit.py``'s, cached as they are) with the comments on
+    its lines after the rows they name, and the comments on lines the rows do not show. Only
+    files with comments are split, row by row."""
+    mine = {(side, line): c for (p, side, line), c in anchored.items() if p == path}
+    if not mine:
+        return rows, []
+    parts = str(rows).split("</tr>")
+    placed: set[tuple[str, int]] = set()
+    out: list[str] = []
+    for part in parts[:-1]:
+        out.append(part + "</tr>")
+        found = _ROW.match(part)
+        if found is None:
+            continue
+        old, new = found.group(1), found.group(2)
+        keys = ([("old", int(old))] if old else []) + ([("new", int(new))] if new else [])
+        for key in keys:
+            if key in mine and key not in placed:
+                placed.add(key)
+                out.append(render(mine[key]))
+    out.append(parts[-1])
+    rest = [c for key, comments in sorted(mine.items()) if key not in placed for c in comments]
+    return Markup("".join(out)), rest  # noqa: S704 - the rows' own HTML and escaped comments
+
+
+class ReviewView(IssueView):
+    def pull_of(
+        self, req: falcon.Request, owner: str, repo: str, number: str
+    ) -> tuple[RepoView, Pull]:
+        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+        if not self.forge.pulls.features(view.repo.owner, view.repo.name).pulls:
+            raise NotFound("pull requests are turned off here")
+        pull = self.forge.pulls.get(view.repo.owner, view.repo.name, issue_number(number))
+        return view, pull
+
+    def reviewer(self, req: falcon.Request, view: RepoView) -> Account:
+        account = self.signed_in(req)
+        if not self.forge.policy.may_review(auth.viewer_of(req), view.level):
+            raise Forbidden("you may not review here")
+        return account
+
+
+class ReviewComments(ReviewView):
+    """POST a line comment (path, side, line, optional start_line, body) into one's pending
+    review; back to the files tab at the comment."""
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+    ) -> None:
+        view, pull = self.pull_of(req, owner, repo, number)
+        account = self.reviewer(req, view)
+        form = self.form(req)
+        line = line_number(form.get("line", ""))
+        start = line_number(form.get("start_line") or str(line), "start_line")
+        comment = self.forge.reviews.add_comment(
+            view.handle,
+            pull,
+            anchors_of(self.forge, view, pull),
+            account,
+            form.get("path", ""),
+            form.get("side", "new"),
+            start,
+            line,
+            form.get("body", ""),
+        )
+        raise falcon.HTTPSeeOther(urls.review_anchor(view.repo, pull.number, comment.id))
+
+
+class ReviewCommentChange(ReviewView):
+    """POST ``action`` edit (with ``body``) or delete to one's own pending comment."""
+
+    def on_post(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        number: str,
+        comment: str,
+    ) -> None:
+        view, pull = self.pull_of(req, owner, repo, number)
+        account = self.reviewer(req, view)
+        form = self.form(req)
+        if not _LINE.fullmatch(comment):
+            raise NotFound("no such comment")
+        comment_id = int(comment)
+        action = form.get("action", "")
+        if action == "edit":
+            self.forge.reviews.edit_comment(pull, account, comment_id, form.get("body", ""))
+            raise falcon.HTTPSeeOther(urls.review_anchor(view.repo, pull.number, comment_id))
+        if action == "delete":
+            self.forge.reviews.delete_comment(pull, account, comment_id)
+            raise falcon.HTTPSeeOther(urls.pull(view.repo, pull.number, "files"))
+        raise BadRequest(f"unknown action {action[:40]!r}")
+
+
+class ReviewSubmit(ReviewView):
+    """POST ``verdict`` (comment, approve, request_changes) and ``body``: the pending review
+    (or one without line comments) submitted; to the conversation at the review."""
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+    ) -> None:
+        view, pull = self.pull_of(req, owner, repo, number)
+        account = self.reviewer(req, view)
+        form = self.form(req)
+        verdict = form.get("verdict", "comment")
+        if verdict not in VERDICTS:
+            raise BadRequest("a review is a comment, an approval or a request for changes")
+        if verdict != "comment" and not self.forge.policy.may_judge(
+            auth.viewer_of(req), view.level, pull.issue.author_id
+        ):
+            raise Forbidden("the author of a pull request may only comment on it")
+        review = self.forge.reviews.submit(pull, account, verdict, form.get("body", ""))
+        raise falcon.HTTPSeeOther(urls.review(view.repo, pull.number, review.id))
+
+
+def comment_rows(comments: list[ReviewComment], html: dict[int, Markup], colspan: int = 3) -> str:
+    """Table rows holding the comments on one line, for the files tab."""
+    parts = []
+    for c in comments:
+        who = escape(c.author) if c.author else "A deleted account"
+        pending = ' <span class="label">pending</span>' if c.pending else ""
+        parts.append(
+            f'<tr class="review-comment" id="discussion_r{c.id}"><td colspan="{colspan}">'
+            f'<p class="muted"><b>{who}</b>{pending}</p>'
+            f'<div class="markdown">{html.get(c.id, "")}</div></td></tr>'
+        )
+    return "".join(parts)
