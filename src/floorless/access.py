@@ -21,6 +21,9 @@ Reviews of pull requests, on a repository the viewer may read:
     comment on lines, submit a review         any signed-in person (as Forgejo allows)
     approve, request changes                  the same, but not the pull request's author
 
+Pull requests, on a repository the viewer may read:
+    merge one (and delete its head branch)    WRITE, signed in with a write-scoped credential
+
 A repository someone may not read does not exist for them: ``require`` answers as for an
 unknown name (404), or asks for credentials (401) when there are none, whichever name it is,
 and after the same lookups, so that not even the time taken tells the two apart.
@@ -182,6 +185,14 @@ class Policy:
             return False
         assert viewer.account is not None
         return viewer.account.id != author_id
+
+    def may_merge(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` (at ``level`` on the base repository) may merge its pull
+        requests: whoever may push to the base branch anyway."""
+        account = viewer.account
+        if account is None or account.is_org or viewer.scope == "read":
+            return False
+        return level >= Level.WRITE
 
     # -- collaborators ------------------------------------------------------------------------
 

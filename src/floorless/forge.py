@@ -42,6 +42,7 @@ from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
 from floorless.issues import Issues
+from floorless.merging import Merger
 from floorless.pulls import Pulls
 from floorless.repos import Registry, Repo, ScanResult
 from floorless.reviews import Reviews
@@ -103,6 +104,9 @@ class Forge:
         self.reviews = Reviews(self.db, self.issues, self.pulls)
         self.reviews.locate = self._locate
         self.ref_listeners.append(lambda repo, _: self.reviews.follow_soon(repo.owner, repo.name))
+        # Merges pull requests; its thread follows their heads and bases (merging.py).
+        self.merger = Merger(self)
+        self.ref_listeners.append(self.merger.queue)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -135,12 +139,14 @@ class Forge:
             self.notices.start()
             self.indexer.start()
             self.reviews.start()
+            self.merger.start()
             self._thread = start_thread(self._maintain, "maintain")
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.merger.stop()
         self.notices.stop()
         self.reviews.stop()
         self.indexer.stop()

@@ -311,6 +311,39 @@ class Pulls:
             callback(merged, actor)
         return True
 
+    def intend_merge(self, pull: Pull, actor: Account | None, merged_oid: str, style: str) -> None:
+        """Write down the merge about to move the base branch to ``merged_oid``, before it
+        moves: should the process die between the move and ``mark_merged``, whoever next
+        sees the base reach ``merged_oid`` finishes the merge as intended (``merging.py``).
+        The row stays unmerged (``merged`` 0) until then."""
+        self.db.execute(
+            "UPDATE pulls SET merged_oid = ?, merge_style = ?, merged_by = ?"
+            " WHERE issue_id = ? AND merged = 0",
+            (merged_oid, style, actor.id if actor else None, pull.issue.id),
+        )
+
+    def drop_intent(self, pull: Pull, merged_oid: str) -> None:
+        """The merge to ``merged_oid`` did not happen (the base moved first)."""
+        self.db.execute(
+            "UPDATE pulls SET merged_oid = '', merge_style = '', merged_by = NULL"
+            " WHERE issue_id = ? AND merged = 0 AND merged_oid = ?",
+            (pull.issue.id, merged_oid),
+        )
+
+    def head_gone(self, pull: Pull, actor: Account | None = None) -> bool:
+        """The head branch was deleted: state ``head_gone`` and a ``head_deleted`` event,
+        once however many threads or nodes see it. Whether this call recorded it."""
+        now = time.time()
+        with self.db.transaction():
+            changed = self.db.execute(
+                "UPDATE pulls SET check_state = 'head_gone'"
+                " WHERE issue_id = ? AND check_state <> 'head_gone'",
+                (pull.issue.id,),
+            )
+            if changed:
+                self.issues.event(pull.issue, actor, "head_deleted", "", pull.head_branch, now)
+        return bool(changed)
+
     def set_features(self, owner: str, name: str, features: Features) -> None:
         styles = [s for s in features.merge_styles if s in MERGE_STYLES]
         if not styles:
