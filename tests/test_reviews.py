@@ -98,8 +98,9 @@ class Setup:
         """A new head on the feature branch, recorded as the merging code records it."""
         pull = self.current()
         new = commit(self.handle, files, [pull.head_oid], message, "refs/heads/feature")
-        self.forge.set_pull_ref(self.repo, pull.number, new)
-        assert self.forge.pulls.moved_head(pull, new, False, None)
+        self.forge.refs_moved(self.repo)  # the follower (merging.py) records the move
+        wait_for(lambda: self.current().head_oid == new and self.forge.merger.idle())
+        assert self.handle.references[pull.ref].target == pygit2.Oid(hex=new)
         wait_for(self.forge.reviews.idle)
         return new
 
