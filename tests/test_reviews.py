@@ -13,6 +13,7 @@ import pygit2
 import pytest
 from conftest import start_forge, wait_for
 from falcon import testing
+from markupsafe import Markup
 from test_accounts import PASSWORD, Browser, csrf_of
 
 from floorless.accounts import Account
@@ -447,3 +448,62 @@ def test_the_timeline_shows_reviews_with_their_comments_outdated_ones_folded(
     assert "on &lt;added&gt;" in html and "<pre>added</pre>" in html
     assert f'href="/ann/plans/pulls/1/files#discussion_r{current.id}"' in html
     assert "pushed" in html  # the other events as before
+
+
+def test_comments_go_under_the_rows_of_their_lines(setup: Setup) -> None:
+    from floorless.git import diff as gitdiff
+    from floorless.web.views.commit import _row
+    from floorless.web.views.reviews import rows_with_comments
+
+    lines = [
+        gitdiff.Line(" ", 4, 4, "line 4"),
+        gitdiff.Line("-", 5, None, "line 5"),
+        gitdiff.Line("+", None, 5, "line five"),
+    ]
+    rows = Markup("".join(_row(line, line.text) for line in lines))
+    on_new = setup.comment("cat", "app.py", "new", 5)
+    on_old = setup.comment("cat", "app.py", "old", 5)
+    elsewhere = setup.comment("cat", "app.py", "new", 9)
+    anchored = {("app.py", "new", 5): [on_new], ("app.py", "old", 5): [on_old]}
+    anchored["app.py", "new", 9] = [elsewhere]
+    anchored["other.py", "new", 4] = [elsewhere]
+    out, rest = rows_with_comments(
+        rows, "app.py", anchored, lambda cs: "".join(f"<tr id=c{c.id}></tr>" for c in cs)
+    )
+    parts = str(out).split("</tr>")
+    assert parts[2].startswith(f"<tr id=c{on_old.id}>")  # after the deleted line 5
+    assert parts[4].startswith(f"<tr id=c{on_new.id}>")  # after the added line 5
+    assert rest == [elsewhere]  # on a line the rows do not show
+    assert rows_with_comments(rows, "keep.txt", anchored, str) == (rows, [])
+
+
+def test_reading_reviews_takes_the_same_statements_for_one_comment_or_many(setup: Setup) -> None:
+    from floorless import timing
+
+    forge = setup.forge
+    cat = account(forge, "cat")
+
+    def statements() -> int:
+        timer = timing.start_request()
+        try:
+            pull = setup.current()
+            anchors = forge.reviews.anchors(setup.handle, pull, setup.base)
+            shown = forge.reviews.of_pull(pull, cat)
+            shown.anchored(anchors), shown.verdicts(), shown.behind(anchors)
+            for review in shown.reviews.values():
+                shown.threads(review.id)
+            seen = forge.reviews.last_seen(pull, cat)
+            forge.reviews.new_since(setup.handle, pull, anchors, seen)
+            return timer.queries
+        finally:
+            timing.end_request()
+
+    setup.comment("cat", "app.py", "new", 6)
+    forge.reviews.submit(setup.current(), cat, "comment", "one")
+    one = statements()
+    for round_ in range(6):
+        for line in (1, 2, 6, 7, 9):
+            setup.comment("ann", "app.py", "new", line, body=f"{round_} {line}")
+        forge.reviews.submit(setup.current(), account(forge, "ann"), "comment", "more")
+    assert len(forge.reviews.of_pull(setup.current(), cat).comments) == 31
+    assert statements() == one == 4  # the pull request, reviews, comments, last look
