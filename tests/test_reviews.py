@@ -507,3 +507,37 @@ def test_reading_reviews_takes_the_same_statements_for_one_comment_or_many(setup
         forge.reviews.submit(setup.current(), account(forge, "ann"), "comment", "more")
     assert len(forge.reviews.of_pull(setup.current(), cat).comments) == 31
     assert statements() == one == 4  # the pull request, reviews, comments, last look
+
+
+def test_a_real_push_outdates_comments_on_changed_lines_only(setup: Setup, tmp_path: Path) -> None:
+    """git's own client pushes to the head branch; the ref check sees it, the follower moves
+    the pull request, and the comments follow."""
+    from gitfixtures import git
+
+    forge = setup.forge
+    setup.comment("cat", "app.py", "new", 6, body="added")
+    setup.comment("cat", "app.py", "new", 1, body="first")
+    forge.reviews.submit(setup.current(), account(forge, "cat"), "comment", "")
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", "-b", "feature", str(setup.repo.path), str(work))
+
+    def push(text: str, message: str) -> str:
+        (work / "app.py").write_text(text)
+        git(work, "commit", "-q", "-am", message)
+        git(work, "push", "-q", "origin", "feature")
+        new = git(work, "rev-parse", "HEAD").decode().strip()
+        forge.check_refs()
+        wait_for(lambda: setup.current().head_oid == new and forge.merger.idle())
+        wait_for(forge.reviews.idle)
+        return new
+
+    first = push(HEAD["app.py"] + "more\n", "a line at the end")
+    assert comments_by_body(setup) == {
+        "added": (6, 6, first, False),
+        "first": (1, 1, first, False),
+    }
+    second = push(HEAD["app.py"].replace("added", "added again") + "more\n", "change it")
+    assert comments_by_body(setup) == {
+        "added": (6, 6, first, True),
+        "first": (1, 1, second, False),
+    }
