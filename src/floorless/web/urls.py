@@ -289,6 +289,11 @@ def review(repo: Named, number: int, review_id: int) -> str:
     return f"{pull(repo, number)}#pullrequestreview-{review_id}"
 
 
+def pull_merge(repo: Named, number: int) -> str:
+    """Where a pull request's merge form is posted (Forgejo's path)."""
+    return f"{home(repo)}/pulls/{number}/merge"
+
+
 def numbered(repo: Named, number: int, is_pull: bool) -> str:
     """An issue's or a pull request's page, whichever ``number`` is."""
     return pull(repo, number) if is_pull else issue(repo, number)
