@@ -16,6 +16,9 @@ the explore list and its search, git over HTTP -- asks this module, and nothing 
 Issues, on a repository the viewer may read:
     open one, comment                         any signed-in person
     close, reopen, edit its title and body    WRITE, or the person who opened it
+    edit or delete a comment                  WRITE, or the comment's author
+    label, assign, set the milestone          WRITE
+    manage labels and milestones              WRITE
 
 Reviews of pull requests, on a repository the viewer may read:
     comment on lines, submit a review         any signed-in person (as Forgejo allows)
@@ -173,6 +176,20 @@ class Policy:
             return False
         assert viewer.account is not None
         return level >= Level.WRITE or viewer.account.id == author_id
+
+    def may_edit_comment(self, viewer: Viewer, level: Level, author_id: int | None) -> bool:
+        """Whether ``viewer`` may edit or delete a comment written by ``author_id``: its
+        author, or whoever may push (to tidy a conversation, as on Forgejo)."""
+        return self.may_change_issue(viewer, level, author_id)
+
+    def may_label(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` may label issues and pull requests, set their milestone, and
+        create, change and delete the repository's labels and milestones."""
+        return self.may_merge(viewer, level)
+
+    def may_assign(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` may assign issues and pull requests to people."""
+        return self.may_merge(viewer, level)
 
     def may_review(self, viewer: Viewer, level: Level) -> bool:
         """Whether ``viewer`` may comment on a pull request's lines and submit reviews."""

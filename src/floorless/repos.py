@@ -42,7 +42,9 @@ MISSING_SCANS = 2
 # Every read of a repository row carries its visibility, kept apart in ``repo_access``.
 # What a repository's row is read from (and, remembered, forgotten when either changes), and
 # what a list of them is, filtered by the access policy's ``visible`` condition.
-_TABLES = ("repos", "repo_access")
+# What it offers besides its code (``repo_features``: issues, pull requests) comes along, so
+# that every page's header knows its tabs without another statement.
+_TABLES = ("repos", "repo_access", "repo_features")
 # What is kept by a repository's owner and name rather than by its row: moved by a rename,
 # removed by a deletion (an issue's comments and events go with it, by foreign key; the
 # totals of issues follow them by trigger).
@@ -57,9 +59,13 @@ _BY_NAME = (
 )
 _LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (
-    "SELECT repos.*, COALESCE(repo_access.private, 0) AS private FROM repos"
+    "SELECT repos.*, COALESCE(repo_access.private, 0) AS private,"
+    " COALESCE(repo_features.issues, 1) AS has_issues,"
+    " COALESCE(repo_features.pulls, 1) AS has_pulls FROM repos"
     " LEFT JOIN repo_access"
     " ON repo_access.owner = repos.owner AND repo_access.name = repos.name"
+    " LEFT JOIN repo_features"
+    " ON repo_features.owner = repos.owner AND repo_features.name = repos.name"
 )
 
 
@@ -73,6 +79,8 @@ class Repo:
     description: str
     updated_at: float | None
     private: bool = False
+    has_issues: bool = True  # issues are on (the repository's settings)
+    has_pulls: bool = True  # and pull requests
 
     @property
     def full_name(self) -> str:
@@ -630,4 +638,6 @@ def _repo(row: Row) -> Repo:
         description=row["description"],
         updated_at=row["updated_at"],
         private=bool(row["private"]),
+        has_issues=bool(row["has_issues"]),
+        has_pulls=bool(row["has_pulls"]),
     )

@@ -34,9 +34,11 @@ TYPES = {
 
 
 # The tables whose rows nodes remember between requests (``Database.remembered``).
-REMEMBERED = frozenset(
+_REMEMBERED_8 = frozenset(
     ("repos", "repo_access", "accounts", "sessions", "org_members", "collaborators")
 )
+# and since version 12 what a repository offers (issues, pull requests), read with its row
+REMEMBERED = _REMEMBERED_8 | {"repo_features"}
 
 
 @dataclass(frozen=True)
@@ -259,7 +261,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                     f"CREATE TRIGGER {table}_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
                     f" ON {table} FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
                 )
-                for table in sorted(REMEMBERED)
+                for table in sorted(_REMEMBERED_8)
             ),
         ),
     ),
@@ -515,6 +517,22 @@ MIGRATIONS: tuple[Migration, ...] = (
                 " OR UPDATE OF owner, name, is_pull, state ON issues"
                 " FOR EACH ROW EXECUTE FUNCTION floorless_issue_totals()",
             ),
+        ),
+    ),
+    Migration(
+        12,
+        "every write to what a repository offers is told to every node; issues by milestone",
+        (
+            # Whether issues and pull requests are on is read with the repository's row, which
+            # nodes remember: as for the tables of version 8, each write is told to all.
+            Only(
+                "postgresql",
+                "CREATE TRIGGER repo_features_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
+                " ON repo_features FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+            ),
+            # A milestone's open and closed issues are counted along this index, never by
+            # reading every issue of the repository.
+            "CREATE INDEX IF NOT EXISTS issues_milestone ON issues (milestone_id, state)",
         ),
     ),
 )
