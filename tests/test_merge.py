@@ -401,3 +401,29 @@ def test_engine_analysis_of_an_empty_head(tmp_path: Path, work: Path, forge: For
     start = git_text(repo_of(forge).path, "rev-parse", "main~1")
     assert engine.analyse(handle, base, start).state == "empty"
     assert engine.merge_base(handle, base, head) == start
+
+
+def test_a_pair_is_checked_once_whoever_looks_again(
+    forge: Forge, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pull = open_pull(forge)
+    analysed: list[tuple[str, str]] = []
+    analyse = engine.analyse
+
+    def counted(handle: pygit2.Repository, base: str, head: str) -> engine.Analysis:
+        analysed.append((base, head))
+        return analyse(handle, base, head)
+
+    monkeypatch.setattr(engine, "analyse", counted)
+    objects = len(list(repo_of(forge).path.glob("objects/??/*")))
+    for _ in range(3):  # pushes elsewhere, refs/pull moves, other nodes: nothing new
+        forge.merger.follow(repo_of(forge))
+    assert analysed == []
+    git(work, "checkout", "-q", "main")
+    moved = commit(work, "Main again", j="j\n")
+    push(forge, work, "main")
+    forge.merger.follow(repo_of(forge))
+    assert analysed == [(moved, pull.head_oid)]
+    assert fresh(forge, pull).checked_base == moved
+    # a check writes no object: those of the push alone (a commit, a tree, a blob)
+    assert len(list(repo_of(forge).path.glob("objects/??/*"))) == objects + 3

@@ -201,14 +201,14 @@ class Merger:
             actor = self.forge.accounts.get(pull.merged_by) if pull.merged_by else None
             pulls.mark_merged(pull, actor, intended, pull.merge_style)
             return "merged"
+        if (pull.checked_base, pull.checked_head) == (base, head) and pull.checked:
+            return pull.check_state  # this pair was checked (and found unmerged) already
         if not self._has(handle, head):  # a fork's head not fetched yet
             return ""
         if engine.is_ancestor(handle, head, base):
             pulls.mark_merged(pull, None, head, "push")
             return "merged"
         if pull.check_state == "head_gone":
-            return pull.check_state
-        if (pull.checked_base, pull.checked_head) == (base, head) and pull.checked:
             return pull.check_state
         found = engine.analyse(handle, base, head)
         pulls.record_check(pull, base, head, found.state, found.merge_base, found.conflicts)

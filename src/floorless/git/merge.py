@@ -92,9 +92,9 @@ def analyse(handle: pygit2.Repository, base: str, head: str) -> Analysis:
     conflicts = conflicts_of(index)
     if conflicts:
         return Analysis("conflict", found, conflicts)
-    tree = index.write_tree(handle)
-    state = "empty" if tree == commit(handle, base).tree_id else "mergeable"
-    return Analysis(state, found)
+    # compared in memory: a check writes no object (only a merge does)
+    same = len(index.diff_to_tree(commit(handle, base).tree)) == 0
+    return Analysis("empty" if same else "mergeable", found)
 
 
 def _merged_tree(handle: pygit2.Repository, base: str, head: str) -> pygit2.Oid:
