@@ -541,3 +541,15 @@ def test_a_real_push_outdates_comments_on_changed_lines_only(setup: Setup, tmp_p
         "added": (6, 6, first, True),
         "first": (1, 1, second, False),
     }
+
+
+def test_review_routes_are_not_found_when_pull_requests_are_off(
+    setup: Setup, client: testing.TestClient
+) -> None:
+    from floorless.pulls import Features
+
+    setup.forge.pulls.set_features("ann", "plans", Features(pulls=False))
+    cat = person(client, "cat")
+    result = post(cat, "/ann/plans/pulls/1/files/reviews/submit", verdict="comment", body="x")
+    assert result.status_code == 404
+    assert setup.forge.db.query("SELECT * FROM reviews") == []

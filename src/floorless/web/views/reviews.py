@@ -137,7 +137,7 @@ class ReviewView(IssueView):
         self, req: falcon.Request, owner: str, repo: str, number: str
     ) -> tuple[RepoView, Pull]:
         view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
-        if not self.forge.pulls.features(view.repo.owner, view.repo.name).pulls:
+        if not view.repo.has_pulls:
             raise NotFound("pull requests are turned off here")
         pull = self.forge.pulls.get(view.repo.owner, view.repo.name, issue_number(number))
         return view, pull
@@ -236,3 +236,12 @@ def comment_rows(comments: list[ReviewComment], html: dict[int, Markup], colspan
             f'<div class="markdown">{html.get(c.id, "")}</div></td></tr>'
         )
     return "".join(parts)
+
+
+def annotate(
+    context: dict[str, Any], path: str, rows: Markup
+) -> tuple[Markup, list[ReviewComment]]:
+    """For the files tab: a file's rows with the comments of ``review_context`` under their
+    lines, and those on lines the rows do not show (to list beside the file)."""
+    html: dict[int, Markup] = context["comment_html"]
+    return rows_with_comments(rows, path, context["anchored"], lambda cs: comment_rows(cs, html))
