@@ -6,14 +6,16 @@ nothing, and a merge interrupted between moving the ref and recording it is fini
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import start_forge, wait_for
+from conftest import database_for, start_forge, wait_for
 from gitfixtures import _run, git, git_text
 from test_accounts import PASSWORD
 
@@ -427,3 +429,47 @@ def test_a_pair_is_checked_once_whoever_looks_again(
     assert fresh(forge, pull).checked_base == moved
     # a check writes no object: those of the push alone (a commit, a tree, a blob)
     assert len(list(repo_of(forge).path.glob("objects/??/*"))) == objects + 3
+
+
+_DIE_MID_MERGE = """
+import dataclasses, os, sys
+from pathlib import Path
+from floorless.config import Settings
+from floorless.forge import Forge
+
+settings = Settings.load(environ={}, data=Path(sys.argv[1]), repos=Path(sys.argv[2]))
+if sys.argv[3]:  # the tests' PostgreSQL database
+    settings = dataclasses.replace(settings, database=sys.argv[3])
+forge = Forge(settings)
+forge.start(background=False)
+forge.merger.finish = lambda *args: os._exit(9)  # killed right after the base ref moved
+repo = forge.registry.get("ann", "plans")
+pull = forge.pulls.get("ann", "plans", 1)
+forge.merger.merge(repo, pull, forge.accounts.require("ann"), "rebase")
+"""
+
+
+def test_a_process_killed_mid_merge_leaves_a_state_the_next_start_completes(
+    forge: Forge, work: Path, tmp_path: Path
+) -> None:
+    pull = open_pull(forge)
+    base = tip(forge, "main")
+    forge.stop()
+    env = dict(os.environ)
+    died = subprocess.run(
+        [sys.executable, "-c", _DIE_MID_MERGE, str(tmp_path / "data"), str(tmp_path / "repos"),
+         database_for(tmp_path / "data") or ""],
+        env=env, capture_output=True, check=False,
+    )  # fmt: skip
+    assert died.returncode == 9, died.stderr.decode()[-2000:]
+    moved = tip(forge, "main")
+    assert moved != base and git_text(repo_of(forge).path, "rev-parse", f"{moved}~2") == base
+    again = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        wait_for(lambda: again.pulls.get("ann", "plans", pull.number).merged)
+        done = again.pulls.get("ann", "plans", pull.number)
+        assert (done.merged_oid, done.merge_style, done.merged_by) == (moved, "rebase", "ann")
+        kinds = [e.kind for e in again.issues.timeline(done.issue)]
+        assert kinds == ["merged"]
+    finally:
+        again.stop()
