@@ -553,3 +553,28 @@ def test_review_routes_are_not_found_when_pull_requests_are_off(
     result = post(cat, "/ann/plans/pulls/1/files/reviews/submit", verdict="comment", body="x")
     assert result.status_code == 404
     assert setup.forge.db.query("SELECT * FROM reviews") == []
+
+
+def test_old_side_comments_follow_a_merge_base_that_moved(setup: Setup) -> None:
+    """The head merges the base branch, which changed line 1: the merge base moves, a comment
+    on the old side's line 8 follows it, and the ones on line 1 (either side) are outdated."""
+    forge = setup.forge
+    setup.comment("cat", "app.py", "old", 8, body="old 8")
+    setup.comment("cat", "app.py", "old", 1, body="old 1")
+    setup.comment("cat", "app.py", "new", 1, body="new 1")
+    base_files = dict(BASE, **{"app.py": BASE["app.py"].replace("line 1\n", "LINE 1\n")})
+    main = commit(setup.handle, base_files, [setup.base], "base moves", "refs/heads/main")
+    merged_files = dict(HEAD, **{"app.py": HEAD["app.py"].replace("line 1\n", "LINE 1\n")})
+    pull = setup.current()
+    head = commit(
+        setup.handle, merged_files, [pull.head_oid, main], "merge main", "refs/heads/feature"
+    )
+    forge.refs_moved(setup.repo)
+    wait_for(lambda: setup.current().head_oid == head and forge.merger.idle())
+    wait_for(forge.reviews.idle)
+    assert setup.forge.reviews.anchors(setup.handle, setup.current(), main) == Anchors(main, head)
+    assert comments_by_body(setup) == {
+        "old 8": (8, 8, main, False),
+        "old 1": (1, 1, setup.base, True),
+        "new 1": (1, 1, setup.head, True),
+    }
