@@ -7,6 +7,7 @@ nothing, and a merge interrupted between moving the ref and recording it is fini
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -473,3 +474,19 @@ def test_a_process_killed_mid_merge_leaves_a_state_the_next_start_completes(
         assert kinds == ["merged"]
     finally:
         again.stop()
+
+
+def test_a_base_or_head_that_names_no_branch_is_refused_clearly(forge: Forge, work: Path) -> None:
+    repo, who = repo_of(forge), ann(forge)
+    head = tip(forge, "topic")
+    for base_branch, head_branch, words in [
+        ("no..such", "topic", "base branch no..such is gone"),
+        ("gone", "topic", "base branch gone is gone"),
+        ("main", "bad..name", "head branch bad..name is gone"),
+    ]:
+        pull = forge.pulls.create(
+            "ann", "plans", who, "Odd", "", base_branch, ("ann", "plans", head_branch), head
+        )
+        with pytest.raises(Conflict, match=re.escape(words)):
+            forge.merger.merge(repo, pull, who, "merge")
+    settle(forge)

@@ -311,10 +311,12 @@ class Merger:
             raise Conflict(f"cannot merge: {exc}") from exc
 
     def _tip(self, handle: pygit2.Repository, ref: str) -> str:
-        found = handle.references.get(ref)
-        if found is None:
+        """The commit ``ref`` is at (hex); "" when there is no such ref (or no such name)."""
+        try:
+            found = handle.references.get(ref)
+            return "" if found is None else str(found.resolve().target)
+        except (ValueError, KeyError, pygit2.GitError):
             return ""
-        return str(found.resolve().target)
 
     def _current_head(self, pull: Pull) -> str:
         """The head as its branch (or, for AGit, ``refs/pull/N/head``) holds it now."""
