@@ -13,6 +13,11 @@ the explore list and its search, git over HTTP -- asks this module, and nothing 
         anyone else, the repository private       NONE
     then capped at READ for a read-scoped token.
 
+Through the API (``web/api/``), on a repository the viewer may read:
+    create one (their own; an organisation's)  signed in, write scope; an owner of the org
+    edit, rename, delete one                   ADMIN, write scope
+    list "my repositories"                     their own, their organisations', shared ones
+
 Issues, on a repository the viewer may read:
     open one, comment                         any signed-in person
     close, reopen, edit its title and body    WRITE, or the person who opened it
@@ -154,6 +159,22 @@ class Policy:
             return "1 = 1", []
         return (
             "(private = 0 OR lower(repos.owner) = lower(?)"
+            " OR EXISTS (SELECT 1 FROM org_members m JOIN accounts o ON o.id = m.org_id"
+            "   WHERE m.user_id = ? AND lower(o.name) = lower(repos.owner))"
+            " OR EXISTS (SELECT 1 FROM collaborators c"
+            "   WHERE c.owner = repos.owner AND c.name = repos.name AND c.user_id = ?))",
+            [account.name, account.id, account.id],
+        )
+
+    def shared_clause(self, viewer: Viewer) -> tuple[str, list[object]]:
+        """As ``visible_clause``, but only the repositories that are ``viewer``'s own or shared
+        with them (as owner, organisation member or collaborator), public or not: "my
+        repositories" (the API's ``/user/repos``), never every public one."""
+        account = viewer.account
+        if account is None or account.is_org:
+            return "1 = 0", []
+        return (
+            "(lower(repos.owner) = lower(?)"
             " OR EXISTS (SELECT 1 FROM org_members m JOIN accounts o ON o.id = m.org_id"
             "   WHERE m.user_id = ? AND lower(o.name) = lower(repos.owner))"
             " OR EXISTS (SELECT 1 FROM collaborators c"

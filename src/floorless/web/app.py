@@ -8,6 +8,7 @@ from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.web import auth, errors, headers
+from floorless.web.api.routes import api_routes
 from floorless.web.compression import CompressionMiddleware
 from floorless.web.pages import page_etag
 from floorless.web.render import Renderer
@@ -182,6 +183,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/info/refs", githttp.InfoRefs(*deps, advertisement=forge.advertisement)),
         (repo_prefix + "/git-upload-pack", githttp.Service(*deps, service="git-upload-pack")),
         (repo_prefix + "/git-receive-pack", githttp.Service(*deps, service="git-receive-pack")),
+        *api_routes(forge, authenticator),
     ]
     for template, resource in routes:
         if hasattr(resource, "on_get") and not hasattr(

@@ -81,6 +81,7 @@ class Authenticator:
         header = req.get_header("Authorization")
         if header:
             viewer = self._from_header(req, header)
+            req.context.auth_method = req.context.get("auth_method") or "token"
         else:
             cookie = req.cookies.get(SESSION_COOKIE)
             if not cookie:
@@ -90,6 +91,7 @@ class Authenticator:
                 req.context.stale_session = True
                 return ANONYMOUS
             viewer = Viewer(account, "write", session=cookie.partition(".")[0])
+            req.context.auth_method = "session"
         # where this person has been is where a flood of wrong passwords never stops them
         self.throttle.seen(viewer.name, self.proxies.client_address(req))
         return viewer
@@ -111,7 +113,41 @@ class Authenticator:
         if name.startswith(TOKEN_PREFIX) and secret in ("", "x-oauth-basic"):
             return self._token(name, None)
         account = self.password(req, name, secret)
+        req.context.auth_method = "password"
         return Viewer(account, "write")
+
+    def identify_api(self, req: falcon.Request) -> Viewer:
+        """Who is asking under ``/api/v1``, as Forgejo takes it: an ``Authorization`` header
+        (where ``token`` with nothing after it is anonymous, as pyforgejo sends it without a
+        key), a ``?token=`` or ``?access_token=`` parameter, or the web session, which only a
+        request from this site may use, and which writes only with the CSRF token in an
+        ``X-Csrf-Token`` header: a token is sent on purpose, a cookie by any page."""
+        header = (req.get_header("Authorization") or "").strip()
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() in ("token", "bearer") and not value.strip():
+            return ANONYMOUS
+        if not header:
+            for param in ("token", "access_token"):
+                plain = req.get_param(param)
+                if plain:
+                    req.context.auth_method = "token"
+                    return self._token(plain, None)
+            if not req.cookies.get(SESSION_COOKIE):
+                return ANONYMOUS
+            if (req.get_header("Sec-Fetch-Site") or "same-origin") not in (
+                "same-origin",
+                "none",
+            ):
+                return ANONYMOUS  # another site's page may not act as its visitor here
+        viewer = self.identify(req)
+        if viewer.session and req.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = req.get_header("Origin")
+            if origin and origin != "null" and urlsplit(origin).netloc != req.netloc:
+                raise Forbidden("this request was sent from another site")
+            sent = (req.get_header("X-Csrf-Token") or "").encode("utf-8", "replace")
+            if not hmac.compare_digest(sent, self.csrf_for(viewer).encode()):
+                raise Forbidden("a write with the session cookie needs its X-Csrf-Token header")
+        return viewer
 
     def _token(self, plain: str, name: str | None) -> Viewer:
         found = self.accounts.check_token(plain)
@@ -198,7 +234,8 @@ class AuthMiddleware:
     ) -> None:
         if not getattr(resource, "identifies", True):
             return
-        viewer = self.auth.identify(req)
+        api = getattr(resource, "api", False)
+        viewer = self.auth.identify_api(req) if api else self.auth.identify(req)
         req.context.viewer = viewer
         _current.set(RequestAuth(viewer, self.auth.csrf_for(viewer)))
 

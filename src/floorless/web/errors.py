@@ -1,7 +1,10 @@
-"""The one place errors become HTTP responses: an HTML page, or plain text for raw routes."""
+"""The one place errors become HTTP responses: an HTML page, plain text for raw routes, or
+under ``/api/v1`` Forgejo's JSON (``{"message": ..., "url": ...}``), for every status there,
+whichever part of floorless raised it."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -47,6 +50,10 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
         resp.status = status
         resp.set_header("Cache-Control", "no-store")
         title = title or _TITLES.get(status, "Error")
+        if is_api(req):
+            resp.content_type = "application/json; charset=utf-8"
+            resp.text = json.dumps({"message": message, "url": req.prefix + API_DOCS})
+            return
         if req.context.get("plain") or req.method == "HEAD" or _wants_plain(req):
             resp.content_type = "text/plain; charset=utf-8"
             resp.text = f"{status} {title}: {message}\n"
@@ -101,6 +108,15 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
     app.add_error_handler(falcon.HTTPError, http_error)
     app.add_error_handler(pygit2.GitError, git_error)
     app.add_error_handler(FloorlessError, floorless_error)
+
+
+API_PREFIX = "/api/v1"
+API_DOCS = "/api/swagger"  # where an API error points its reader, as Forgejo's do
+
+
+def is_api(req: falcon.Request) -> bool:
+    path = req.path
+    return path == API_PREFIX or path.startswith(API_PREFIX + "/")
 
 
 def _wants_plain(req: falcon.Request) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 import falcon
 
+from floorless.config import Settings
 from floorless.forge import Forge
 from floorless.git.refs import Resolved
 from floorless.web.auth import viewer_of
@@ -17,6 +18,16 @@ from floorless.web.render import Renderer
 # A DNS name or an IPv4/IPv6 address, with an optional port: nothing that could break out of
 # a URL or an attribute.
 _HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+
+
+def public_url(settings: Settings, req: falcon.Request) -> str:
+    """The forge's public base URL (no trailing slash): ``base_url`` when set, else the
+    request's host when it is a well-formed host name, else the listening address."""
+    if settings.base_url:
+        return settings.base_url.rstrip("/")
+    if _HOST.fullmatch(req.netloc):
+        return f"{req.scheme}://{req.netloc}"
+    return f"{req.scheme}://{settings.host}:{settings.port}"
 
 
 class View:
@@ -48,13 +59,7 @@ class View:
         pages.keep(key, view.snapshot, req, resp, public)
 
     def public_url(self, req: falcon.Request) -> str:
-        """The forge's public base URL (no trailing slash): ``base_url`` when set, else the
-        request's host when it is a well-formed host name, else the listening address."""
-        if self.settings.base_url:
-            return self.settings.base_url.rstrip("/")
-        if _HOST.fullmatch(req.netloc):
-            return f"{req.scheme}://{req.netloc}"
-        return f"{req.scheme}://{self.settings.host}:{self.settings.port}"
+        return public_url(self.settings, req)
 
 
 class RefPage(View):

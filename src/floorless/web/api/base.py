@@ -1,0 +1,240 @@
+"""What every ``/api/v1`` resource shares: JSON in and out, who is asking, pages of lists.
+
+Each resource declares its operations (``Operation``: a summary, the JSON fields it reads,
+the query parameters, what it answers) once; the same declaration checks a request's body
+and writes the OpenAPI description (``openapi.py``), so the two cannot drift apart.
+
+A body is read as Forgejo's Go handlers read theirs: a JSON object, fields of the declared
+types (a wrong type is a 422, as a missing required field is), ``null`` as a field not sent,
+and unknown fields ignored (clients send fields of newer Forgejo versions; refusing them
+would break those clients for nothing). Errors raised here, or anywhere below, become
+``{"message": ..., "url": ...}`` in ``web/errors.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import urlencode
+
+import falcon
+
+from floorless.access import Level, Viewer
+from floorless.accounts import Account
+from floorless.errors import BadRequest, FloorlessError, TooLarge, Unauthorized
+from floorless.forge import Forge
+from floorless.repos import Repo
+from floorless.web.auth import Authenticator, viewer_of
+from floorless.web.context import find_repo
+from floorless.web.views.base import public_url
+
+DEFAULT_LIMIT = 30  # Forgejo's DEFAULT_PAGING_NUM
+MAX_LIMIT = 50  # Forgejo's MAX_RESPONSE_ITEMS
+MAX_BODY = 1 << 20  # bytes of JSON a request may send
+JSON = "application/json; charset=utf-8"
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+class Unprocessable(FloorlessError):
+    """A body that is not what the operation takes: Forgejo's 422."""
+
+    status = 422
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field of a request body, or a query parameter: its JSON type."""
+
+    kind: str  # string, integer, boolean, array (of strings) or object
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    answer: str | None  # a schema's name, "[Name]" for a list of them, None for no body
+    status: int = 200
+    body: dict[str, Field] | None = None
+    query: dict[str, Field] = field(default_factory=dict)
+    paged: bool = False  # takes page and limit; answers Link and X-Total-Count
+    signed_in: bool = False  # refused (401) to an anonymous caller
+    basic: bool = False  # needs HTTP Basic with the password
+
+
+PAGED = {
+    "page": Field("integer", "page number of results to return (1-based)"),
+    "limit": Field("integer", f"page size of results (at most {MAX_LIMIT})"),
+}
+
+
+@dataclass(frozen=True)
+class Paging:
+    page: int
+    limit: int
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.limit
+
+
+class Resource:
+    """A resource under ``/api/v1``: identified by ``Authenticator.identify_api`` (the
+    middleware sees ``api``), answering JSON."""
+
+    api = True
+    operations: ClassVar[dict[str, Operation]] = {}
+
+    def __init__(self, forge: Forge, auth: Authenticator) -> None:
+        self.forge = forge
+        self.auth = auth
+
+    # -- who is asking ------------------------------------------------------------------------
+
+    @staticmethod
+    def viewer(req: falcon.Request) -> Viewer:
+        return viewer_of(req)
+
+    def caller(self, req: falcon.Request) -> Account:
+        """The signed-in caller; 401 for an anonymous one."""
+        account = viewer_of(req).account
+        if account is None:
+            raise Unauthorized("token is required")
+        return account
+
+    def writer(self, req: falcon.Request) -> Account:
+        """The signed-in caller with a credential that may change things."""
+        account = self.caller(req)
+        if viewer_of(req).scope == "read":
+            raise ForbiddenScope()
+        return account
+
+    def repo(
+        self, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
+    ) -> tuple[Repo, Level]:
+        """``owner/name`` as the web finds it: one the caller may not read is a 404, exactly
+        as a missing one."""
+        return find_repo(self.forge, req, owner, name, needed)
+
+    # -- in and out ---------------------------------------------------------------------------
+
+    @staticmethod
+    def send(resp: falcon.Response, data: object, status: int = 200) -> None:
+        resp.status = status
+        resp.content_type = JSON
+        resp.text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    @staticmethod
+    def nothing(resp: falcon.Response) -> None:
+        resp.status = falcon.HTTP_204
+        resp.text = None
+
+    def body(self, req: falcon.Request) -> dict[str, Any]:
+        """The request's JSON object, its declared fields checked (see the module's words);
+        undeclared fields are dropped."""
+        operation = self.operations.get(req.method.lower())
+        declared = operation.body if operation is not None and operation.body else {}
+        length = req.content_length
+        if length is not None and length > MAX_BODY:
+            raise TooLarge(f"the request body is over {MAX_BODY} bytes")
+        raw = req.bounded_stream.read(MAX_BODY + 1)
+        if len(raw) > MAX_BODY:
+            raise TooLarge(f"the request body is over {MAX_BODY} bytes")
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise Unprocessable(f"the request body is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise Unprocessable("the request body must be a JSON object")
+        found: dict[str, Any] = {}
+        for name, spec in declared.items():
+            value = data.get(name)
+            if value is None:
+                if spec.required:
+                    raise Unprocessable(f"[{name}]: Required")
+                continue
+            wanted = _TYPES[spec.kind]
+            wrong = not isinstance(value, wanted) or (
+                spec.kind == "integer" and isinstance(value, bool)
+            )
+            if spec.kind == "array" and not wrong:
+                wrong = not all(isinstance(item, str) for item in value)
+            if wrong:
+                raise Unprocessable(f"[{name}]: must be of type {spec.kind}")
+            found[name] = value
+        return found
+
+    # -- pages of lists -----------------------------------------------------------------------
+
+    @staticmethod
+    def paging(req: falcon.Request) -> Paging:
+        """``page`` and ``limit`` as Forgejo reads them: anything but a positive number is the
+        default, a limit over the maximum is the maximum."""
+        page = _positive(req.get_param("page")) or 1
+        limit = min(_positive(req.get_param("limit")) or DEFAULT_LIMIT, MAX_LIMIT)
+        return Paging(page, limit)
+
+    @staticmethod
+    def paged(
+        req: falcon.Request, resp: falcon.Response, forge: Forge, paging: Paging, total: int
+    ) -> None:
+        """``X-Total-Count`` and a ``Link`` header to the next, previous, first and last pages."""
+        resp.set_header("X-Total-Count", str(total))
+        resp.set_header("Access-Control-Expose-Headers", "Link, X-Total-Count")
+        last = max(1, -(-total // paging.limit))
+        params = [(k, v) for k, v in req.params.items() if k not in ("page", "limit")]
+        base = public_url(forge.settings, req) + req.path
+
+        def link(page: int, rel: str) -> str:
+            query = urlencode([*_flat(params), ("limit", str(paging.limit)), ("page", str(page))])
+            return f'<{base}?{query}>; rel="{rel}"'
+
+        links = []
+        if paging.page < last:
+            links += [link(paging.page + 1, "next"), link(last, "last")]
+        if paging.page > 1:
+            links += [link(1, "first"), link(min(paging.page - 1, last), "prev")]
+        if links:
+            resp.set_header("Link", ",".join(links))
+
+
+class ForbiddenScope(FloorlessError):
+    status = 403
+
+    def __init__(self) -> None:
+        super().__init__("token does not have at least one of required scope(s): write")
+
+
+def _positive(value: str | None) -> int:
+    try:
+        number = int(value or "")
+    except ValueError:
+        return 0
+    return number if number > 0 else 0
+
+
+def _flat(params: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    flat: list[tuple[str, str]] = []
+    for key, value in params:
+        for item in value if isinstance(value, list) else [value]:
+            flat.append((key, str(item)))
+    return flat
+
+
+def query_flag(req: falcon.Request, name: str) -> bool | None:
+    """A true/false query parameter; None when absent, 422 when it is neither."""
+    value = req.get_param(name)
+    if value is None or value == "":
+        return None
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    raise BadRequest(f"{name} must be true or false")

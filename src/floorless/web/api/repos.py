@@ -1,0 +1,296 @@
+"""Repositories: lists (the caller's, a person's, an organisation's, a search), creation,
+and one repository read, edited and deleted; organisations made and read.
+
+Who may see what is the access policy's (``access.py``): a list carries its ``visible``
+condition, one repository is found through ``find_repo`` (a private one the caller may not
+read is a 404, exactly as a missing one), and changes need ADMIN on it, as on Forgejo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import falcon
+import pygit2
+
+from floorless.access import Level
+from floorless.accounts import Account
+from floorless.errors import BadRequest, Conflict, Forbidden, NotFound
+from floorless.repos import Repo
+from floorless.web.api.base import (
+    PAGED,
+    Field,
+    Operation,
+    Resource,
+    Unprocessable,
+    query_flag,
+)
+from floorless.web.api.models import RepoFacts, org_json, person, repo_json
+from floorless.web.views.base import public_url
+
+_CREATE = {
+    "name": Field("string", "the repository's name", required=True),
+    "description": Field("string", "a line about it"),
+    "private": Field("boolean", "whether only its owner and collaborators may see it"),
+    "default_branch": Field("string", "the branch HEAD names (main when not given)"),
+    "auto_init": Field("boolean", "not supported: push the first commit instead"),
+}
+_EDIT = {
+    "name": Field("string", "a new name (a rename)"),
+    "description": Field("string", "a line about it"),
+    "private": Field("boolean", "whether only its owner and collaborators may see it"),
+    "default_branch": Field("string", "an existing branch to be the default"),
+    "has_issues": Field("boolean", "whether issues are on"),
+    "has_pull_requests": Field("boolean", "whether pull requests are on"),
+}
+_LIST = Operation("list repositories", "[Repository]", query=dict(PAGED), paged=True)
+
+
+class RepoResource(Resource):
+    """Shared by every resource that answers repositories."""
+
+    def page_of(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str | None = None,
+        query: str = "",
+        mine: bool = False,
+        private: bool | None = None,
+    ) -> list[dict[str, Any]]:
+        """One page of the repositories the caller may see (of ``owner``; matching
+        ``query``; ``mine``: only those they own or were given), with the paging headers."""
+        paging = self.paging(req)
+        viewer = self.viewer(req)
+        clause, params = self.forge.policy.visible_clause(viewer)
+        if mine:
+            clause, params = self.forge.policy.shared_clause(viewer)
+        if private is not None:
+            clause = f"({clause}) AND private = ?"
+            params = [*params, int(private)]
+        repos, total = self.forge.registry.listing(
+            query,
+            owner=owner,
+            sort="name",
+            offset=paging.offset,
+            limit=paging.limit,
+            visible=(clause, params),
+        )
+        self.paged(req, resp, self.forge, paging, total)
+        return self.shown(req, repos)
+
+    def shown(self, req: falcon.Request, repos: list[Repo]) -> list[dict[str, Any]]:
+        facts = RepoFacts(self.forge, self.viewer(req), repos)
+        public = public_url(self.forge.settings, req)
+        return [repo_json(repo, facts, public) for repo in repos]
+
+    def create(self, req: falcon.Request, resp: falcon.Response, owner: Account) -> None:
+        body = self.body(req)
+        if body.get("auto_init"):
+            raise Unprocessable("auto_init is not supported: push the first commit instead")
+        branch = body.get("default_branch") or "main"
+        _check_branch_name(branch)
+        repo = self.forge.registry.create(
+            owner.name,
+            str(body["name"]).strip(),
+            bool(body.get("private", False)),
+            str(body.get("description", "")),
+        )
+        if branch != "main":
+            self.forge.open(repo).create_reference_symbolic("HEAD", f"refs/heads/{branch}", True)
+            self.forge.refs_moved(repo)
+        self.send(resp, self.shown(req, [repo])[0], 201)
+
+
+def _check_branch_name(branch: str) -> None:
+    if not pygit2.reference_is_valid_name(f"refs/heads/{branch}"):
+        raise Unprocessable(f"{branch!r} is not a valid branch name")
+
+
+class MyRepos(RepoResource):
+    operations = {
+        "get": replace(
+            _LIST, summary="the repositories the caller owns or was given", signed_in=True
+        ),
+        "post": Operation(
+            "create a repository", "Repository", status=201, body=_CREATE, signed_in=True
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.caller(req)
+        self.send(resp, self.page_of(req, resp, mine=True))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.create(req, resp, self.writer(req))
+
+
+class UserRepos(RepoResource):
+    operations = {"get": replace(_LIST, summary="a person's repositories the caller may see")}
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
+        who = person(self.forge.db, name)
+        if who is None:
+            raise NotFound(f"user does not exist [name: {name}]")
+        self.send(resp, self.page_of(req, resp, owner=who.name))
+
+
+class OrgRepos(RepoResource):
+    operations = {
+        "get": replace(_LIST, summary="an organisation's repositories the caller may see"),
+        "post": Operation(
+            "create a repository in an organisation",
+            "Repository",
+            status=201,
+            body=_CREATE,
+            signed_in=True,
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, org: str) -> None:
+        found = _org(self, org)
+        self.send(resp, self.page_of(req, resp, owner=found.name))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, org: str) -> None:
+        account = self.writer(req)
+        found = self.forge.accounts.get(_org(self, org).name)
+        assert found is not None
+        owned = {o.id for o in self.forge.accounts.owned_orgs(account)}
+        if found.id not in owned and not account.is_admin:
+            raise Forbidden(f"{account.name} may not create repositories in {found.name}")
+        self.create(req, resp, found)
+
+
+def _org(resource: Resource, name: str) -> Any:
+    found = person(resource.forge.db, name)
+    if found is None or not found.is_org:
+        raise NotFound(f"organisation does not exist [name: {name}]")
+    return found
+
+
+class RepoSearch(RepoResource):
+    operations = {
+        "get": Operation(
+            "search repositories the caller may see (answers {ok, data})",
+            "SearchResults",
+            query={
+                "q": Field("string", "keyword, in the owner's or the repository's name"),
+                "uid": Field("integer", "only those owned by this account id"),
+                "private": Field("boolean", "only private (true) or public (false) ones"),
+                **PAGED,
+            },
+            paged=True,
+        )
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        owner = None
+        uid = req.get_param("uid")
+        if uid and uid != "0":
+            if not uid.isdigit() or len(uid) > 18:
+                raise BadRequest("uid must be a number")
+            account = self.forge.accounts.by_id(int(uid))
+            if account is None:
+                raise NotFound("no account has that id")
+            owner = account.name
+        data = self.page_of(
+            req,
+            resp,
+            owner=owner,
+            query=(req.get_param("q") or "").strip(),
+            private=query_flag(req, "private"),
+        )
+        self.send(resp, {"ok": True, "data": data})
+
+
+class OneRepo(RepoResource):
+    operations = {
+        "get": Operation("a repository", "Repository"),
+        "patch": Operation(
+            "edit a repository (its admins)", "Repository", body=_EDIT, signed_in=True
+        ),
+        "delete": Operation("delete a repository (its admins)", None, status=204, signed_in=True),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.repo(req, owner, repo)
+        self.send(resp, self.shown(req, [found])[0])
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        self.writer(req)
+        found, _ = self.repo(req, owner, repo, Level.ADMIN)
+        body = self.body(req)
+        forge = self.forge
+        branch = body.get("default_branch")
+        if branch is not None and branch != forge.snapshot(found).default_branch:
+            _check_branch_name(branch)
+            if (
+                forge.snapshot(found).branches
+                and branch.encode() not in forge.snapshot(found).branches
+            ):
+                raise Unprocessable(f"there is no branch {branch!r} to be the default")
+        if "name" in body and body["name"] != found.name:
+            found = forge.rename(found, str(body["name"]).strip())
+        if "description" in body:
+            forge.registry.set_description(found, str(body["description"]))
+        if "private" in body:
+            forge.registry.set_private(found.owner, found.name, bool(body["private"]))
+        if "has_issues" in body or "has_pull_requests" in body:
+            features = forge.pulls.features(found.owner, found.name)
+            forge.pulls.set_features(
+                found.owner,
+                found.name,
+                replace(
+                    features,
+                    issues=bool(body.get("has_issues", features.issues)),
+                    pulls=bool(body.get("has_pull_requests", features.pulls)),
+                ),
+            )
+        if branch is not None and branch != forge.snapshot(found).default_branch:
+            forge.open(found).create_reference_symbolic("HEAD", f"refs/heads/{branch}", True)
+            forge.refs_moved(found)
+        self.send(resp, self.shown(req, [forge.registry.get(found.owner, found.name)])[0])
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        self.writer(req)
+        found, _ = self.repo(req, owner, repo, Level.ADMIN)
+        self.forge.delete(found)
+        self.nothing(resp)
+
+
+class Orgs(Resource):
+    operations = {
+        "post": Operation(
+            "create an organisation, owned by the caller",
+            "Organization",
+            status=201,
+            body={
+                "username": Field("string", "the organisation's name", required=True),
+                "full_name": Field("string", "not kept"),
+                "description": Field("string", "not kept"),
+                "visibility": Field("string", "public only"),
+            },
+            signed_in=True,
+        )
+    }
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        account = self.writer(req)
+        body = self.body(req)
+        if body.get("visibility", "public") != "public":
+            raise Unprocessable("only public organisations exist here")
+        try:
+            org = self.forge.accounts.create_org(str(body["username"]).strip(), account)
+        except Conflict as exc:
+            raise Unprocessable(str(exc)) from exc
+        found = person(self.forge.db, org.name)
+        assert found is not None
+        self.send(resp, org_json(found, public_url(self.forge.settings, req)), 201)
+
+
+class Org(Resource):
+    operations = {"get": Operation("an organisation", "Organization")}
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, org: str) -> None:
+        self.send(resp, org_json(_org(self, org), public_url(self.forge.settings, req)))

@@ -1,0 +1,43 @@
+"""The ``/api/v1`` route table, one line per route, as ``web/app.py``'s; the OpenAPI
+description (``openapi.py``) is made from it."""
+
+from __future__ import annotations
+
+from floorless.forge import Forge
+from floorless.web.api import misc, openapi, repos, users
+from floorless.web.api.base import Resource
+from floorless.web.auth import Authenticator
+
+V1 = "/api/v1"
+REPO = V1 + "/repos/{owner}/{repo}"
+
+API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
+    (V1 + "/version", misc.Version),
+    (V1 + "/settings/api", misc.ApiSettings),
+    (V1 + "/user", users.CurrentUser),
+    (V1 + "/users/search", users.UserSearch),
+    (V1 + "/users/{name}", users.User),
+    (V1 + "/users/{name}/tokens", users.Tokens),
+    (V1 + "/users/{name}/tokens/{token}", users.Token),
+    (V1 + "/users/{name}/repos", repos.UserRepos),
+    (V1 + "/user/repos", repos.MyRepos),
+    (V1 + "/orgs", repos.Orgs),
+    (V1 + "/orgs/{org}", repos.Org),
+    (V1 + "/orgs/{org}/repos", repos.OrgRepos),
+    (V1 + "/repos/search", repos.RepoSearch),
+    (REPO, repos.OneRepo),
+)
+
+
+def api_routes(forge: Forge, auth: Authenticator) -> list[tuple[str, object]]:
+    """The API's resources, made for ``forge``, for ``create_app``'s route table; after the
+    table, what is not part of its description: the description itself, its page, and a JSON
+    404 for every other path under /api/v1."""
+    made: list[tuple[str, object]] = [(t, kind(forge, auth)) for t, kind in API_ROUTES]
+    return [
+        *made,
+        ("/swagger.v1.json", openapi.Description(API_ROUTES, forge.settings)),
+        ("/api/swagger", openapi.Page(API_ROUTES, forge.settings)),
+        (V1, misc.Unknown(forge, auth)),
+        (V1 + "/{tail:path}", misc.Unknown(forge, auth)),
+    ]
