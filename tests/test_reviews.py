@@ -578,3 +578,103 @@ def test_old_side_comments_follow_a_merge_base_that_moved(setup: Setup) -> None:
         "old 1": (1, 1, setup.base, True),
         "new 1": (1, 1, setup.head, True),
     }
+
+
+class _ReviewsShown:
+    """What a pull request page shows of its reviews, the way the pages build it (a stand-in
+    route until they include it): ``review_context`` and the partials, rendered."""
+
+    def __init__(self, forge: Forge, renderer) -> None:  # type: ignore[no-untyped-def]
+        from floorless.web.views.reviews import ReviewView
+
+        self.view = ReviewView(forge, renderer, None)  # type: ignore[arg-type]
+        self.renderer = renderer
+        self.forge = forge
+
+    def on_get(self, req, resp, owner, repo, number):  # type: ignore[no-untyped-def]
+        from floorless.web.views.reviews import annotate, review_context
+
+        view, pull = self.view.pull_of(req, owner, repo, number)
+        files = req.get_param("tab") == "files"
+        context = review_context(
+            self.forge, req, view, pull, lambda texts: self.view.markdown(view, texts), files
+        )
+        timeline = [(entry, None) for entry in self.forge.issues.timeline(pull.issue)]
+        env = self.renderer.env
+        common = {**context, "repo": view.repo, "pull": pull, "csrf": "t", "path": "app.py"}
+        parts = [env.get_template("_review_news.html").render(**common)]
+        if files:
+            parts.append(env.get_template("_review_form.html").render(**common))
+            parts.append(env.get_template("_review_submit.html").render(**common))
+            rows, rest = annotate(context, "app.py", Markup("<tr><td>x</td></tr>"))
+            parts.append(str(rows) + "".join(f"<p>unplaced {c.id}</p>" for c in rest))
+        else:
+            parts.append(
+                env.get_template("_timeline.html").render(
+                    timeline=timeline, gap=None, reasons={}, **common
+                )
+            )
+        resp.content_type = "text/html"
+        resp.text = "\n".join(parts)
+
+
+@pytest.fixture
+def shown(forge: Forge) -> testing.TestClient:
+    from floorless.web.render import Renderer
+
+    app = create_app(forge)
+    app.add_route("/-/shown/{owner}/{repo}/{number}", _ReviewsShown(forge, Renderer("floorless")))
+    return testing.TestClient(app)
+
+
+def test_the_pages_show_reviews_with_no_process_and_fixed_statements(
+    setup: Setup, shown: testing.TestClient
+) -> None:
+    from test_query_counts import statements
+    from test_spawns import counting
+
+    forge = setup.forge
+    cat, ann = account(forge, "cat"), account(forge, "ann")
+    browser = person(shown, "cat")
+
+    def look(tab: str = "") -> tuple[str, int, int]:
+        with counting() as events:
+            result = browser.get("/-/shown/ann/plans/1", params={"tab": tab} if tab else None)
+        assert result.status_code == 200, result.text[:500]
+        return result.text, len(events), statements(result)
+
+    setup.comment("cat", "app.py", "new", 6, body="on *added*")
+    forge.reviews.submit(setup.current(), cat, "request_changes", "Needs **work**")
+    look()  # warm: what the database layer remembers (PostgreSQL) is read once
+    text, spawns, few = look()
+    assert spawns == 0 and "<strong>work</strong>" in text and "<em>added</em>" in text
+    assert "Changes requested by" in text and ">cat</a>" in text
+    files, spawns, _ = look("files")
+    assert spawns == 0 and 'name="verdict" value="approve"' in files  # cat may judge
+    assert "Comment on a line of this file" in files
+    # the first look at the files recorded the head seen; nothing is new
+    assert forge.reviews.last_seen(setup.current(), cat) == setup.head
+    for round_ in range(5):
+        for line in (1, 2, 7, 9):
+            setup.comment("ann", "app.py", "new", line, body=f"{round_}:{line}")
+        forge.reviews.submit(setup.current(), ann, "approve", f"round {round_}")
+    text, spawns, many = look()
+    assert spawns == 0 and many == few and text.count('class="review-thread"') == 21
+    assert "Approved by <a" in text
+    # the head moves: the files tab lists exactly the new commits once counted
+    files = dict(HEAD, **{"one.txt": "1\n"})
+    first = setup.push(files, "one")
+    files["two.txt"] = "2\n"
+    second = setup.push(files, "two")
+    text, _, _ = look()
+    if "Counting the commits" in text:
+        wait_for(forge.reviews.idle)
+        text, _, _ = look()
+    assert "2 new commits since your last visit" in text
+    assert text.index(second[:10]) < text.index(first[:10])
+    look("files")  # seen now
+    text, _, _ = look()
+    assert "new commit" not in text
+    # a pending comment of ann's is hers alone; on the files tab, under its line or apart
+    setup.comment("ann", "app.py", "new", 3, body="pending, of ann's")
+    assert "pending, of ann" not in look("files")[0]
