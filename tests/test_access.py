@@ -49,6 +49,7 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     forge.policy.set_collaborator(repo, people["reader"], "read")
     forge.policy.set_collaborator(repo, people["writer"], "write")
     forge.issues.create("alice", "demo", people["alice"], "A README question", "")
+    forge.triage.save_milestone("alice", "demo", None, "v1", "", "")
     tokens = {
         viewer: accounts.create_token(people[ACCOUNT.get(viewer, viewer)], "write")[0]
         for viewer in VIEWERS
@@ -101,6 +102,9 @@ READ_PAGES = [
     ("/{owner}/{repo}/-/refs", "/alice/demo/-/refs?for=blame&at=README.md", "GET"),
     ("/{owner}/{repo}/issues", "/alice/demo/issues?state=all", "GET"),
     ("/{owner}/{repo}/issues/{number}", "/alice/demo/issues/1", "GET"),
+    ("/{owner}/{repo}/labels", "/alice/demo/labels", "GET"),
+    ("/{owner}/{repo}/milestones", "/alice/demo/milestones", "GET"),
+    ("/{owner}/{repo}/milestone/{milestone}", "/alice/demo/milestone/1", "GET"),
 ]
 GIT_READ = [
     ("/{owner}/{repo}/info/refs", "/alice/demo.git/info/refs?service=git-upload-pack", "GET"),
@@ -111,7 +115,10 @@ GIT_WRITE = [
     ("/{owner}/{repo}/git-receive-pack", "/alice/demo.git/git-receive-pack", "POST"),
 ]
 ADMIN_PAGES = [("/{owner}/{repo}/settings", "/alice/demo/settings", "GET")]
-SIGNED_IN_PAGES = [("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET")]
+SIGNED_IN_PAGES = [
+    ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
+    ("/{owner}/{repo}/issues/{number}/triage", "/alice/demo/issues/1/triage", "POST"),
+]
 LISTINGS = ["/", "/?q=demo", "/alice"]
 
 

@@ -232,6 +232,20 @@ class Policy:
             return False
         return level >= Level.WRITE
 
+    def assignable(self, repo: Repo) -> list[str]:
+        """Who an issue or pull request of ``repo`` may be assigned to: those who may read it
+        by more than its being public (its owner when a person, its collaborators, the
+        members of its owning organisation), by name, in one statement."""
+        rows = self.db.query(
+            "SELECT a.name FROM accounts a WHERE lower(a.name) = lower(?) AND a.kind = 'user'"
+            " UNION SELECT a.name FROM collaborators c JOIN accounts a ON a.id = c.user_id"
+            " WHERE c.owner = ? AND c.name = ?"
+            " UNION SELECT a.name FROM org_members m JOIN accounts o ON o.id = m.org_id"
+            " JOIN accounts a ON a.id = m.user_id WHERE lower(o.name) = lower(?)",
+            (repo.owner, repo.owner, repo.name, repo.owner),
+        )
+        return sorted((str(row["name"]) for row in rows), key=str.lower)
+
     # -- collaborators ------------------------------------------------------------------------
 
     def collaborators(self, repo: Repo) -> list[Collaborator]:

@@ -47,6 +47,7 @@ from floorless.pulls import Pulls
 from floorless.repos import Registry, Repo, ScanResult
 from floorless.reviews import Reviews
 from floorless.state import RepoState, RepoStates
+from floorless.triage import Triage
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ class Forge:
         self.policy = Policy(self.db)
         self.issues = Issues(self.db)
         self.pulls = Pulls(self.db, self.issues)
+        self.triage = Triage(self.db, self.issues)  # labels, milestones, assignees
         # Called (cheaply: each queues its work) whenever this node learns that a repository's
         # refs moved: a push or API write through it, or a change its ref check saw. Pull
         # requests follow their heads and bases from here.

@@ -128,12 +128,17 @@ class Issues:
         after: int | None = None,
         per_page: int = PER_PAGE,
         pull: bool = False,
+        label: str = "",
+        milestone: str = "",
+        assignee: str = "",
     ) -> IssuePage:
         """Issues newest first, ``per_page`` at a time, after the cursor: those numbered below
         ``before`` (the next page) or above ``after`` (the previous one). One statement for
         the page, read along the (owner, name, is_pull, state, number) index, and one for
         the counts of open and closed issues: the kept totals, or, for a search, what it
-        matches."""
+        matches. ``label``, ``milestone`` and ``assignee`` keep those with the label of that
+        name, in the milestone of that title, assigned to that person (the query parameters
+        ``label=``, ``milestone=``, ``assignee=`` of both lists)."""
         where = ["i.owner = ?", "i.name = ?", "i.is_pull = ?"]
         params: list[object] = [owner, name, int(pull)]
         if q:
@@ -142,6 +147,24 @@ class Issues:
         if author:
             where.append("lower(a.name) = lower(?)")
             params.append(author)
+        if label:
+            where.append(
+                "EXISTS (SELECT 1 FROM issue_labels il JOIN labels l ON l.id = il.label_id"
+                " WHERE il.issue_id = i.id AND lower(l.label) = lower(?))"
+            )
+            params.append(label)
+        if milestone:
+            where.append(
+                "i.milestone_id IN (SELECT m.id FROM milestones m WHERE m.owner = i.owner"
+                " AND m.name = i.name AND lower(m.title) = lower(?))"
+            )
+            params.append(milestone)
+        if assignee:
+            where.append(
+                "EXISTS (SELECT 1 FROM issue_assignees ia JOIN accounts p ON p.id = ia.account_id"
+                " WHERE ia.issue_id = i.id AND lower(p.name) = lower(?))"
+            )
+            params.append(assignee)
         joined = " FROM issues i LEFT JOIN accounts a ON a.id = i.author_id WHERE "
         if len(where) == 3:  # no search: the totals the database keeps (schema version 11)
             totals = self.db.query(

@@ -33,6 +33,7 @@ from floorless.web.views import (
     settings,
     source,
     static,
+    triage,
 )
 
 
@@ -168,6 +169,10 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/issues", issues.IssueList(*deps, authenticator)),
         (repo_prefix + "/issues/new", issues.NewIssue(*deps, authenticator)),
         (repo_prefix + "/issues/{number}", issues.IssueDetail(*deps, authenticator)),
+        (repo_prefix + "/issues/{number}/triage", triage.TriageChange(*form)),
+        (repo_prefix + "/labels", triage.Labels(*form)),
+        (repo_prefix + "/milestones", triage.Milestones(*form)),
+        (repo_prefix + "/milestone/{milestone}", triage.MilestoneDetail(*form)),
         (repo_prefix + "/pulls/{number}/merge", merge.Merge(*form)),
         (review_prefix + "/comments", reviews.ReviewComments(*form)),
         (review_prefix + "/comments/{comment}", reviews.ReviewCommentChange(*form)),

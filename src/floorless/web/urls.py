@@ -215,17 +215,41 @@ def issues(
     author: str = "",
     before: int | None = None,
     after: int | None = None,
+    label: str = "",
+    milestone: str = "",
+    assignee: str = "",
 ) -> str:
-    """The issue list: ``state`` open, closed or all; a page of it after a cursor."""
+    """The issue list: ``state`` open, closed or all; a page of it after a cursor. Filtered by
+    a label's name, a milestone's title and an assignee's name (each "" for any)."""
     return f"{home(repo)}/issues" + query(
         {
             "state": state if state != "open" else None,
             "q": q or None,
             "author": author or None,
+            "label": label or None,
+            "milestone": milestone or None,
+            "assignee": assignee or None,
             "before": before,
             "after": after,
         }
     )
+
+
+def triage(repo: Named, number: int) -> str:
+    """Where the sidebar of issue or pull request ``number`` posts its changes."""
+    return f"{home(repo)}/issues/{number}/triage"
+
+
+def labels(repo: Named) -> str:
+    return f"{home(repo)}/labels"
+
+
+def milestones(repo: Named, state: str = "open") -> str:
+    return f"{home(repo)}/milestones" + query({"state": state if state != "open" else None})
+
+
+def milestone(repo: Named, milestone_id: int) -> str:
+    return f"{home(repo)}/milestone/{milestone_id}"
 
 
 def new_issue(repo: Named) -> str:
@@ -245,13 +269,20 @@ def pulls(
     author: str = "",
     before: int | None = None,
     after: int | None = None,
+    label: str = "",
+    milestone: str = "",
+    assignee: str = "",
 ) -> str:
-    """The pull request list, shaped as the issue list."""
+    """The pull request list, shaped as the issue list. Filtered by
+    a label's name, a milestone's title and an assignee's name (each "" for any)."""
     return f"{home(repo)}/pulls" + query(
         {
             "state": state if state != "open" else None,
             "q": q or None,
             "author": author or None,
+            "label": label or None,
+            "milestone": milestone or None,
+            "assignee": assignee or None,
             "before": before,
             "after": after,
         }

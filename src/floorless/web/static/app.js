@@ -261,4 +261,20 @@
     box.open = true;
     form.body.focus();
   });
+  // Paint labels in their colours: each is a checked #rrggbb in a data attribute, set through
+  // the CSSOM (the pages' CSP allows no style attributes); without script a swatch shows it.
+  function paintLabels() {
+    document.querySelectorAll(".label[data-color]").forEach(function (chip) {
+      var color = chip.getAttribute("data-color"), text = chip.getAttribute("data-text");
+      if (!/^#[0-9a-f]{6}$/i.test(color) || !/^#[0-9a-f]{6}$/i.test(text)) { return; }
+      chip.style.backgroundColor = color;
+      chip.style.borderColor = color;
+      chip.style.color = text;
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", paintLabels);
+  } else {
+    paintLabels();
+  }
 })();

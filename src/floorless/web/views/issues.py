@@ -16,7 +16,9 @@ from typing import Any, cast
 import falcon
 from markupsafe import Markup
 
+from floorless.access import Viewer
 from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.forge import Forge
 from floorless.git import objects
 from floorless.issues import Issue
 from floorless.web import auth, urls
@@ -57,6 +59,38 @@ def _cursor(req: falcon.Request, name: str) -> int | None:
     if not _NUMBER.fullmatch(value):
         raise BadRequest(f"{name} is an issue number")
     return int(value)
+
+
+def sidebar(forge: Forge, view: RepoView, issue: Issue, viewer: Viewer) -> dict[str, Any]:
+    """What ``_issue_sidebar.html`` shows of ``issue`` (or a pull request's issue) and lets
+    ``viewer`` change: pass it to the template as ``sidebar``. Five statements."""
+    repo = view.repo
+    policy = forge.policy
+    triage = forge.triage
+    labels = triage.labels(repo.owner, repo.name)
+    assignees = triage.assignees_of([issue.id]).get(issue.id, [])
+    on = {label.id for label in triage.labels_of([issue.id]).get(issue.id, [])}
+    may_label = policy.may_label(viewer, view.level)
+    may_assign = policy.may_assign(viewer, view.level)
+    return {
+        "issue": issue,
+        "action": urls.triage(repo, issue.number),
+        "labels": [label for label in labels if label.id in on],
+        "all_labels": [(label, label.id in on) for label in labels],
+        "by_name": {label.name.lower(): label for label in labels},
+        "assignees": assignees,
+        "assignable": policy.assignable(repo) if may_assign else [],
+        "milestone": triage.milestone_of(issue),
+        "milestones": triage.milestones(repo.owner, repo.name, "open") if may_label else [],
+        "may_label": may_label,
+        "may_assign": may_assign,
+    }
+
+
+def issues_on(view: RepoView) -> None:
+    """A repository with issues turned off (its settings) has no issue pages: 404."""
+    if not view.repo.has_issues:
+        raise NotFound("this repository has no issues")
 
 
 class IssueView(FormView):
@@ -103,14 +137,25 @@ class IssueView(FormView):
         self.html(resp, template, **view.template_context(**more))
 
 
+def list_filters(req: falcon.Request) -> dict[str, str]:
+    """The filters of an issue or pull request list from its query: ``label`` (a label's
+    name), ``milestone`` (a milestone's title), ``assignee`` (a person's name)."""
+    return {
+        key: " ".join((req.get_param(key) or "").split())[:QUERY_MAX]
+        for key in ("label", "milestone", "assignee")
+    }
+
+
 class IssueList(IssueView):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
+        issues_on(view)
         state = req.get_param("state") or "open"
         if state not in STATES:
             raise BadRequest("state is open, closed or all")
         q = " ".join((req.get_param("q") or "").split())[:QUERY_MAX]
         author = (req.get_param("author") or "").strip()[:100]
+        filters = list_filters(req)
         found = self.forge.issues.page(
             view.repo.owner,
             view.repo.name,
@@ -119,7 +164,11 @@ class IssueList(IssueView):
             author,
             before=_cursor(req, "before"),
             after=_cursor(req, "after"),
+            label=filters["label"],
+            milestone=filters["milestone"],
+            assignee=filters["assignee"],
         )
+        ids = [issue.id for issue in found.issues]
         self.page(
             resp,
             view,
@@ -128,6 +177,9 @@ class IssueList(IssueView):
             state=state,
             query=q,
             author=author,
+            filters=filters,
+            labels_of=self.forge.triage.labels_of(ids),
+            assignees_of=self.forge.triage.assignees_of(ids),
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
         )
 
@@ -135,6 +187,7 @@ class IssueList(IssueView):
 class NewIssue(IssueView):
     def allowed(self, req: falcon.Request, owner: str, repo: str) -> RepoView:
         view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+        issues_on(view)
         self.signed_in(req)
         if not self.forge.policy.may_take_part(auth.viewer_of(req), view.level):
             raise Forbidden("you may not open issues here")
@@ -167,6 +220,7 @@ class IssueDetail(IssueView):
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
+        issues_on(view)
         issue = self.forge.issues.get(view.repo.owner, view.repo.name, issue_number(number))
         self.show(req, resp, view, issue)
 
@@ -206,12 +260,14 @@ class IssueDetail(IssueView):
             form=form or {},
             error=error,
             here=urls.exact_path(req),
+            sidebar=sidebar(self.forge, view, issue, viewer),
         )
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
+        issues_on(view)
         issue = self.forge.issues.get(view.repo.owner, view.repo.name, issue_number(number))
         account = self.signed_in(req)
         form = self.form(req)

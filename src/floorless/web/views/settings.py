@@ -1,4 +1,5 @@
-"""A repository's settings: description, visibility, name, collaborators, deletion.
+"""A repository's settings: description, visibility, what it offers (issues, pull requests,
+the ways to merge), name, collaborators, deletion.
 
 Only those the policy gives ADMIN reach this page; anyone who may read the repository but not
 administer it gets 403, anyone else the same 404 as for a repository that does not exist.
@@ -10,6 +11,7 @@ import falcon
 
 from floorless.access import ROLES, Level
 from floorless.errors import BadRequest, FloorlessError
+from floorless.pulls import MERGE_STYLES, Features
 from floorless.repos import Repo
 from floorless.web import auth, urls
 from floorless.web.context import find_repo
@@ -32,6 +34,8 @@ class Settings(FormView):
             "repo_settings.html",
             repo=repo,
             collaborators=self.forge.policy.collaborators(repo),
+            features=self.forge.pulls.features(repo.owner, repo.name),
+            merge_styles=MERGE_STYLES,
             roles=ROLES,
             error=error,
             done=done,
@@ -43,6 +47,7 @@ class Settings(FormView):
         action = form.get("action", "")
         handlers = {
             "update": self.do_update,
+            "features": self.do_features,
             "rename": self.do_rename,
             "delete": self.do_delete,
             "collaborator": self.do_collaborator,
@@ -60,6 +65,19 @@ class Settings(FormView):
     def do_update(self, repo: Repo, form: dict[str, str]) -> None:
         self.forge.registry.set_description(repo, form.get("description", ""))
         self.forge.registry.set_private(repo.owner, repo.name, form.get("visibility") == "private")
+        raise falcon.HTTPSeeOther(urls.settings(repo))
+
+    def do_features(self, repo: Repo, form: dict[str, str]) -> None:
+        """Issues and pull requests on or off, and the ways to merge allowed (each a checkbox
+        named ``merge-{style}``) with the default one."""
+        styles = tuple(style for style in MERGE_STYLES if form.get(f"merge-{style}") == "on")
+        features = Features(
+            issues=form.get("issues") == "on",
+            pulls=form.get("pulls") == "on",
+            merge_styles=styles,
+            default_merge=form.get("default_merge", ""),
+        )
+        self.forge.pulls.set_features(repo.owner, repo.name, features)
         raise falcon.HTTPSeeOther(urls.settings(repo))
 
     def do_rename(self, repo: Repo, form: dict[str, str]) -> None:
