@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from test_accounts import PASSWORD, Browser
 from test_spawns import counting
 
 from floorless.forge import Forge
+from floorless.web.api.routes import API_ROUTES
 from floorless.web.app import create_app
 
 BASE = "http://forge.test"
@@ -56,7 +58,7 @@ def token_for(http: httpx.Client, name: str, scopes: list[str] | None = None) ->
     """A new token, made as Forgejo's clients make one: with the password over Basic."""
     made = api(http).user.create_token(
         name,
-        name=f"t-{len(scopes or [])}-{id(scopes)}",
+        name=f"t-{secrets.token_hex(4)}",
         scopes=scopes or ["write:repository", "write:user", "write:organization"],
         request_options={"additional_headers": basic(name)},
     )
@@ -243,3 +245,254 @@ def test_user_search_answers_ok_and_data_with_pages(http: httpx.Client, forge: F
     assert "q=ZED" in links and "limit=3" in links
     # someone else's address is a placeholder
     assert answer.json()["data"][0]["email"].startswith("zed3@noreply.")
+
+
+# -- repositories and organisations -----------------------------------------------------------
+
+
+def test_create_get_edit_rename_and_delete_a_repository(forge: Forge, http: httpx.Client) -> None:
+    client = api(http, token_for(http, "ann"))
+    made = client.repository.create_current_user_repo(
+        name="notes", description="my  notes", private=True, default_branch="trunk"
+    )
+    assert (made.full_name, made.private, made.empty, made.fork, made.parent) == (
+        "ann/notes",
+        True,
+        True,
+        False,
+        None,
+    )
+    assert made.description == "my notes" and made.default_branch == "trunk"
+    assert made.clone_url == f"{BASE}/ann/notes.git" and made.html_url == f"{BASE}/ann/notes"
+    assert made.owner is not None and made.owner.login == "ann"
+    assert made.permissions is not None and made.permissions.admin and made.permissions.push
+    assert (made.has_issues, made.has_pull_requests) == (True, True)
+    assert made.created_at is not None and made.created_at.tzinfo is not None
+    assert forge.registry.get("ann", "notes").private
+
+    got = client.repository.repo_get("ann", "notes")
+    assert got.id == made.id and got.open_issues_count == 0 and got.open_pr_counter == 0
+
+    edited = client.repository.repo_edit(
+        "ann", "notes", description="kept", private=False, has_issues=False, name="journal"
+    )
+    assert (edited.full_name, edited.description, edited.private, edited.has_issues) == (
+        "ann/journal",
+        "kept",
+        False,
+        False,
+    )
+    assert edited.has_pull_requests and not forge.pulls.features("ann", "journal").issues
+    with pytest.raises(ApiError) as gone:
+        client.repository.repo_get("ann", "notes")
+    assert gone.value.status_code == 404
+    # a default branch that does not exist is refused (an empty repository may name any)
+    answer = http.patch(
+        "/api/v1/repos/ann/journal",
+        headers={"Authorization": f"token {token_for(http, 'ann')}"},
+        json={"default_branch": "bad..name"},
+    )
+    assert answer.status_code == 422 and "branch" in error_of(answer)
+
+    # someone else may read it, not change or delete it
+    other = api(http, token_for(http, "ben"))
+    seen = other.repository.repo_get("ann", "journal")
+    assert seen.permissions is not None and not seen.permissions.push and seen.permissions.pull
+    for call in (
+        lambda: other.repository.repo_edit("ann", "journal", description="mine"),
+        lambda: other.repository.repo_delete("ann", "journal"),
+    ):
+        with pytest.raises(ApiError) as refused:
+            call()
+        assert refused.value.status_code == 403
+    client.repository.repo_delete("ann", "journal")
+    assert forge.registry.listing(owner="ann")[1] == 0
+
+
+def test_bad_repository_input(http: httpx.Client) -> None:
+    headers = {"Authorization": f"token {token_for(http, 'ann')}"}
+    assert http.post("/api/v1/user/repos", headers=headers, json={"name": "dup"}).status_code == 201
+    again = http.post("/api/v1/user/repos", headers=headers, json={"name": "dup"})
+    assert again.status_code == 409 and error_of(again)
+    for body, status in (
+        ({"name": "a b"}, 400),
+        ({"name": "x.git"}, 400),
+        ({"name": ["x"]}, 422),
+        ({"name": "ok", "private": "yes"}, 422),
+        ({"name": "ok", "default_branch": "a..b"}, 422),
+        ({"name": "ok", "auto_init": True}, 422),
+        ({}, 422),
+    ):
+        answer = http.post("/api/v1/user/repos", headers=headers, json=body)
+        assert answer.status_code == status, (body, answer.text)
+        error_of(answer)
+    answer = http.patch("/api/v1/repos/ann/dup", headers=headers, content=b"{")
+    assert answer.status_code == 422 and error_of(answer)
+    answer = http.patch("/api/v1/repos/ann/dup", headers=headers, json={"name": "../x"})
+    assert answer.status_code == 400 and error_of(answer)
+
+
+def test_a_private_repository_is_a_missing_one_to_others(forge: Forge, http: httpx.Client) -> None:
+    forge.registry.create("ann", "hidden", private=True)
+    ben = {"Authorization": f"token {token_for(http, 'ben')}"}
+    for headers, status in (({}, 401), (ben, 404)):
+        for method, body in (("GET", None), ("PATCH", {"description": "x"}), ("DELETE", None)):
+            hidden = http.request(method, "/api/v1/repos/ann/hidden", headers=headers, json=body)
+            missing = http.request(method, "/api/v1/repos/ann/nothing", headers=headers, json=body)
+            if method == "GET" and not headers:
+                assert hidden.status_code == missing.status_code in (401, 404)
+            else:
+                assert hidden.status_code == missing.status_code, (method, headers)
+            assert hidden.json() == missing.json()
+    assert http.get("/api/v1/repos/ann/hidden", headers=ben).status_code == 404
+    # nor does a list or a search show it; its owner sees it everywhere
+    assert api(http).repository.repo_search(q="hidden").data == []
+    assert http.get("/api/v1/users/ann/repos", headers=ben).json() == []
+    ann = api(http, token_for(http, "ann"))
+    assert [r.name for r in ann.repository.repo_search(q="hidden").data or []] == ["hidden"]
+    assert [r.name for r in ann.user.list_repos("ann")] == ["hidden"]
+    assert [r.name for r in ann.user.current_list_repos()] == ["hidden"]
+    only_public = http.get(
+        "/api/v1/repos/search",
+        params={"private": "false"},
+        headers=ann._client_wrapper.get_headers(),
+    )
+    assert only_public.json()["data"] == []
+
+
+def test_repository_lists_page_with_link_and_total(forge: Forge, http: httpx.Client) -> None:
+    for n in range(7):
+        forge.registry.create("ben", f"r{n}")
+    client = api(http)
+    first = client.repository.repo_search(q="r", limit=3)
+    assert [r.name for r in first.data or []] == ["r0", "r1", "r2"]
+    answer = http.get("/api/v1/repos/search", params={"q": "r", "limit": 3, "page": 2})
+    assert answer.headers["x-total-count"] == "7"
+    links = dict(
+        (part.split('rel="')[1].rstrip('"'), part.split(">")[0].lstrip("<"))
+        for part in answer.headers["link"].split(",")
+    )
+    assert set(links) == {"next", "last", "first", "prev"}
+    assert links["last"].startswith(BASE + "/api/v1/repos/search?") and "page=3" in links["last"]
+    assert "page=3" in links["next"] and "page=1" in links["prev"] and "q=r" in links["next"]
+    last = http.get(links["last"])
+    assert [r["name"] for r in last.json()["data"]] == ["r6"] and 'rel="next"' not in last.headers[
+        "link"
+    ]
+    # Forgejo's limits: 30 by default, never more than 50; nonsense is the default
+    assert len(client.user.list_repos("ben", limit=100)) == 7
+    assert (
+        http.get("/api/v1/users/ben/repos", params={"limit": "x", "page": "-2"}).status_code == 200
+    )
+    forge.registry.create("ben", "many-0")
+    for n in range(1, 55):
+        forge.registry.create("ben", f"many-{n}")
+    assert len(http.get("/api/v1/users/ben/repos", params={"limit": 100}).json()) == 50
+    assert len(http.get("/api/v1/users/ben/repos").json()) == 30
+
+
+def test_organisations_and_their_repositories(forge: Forge, http: httpx.Client) -> None:
+    ann = api(http, token_for(http, "ann"))
+    org = ann.organization.org_create(username="team")
+    assert org.name == org.username == "team"
+    assert api(http).organization.org_get("team").id == org.id
+    made = ann.organization.create_org_repo("team", name="site", private=True)
+    assert made.full_name == "team/site" and made.owner is not None and made.owner.login == "team"
+    assert [r.name for r in ann.organization.org_list_repos("team")] == ["site"]
+    assert api(http).organization.org_list_repos("team") == []  # private
+    ben = api(http, token_for(http, "ben"))
+    with pytest.raises(ApiError) as refused:
+        ben.organization.create_org_repo("team", name="mine")
+    assert refused.value.status_code == 403
+    with pytest.raises(ApiError) as taken:
+        ben.organization.org_create(username="team")
+    assert taken.value.status_code == 422
+    with pytest.raises(ApiError) as person:
+        api(http).organization.org_get("ann")
+    assert person.value.status_code == 404
+    forge.accounts.add_member(forge.accounts.require("team"), forge.accounts.require("ben"))
+    assert [r.full_name for r in ben.user.current_list_repos()] == ["team/site"]
+
+
+def test_a_fork_names_its_parent_to_those_who_may_read_it(forge: Forge, http: httpx.Client) -> None:
+    forge.registry.create("ann", "origin", private=True)
+    forge.registry.create("ben", "copy")
+    forge.db.execute(
+        "INSERT INTO forks (owner, name, parent_owner, parent_name, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        ("ben", "copy", "ann", "origin", 0.0),
+    )
+    seen_by_ann = api(http, token_for(http, "ann")).repository.repo_get("ben", "copy")
+    assert seen_by_ann.fork and seen_by_ann.parent is not None
+    assert seen_by_ann.parent.full_name == "ann/origin" and seen_by_ann.parent.private
+    seen_by_ben = api(http, token_for(http, "ben")).repository.repo_get("ben", "copy")
+    assert seen_by_ben.fork and seen_by_ben.parent is None
+
+
+def test_open_issue_and_pull_request_counts(forge: Forge, http: httpx.Client) -> None:
+    repo = forge.registry.create("ann", "busy")
+    ann = forge.accounts.require("ann")
+    issues = [forge.issues.create("ann", "busy", ann, f"issue {n}", "") for n in range(3)]
+    forge.issues.close(issues[0], ann, "completed")
+    got = api(http).repository.repo_get(repo.owner, repo.name)
+    assert (got.open_issues_count, got.open_pr_counter) == (2, 0)
+
+
+def test_repository_reads_spawn_no_process(forge: Forge, http: httpx.Client) -> None:
+    forge.registry.create("ann", "quiet")
+    headers = {"Authorization": f"token {token_for(http, 'ann')}"}
+    with counting() as events:
+        for path in (
+            "/api/v1/repos/ann/quiet",
+            "/api/v1/repos/search?q=q",
+            "/api/v1/user/repos",
+            "/api/v1/users/ann/repos",
+            "/swagger.v1.json",
+        ):
+            assert http.get(path, headers=headers).status_code == 200, path
+    assert events == []
+
+
+# -- the description --------------------------------------------------------------------------
+
+
+def test_the_openapi_description_is_what_is_implemented(forge: Forge, http: httpx.Client) -> None:
+    document = http.get("/swagger.v1.json").json()
+    assert document["swagger"] == "2.0" and document["basePath"] == "/api/v1"
+    described = {
+        (method, "/api/v1" + path)
+        for path, methods in document["paths"].items()
+        for method in methods
+    }
+    implemented = set()
+    for template, kind in API_ROUTES:
+        for method in ("get", "post", "patch", "put", "delete"):
+            if hasattr(kind, f"on_{method}"):
+                implemented.add((method, template))
+    assert described == implemented
+    # every definition's fields are exactly those of a real answer
+    token = token_for(http, "ann")
+    headers = {"Authorization": f"token {token}"}
+    forge.registry.create("ann", "shape")
+    org = http.post("/api/v1/orgs", headers=headers, json={"username": "shapes"}).json()
+    made = http.post(
+        "/api/v1/users/ann/tokens", headers=basic("ann"), json={"name": "s", "scopes": ["all"]}
+    )
+    answers = {
+        "Repository": http.get("/api/v1/repos/ann/shape").json(),
+        "User": http.get("/api/v1/user", headers=headers).json(),
+        "Organization": org,
+        "AccessToken": made.json(),
+        "ServerVersion": http.get("/api/v1/version").json(),
+        "GeneralAPISettings": http.get("/api/v1/settings/api").json(),
+        "SearchResults": http.get("/api/v1/repos/search").json(),
+        "UserSearchResults": http.get("/api/v1/users/search").json(),
+        "Permission": http.get("/api/v1/repos/ann/shape").json()["permissions"],
+        "APIError": http.get("/api/v1/nothing").json(),
+    }
+    for name, answer in answers.items():
+        assert set(document["definitions"][name]["properties"]) == set(answer), name
+    page = http.get("/api/swagger")
+    assert page.status_code == 200 and "<script" not in page.text
+    assert "/api/v1/repos/{owner}/{repo}" in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]

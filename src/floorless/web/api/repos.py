@@ -177,7 +177,8 @@ class RepoSearch(RepoResource):
             query={
                 "q": Field("string", "keyword, in the owner's or the repository's name"),
                 "uid": Field("integer", "only those owned by this account id"),
-                "private": Field("boolean", "only private (true) or public (false) ones"),
+                "private": Field("boolean", "include the private ones the caller may see (true)"),
+                "is_private": Field("boolean", "only private (true) or public (false) ones"),
                 **PAGED,
             },
             paged=True,
@@ -199,7 +200,7 @@ class RepoSearch(RepoResource):
             resp,
             owner=owner,
             query=(req.get_param("q") or "").strip(),
-            private=query_flag(req, "private"),
+            private=False if query_flag(req, "private") is False else query_flag(req, "is_private"),
         )
         self.send(resp, {"ok": True, "data": data})
 

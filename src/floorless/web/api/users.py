@@ -76,10 +76,21 @@ _TOKEN_BODY = {
 }
 
 
-class Tokens(Resource):
+class TokenResource(Resource):
     """A person's tokens: only with their password over HTTP Basic, as on Forgejo, so that a
     token that leaks cannot be used to make more."""
 
+    def owner(self, req: falcon.Request, name: str) -> Account:
+        """The caller, signed in with their password over Basic, if ``name`` is theirs."""
+        account = self.caller(req)
+        if req.context.get("auth_method") != "password":
+            raise Unauthorized("auth required: HTTP Basic with the password")
+        if account.name.lower() != name.lower():
+            raise Forbidden("you may only manage your own tokens")
+        return account
+
+
+class Tokens(TokenResource):
     operations = {
         "get": Operation(
             "the user's access tokens", "[AccessToken]", query=dict(PAGED), paged=True, basic=True
@@ -113,17 +124,8 @@ class Tokens(Resource):
         plain, token = self.forge.accounts.create_token(account, scope, title)
         self.send(resp, token_json(token, plain), 201)
 
-    def owner(self, req: falcon.Request, name: str) -> Account:
-        """The caller, signed in with their password over Basic, if ``name`` is theirs."""
-        account = self.caller(req)
-        if req.context.get("auth_method") != "password":
-            raise Unauthorized("auth required: HTTP Basic with the password")
-        if account.name.lower() != name.lower():
-            raise Forbidden("you may only manage your own tokens")
-        return account
 
-
-class Token(Tokens):
+class Token(TokenResource):
     operations = {"delete": Operation("delete an access token", None, status=204, basic=True)}
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, name: str, token: str) -> None:
