@@ -496,3 +496,50 @@ def test_the_openapi_description_is_what_is_implemented(forge: Forge, http: http
     assert page.status_code == 200 and "<script" not in page.text
     assert "/api/v1/repos/{owner}/{repo}" in page.text
     assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+def test_a_page_of_repositories_costs_the_same_statements_whatever_its_length(
+    forge: Forge, http: httpx.Client
+) -> None:
+    team = forge.accounts.create_org("crew", forge.accounts.require("ann"))
+    forge.accounts.add_member(team, forge.accounts.require("ben"))
+    for n in range(30):
+        repo = forge.registry.create("crew" if n % 2 else "ann", f"p{n:02}", private=n % 3 == 0)
+        if n % 5 == 0:
+            forge.policy.set_collaborator(repo, forge.accounts.require("ben"), "read")
+    headers = {"Authorization": f"token {token_for(http, 'ben')}"}
+
+    def statements(limit: int) -> int:
+        counts = set()
+        for _ in range(3):
+            answer = http.get("/api/v1/repos/search", params={"limit": limit}, headers=headers)
+            assert len(answer.json()["data"]) == limit
+            timing = dict(
+                (part.split(";")[0].strip(), part)
+                for part in answer.headers["server-timing"].split(",")
+            )
+            counts.add(int(timing["query"].rsplit("dur=", 1)[1]))
+        return min(counts)
+
+    assert statements(2) == statements(20)
+
+
+def test_levels_for_a_page_agree_with_the_policy_one_by_one(forge: Forge) -> None:
+    ann, ben = forge.accounts.require("ann"), forge.accounts.require("ben")
+    team = forge.accounts.create_org("crew", ann)
+    forge.accounts.add_member(team, ben)
+    repos = []
+    for owner in ("ann", "ben", "crew", "root"):
+        for private in (False, True):
+            repo = forge.registry.create(owner, f"x{int(private)}", private=private)
+            repos.append(repo)
+    forge.policy.set_collaborator(repos[1], ben, "write")
+    forge.policy.set_collaborator(repos[7], ben, "read")
+    from floorless.access import ANONYMOUS, Viewer
+
+    viewers = [ANONYMOUS, Viewer(team), Viewer(forge.accounts.require("root"))]
+    for who in (ann, ben):
+        viewers += [Viewer(who), Viewer(who, "read")]
+    for viewer in viewers:
+        batch = forge.policy.levels(viewer, repos)
+        assert batch == {r.id: forge.policy.level(viewer, r) for r in repos}, viewer

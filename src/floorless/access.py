@@ -40,6 +40,7 @@ and after the same lookups, so that not even the time taken tells the two apart.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,6 +124,44 @@ class Policy:
             levels.append(_ORG_LEVEL.get(row["org_role"], Level.NONE))
             levels.append(_ROLE_LEVEL.get(row["role"], Level.NONE))
         return max(levels)
+
+    def levels(self, viewer: Viewer, repos: Sequence[Repo]) -> dict[int, Level]:
+        """``level`` for each of ``repos`` (by id), in two statements whatever their number:
+        the same rules, for a page of a list."""
+        account = viewer.account
+        found: dict[int, Level] = {}
+        roles: dict[tuple[str, str], Level] = {}
+        orgs: dict[str, Level] = {}
+        if account is not None and not account.is_org and not account.is_admin and repos:
+            owners = sorted({r.owner for r in repos})
+            marks = ", ".join("?" for _ in owners)
+            for row in self.db.query(
+                "SELECT o.name, m.role FROM org_members m JOIN accounts o ON o.id = m.org_id"  # noqa: S608
+                f" WHERE m.user_id = ? AND o.name IN ({marks})",
+                [account.id, *owners],
+            ):
+                orgs[row["name"]] = _ORG_LEVEL.get(row["role"], Level.NONE)
+            for row in self.db.query(
+                "SELECT owner, name, role FROM collaborators"  # noqa: S608
+                f" WHERE user_id = ? AND owner IN ({marks})",
+                [account.id, *owners],
+            ):
+                roles[(row["owner"], row["name"])] = _ROLE_LEVEL.get(row["role"], Level.NONE)
+        for repo in repos:
+            level = Level.NONE if repo.private else Level.READ
+            if account is not None and not account.is_org:
+                if account.is_admin or account.name.lower() == repo.owner.lower():
+                    level = Level.ADMIN
+                else:
+                    level = max(
+                        level,
+                        orgs.get(repo.owner, Level.NONE),
+                        roles.get((repo.owner, repo.name), Level.NONE),
+                    )
+            if viewer.scope == "read":
+                level = min(level, Level.READ)
+            found[repo.id] = Level(level)
+        return found
 
     def require(self, viewer: Viewer, repo: Repo | None, needed: Level) -> Level:
         """``viewer``'s level on ``repo`` if it reaches ``needed``; otherwise the refusal.

@@ -203,9 +203,11 @@ class RepoFacts:
                     row["parent_name"],
                 )
         self.owners = people(db, [r.owner for r in repos])
+        self.levels = forge.policy.levels(viewer, repos)
 
     def level(self, repo: Repo) -> Level:
-        return self.forge.policy.level(self.viewer, repo)
+        found = self.levels.get(repo.id)
+        return found if found is not None else self.forge.policy.level(self.viewer, repo)
 
     def parent(self, repo: Repo) -> Repo | None:
         """The repository ``repo`` was forked from, if the caller may read it."""
