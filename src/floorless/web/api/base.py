@@ -32,6 +32,7 @@ from floorless.web.views.base import public_url
 DEFAULT_LIMIT = 30  # Forgejo's DEFAULT_PAGING_NUM
 MAX_LIMIT = 50  # Forgejo's MAX_RESPONSE_ITEMS
 MAX_BODY = 1 << 20  # bytes of JSON a request may send
+MAX_PAGE = 1_000_000  # a page past any list, and an offset every database can hold
 JSON = "application/json; charset=utf-8"
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -177,7 +178,7 @@ class Resource:
     def paging(req: falcon.Request) -> Paging:
         """``page`` and ``limit`` as Forgejo reads them: anything but a positive number is the
         default, a limit over the maximum is the maximum."""
-        page = _positive(req.get_param("page")) or 1
+        page = min(_positive(req.get_param("page")) or 1, MAX_PAGE)
         limit = min(_positive(req.get_param("limit")) or DEFAULT_LIMIT, MAX_LIMIT)
         return Paging(page, limit)
 
@@ -213,6 +214,8 @@ class ForbiddenScope(FloorlessError):
 
 
 def _positive(value: str | None) -> int:
+    if value is not None and len(value) > 12:
+        return 0
     try:
         number = int(value or "")
     except ValueError:

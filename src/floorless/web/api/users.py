@@ -50,7 +50,7 @@ class UserSearch(Resource):
         params: list[object] = [f"%{escaped}%"]
         uid = req.get_param("uid")
         if uid:
-            if not uid.isdigit():
+            if not uid.isdigit() or len(uid) > 18:
                 raise BadRequest("uid must be a number")
             where += " AND id = ?"
             params.append(int(uid))
