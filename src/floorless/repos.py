@@ -56,6 +56,7 @@ _BY_NAME = (
     "milestones",
     "repo_features",
     "forks",
+    "branch_marks",
 )
 _LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (

@@ -535,6 +535,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS issues_milestone ON issues (milestone_id, state)",
         ),
     ),
+    Migration(
+        13,
+        "the branch tips whose commits were read for references to issues",
+        (
+            # Per repository (by name, as issues are) and branch (its name's bytes in hex):
+            # the tip up to which commits were read for "fixes #N" and mentions, so that a
+            # push reads only the commits it brought, and a restart neither redoes nor misses
+            # any (``references.py``).
+            """CREATE TABLE IF NOT EXISTS branch_marks (
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                branch TEXT NOT NULL,
+                oid TEXT NOT NULL,
+                PRIMARY KEY (owner, name, branch)
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
