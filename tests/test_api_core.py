@@ -543,3 +543,25 @@ def test_levels_for_a_page_agree_with_the_policy_one_by_one(forge: Forge) -> Non
     for viewer in viewers:
         batch = forge.policy.levels(viewer, repos)
         assert batch == {r.id: forge.policy.level(viewer, r) for r in repos}, viewer
+
+
+def test_default_branch_moves_to_an_existing_branch(forge: Forge, http: httpx.Client) -> None:
+    import pygit2
+
+    repo = forge.registry.create("ann", "code")
+    handle = pygit2.Repository(str(repo.path))
+    who = pygit2.Signature("Ann", "ann@example.org", 1_700_000_000, 0)
+    tree = handle.TreeBuilder().write()
+    first = handle.create_commit("refs/heads/main", who, who, "first", tree, [])
+    handle.create_reference("refs/heads/dev", first)
+    forge.refs_moved(repo)
+    client = api(http, token_for(http, "ann"))
+    got = client.repository.repo_get("ann", "code")
+    assert (got.empty, got.default_branch) == (False, "main")
+    moved = client.repository.repo_edit("ann", "code", default_branch="dev")
+    assert moved.default_branch == "dev"
+    assert handle.references["HEAD"].target == "refs/heads/dev"
+    with pytest.raises(ApiError) as refused:
+        client.repository.repo_edit("ann", "code", default_branch="nope")
+    assert refused.value.status_code == 422
+    assert client.repository.repo_get("ann", "code").default_branch == "dev"
