@@ -161,10 +161,25 @@ class Pulls:
         author: str = "",
         before: int | None = None,
         after: int | None = None,
+        label: str = "",
+        milestone: str = "",
+        assignee: str = "",
     ) -> PullPage:
-        """A page of pull requests, as ``Issues.page`` pages issues, with their heads and
-        bases (one statement more, for the page's rows alone)."""
-        found = self.issues.page(owner, name, state, q, author, before, after, pull=True)
+        """A page of pull requests, as ``Issues.page`` pages issues (with its filters), with
+        their heads and bases (one statement more, for the page's rows alone)."""
+        found = self.issues.page(
+            owner,
+            name,
+            state,
+            q,
+            author,
+            before,
+            after,
+            pull=True,
+            label=label,
+            milestone=milestone,
+            assignee=assignee,
+        )
         ids = [issue.id for issue in found.issues]
         if not ids:
             return PullPage(found)
@@ -196,6 +211,22 @@ class Pulls:
             (owner, name, topic, pusher.id),
         )
         return None if row is None else _pull(row)
+
+    def fork_of(
+        self, parent_owner: str, parent_name: str, owner: str, name: str = ""
+    ) -> tuple[str, str] | None:
+        """The fork of ``parent_owner/parent_name`` that ``owner`` has (named ``name``, or,
+        without a name, the first of theirs by name), for a compare's ``user:branch``."""
+        where = "parent_owner = ? AND parent_name = ? AND lower(owner) = lower(?)"
+        params: list[str] = [parent_owner, parent_name, owner]
+        if name:
+            where += " AND lower(name) = lower(?)"
+            params.append(name)
+        row = self.db.one(
+            f"SELECT owner, name FROM forks WHERE {where} ORDER BY name LIMIT 1",  # noqa: S608
+            params,
+        )
+        return None if row is None else (str(row["owner"]), str(row["name"]))
 
     def features(self, owner: str, name: str) -> Features:
         row = self.db.one("SELECT * FROM repo_features WHERE owner = ? AND name = ?", (owner, name))

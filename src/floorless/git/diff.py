@@ -85,10 +85,15 @@ class CommitDiff:
 
 def _tree_diff(commit: AnyCommit) -> pygit2.Diff:
     """The commit against its first parent (or the empty tree), renames not looked for."""
+    return _between(commit.parents[0] if commit.parents else None, commit)
+
+
+def _between(old: AnyCommit | None, new: AnyCommit) -> pygit2.Diff:
+    """Commit ``new``'s tree against ``old``'s (or the empty tree), renames not looked for."""
     with timing.phase("git"):
-        if commit.parents:
-            return commit.parents[0].tree.diff_to_tree(commit.tree, flags=DiffOption.NORMAL)
-        return commit.tree.diff_to_tree(swap=True)
+        if old is not None:
+            return old.tree.diff_to_tree(new.tree, flags=DiffOption.NORMAL)
+        return new.tree.diff_to_tree(swap=True)
 
 
 def _diff(
@@ -96,7 +101,11 @@ def _diff(
 ) -> pygit2.Diff:
     """The commit's diff with renames found within the budget; ``diff`` is its
     ``_tree_diff`` when the caller has it already."""
-    diff = _tree_diff(commit) if diff is None else diff
+    return _renames(repo, _tree_diff(commit) if diff is None else diff, limits)
+
+
+def _renames(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> pygit2.Diff:
+    """``diff`` with renames found within the budget."""
     if _small_renames(repo, diff, limits):
         flags, rename_limit = DiffFind.FIND_RENAMES, 1000
     else:  # comparing contents would read every added and deleted blob: identical ones only
@@ -140,7 +149,18 @@ def fits_in_process(
     """The commit's tree diff when the whole diff (``.diff``, ``.patch``) is small enough to
     make in-process (no more files than a page diffs, and no more bytes of blobs than its
     budget), for ``patch_text`` or ``format_patch`` to go on from; None when it is not."""
-    diff = _tree_diff(commit)
+    return _fits(repo, _tree_diff(commit), limits)
+
+
+def range_fits_in_process(
+    repo: pygit2.Repository, old: AnyCommit, new: AnyCommit, limits: Limits
+) -> pygit2.Diff | None:
+    """As ``fits_in_process``, for the diff of ``old``'s tree to ``new``'s (a compare's or a
+    pull request's, from the merge base to the head), for ``range_patch_text``."""
+    return _fits(repo, _between(old, new), limits)
+
+
+def _fits(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> pygit2.Diff | None:
     with timing.phase("git"):
         deltas = list(diff.deltas) if len(diff) <= limits.files else None
     if deltas is None:
@@ -168,7 +188,18 @@ def commit_diff(repo: pygit2.Repository, commit: AnyCommit, limits: Limits) -> C
     """The commit's changed files, each with its counts while the budgets of files and bytes
     last, and with its lines while the page's budget of lines lasts (a file that does not fit
     whole is not shown, and one after it that fits is)."""
-    diff = _diff(repo, commit, limits)
+    return _changes(repo, _diff(repo, commit, limits), limits)
+
+
+def range_diff(
+    repo: pygit2.Repository, old: AnyCommit, new: AnyCommit, limits: Limits
+) -> CommitDiff:
+    """What ``new`` changes against ``old`` (a compare's merge base and head), within the same
+    budgets as a commit's diff and shown the same way."""
+    return _changes(repo, _renames(repo, _between(old, new), limits), limits)
+
+
+def _changes(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> CommitDiff:
     files: list[FileDiff] = []
     total_lines = total_bytes = additions = deletions = 0
     truncated = False
@@ -291,6 +322,20 @@ def patch_text(
     diff = _diff(repo, commit, limits, diff)
     with timing.phase("git"):
         return _raw_patch(diff)
+
+
+def range_patch_text(
+    repo: pygit2.Repository, old: AnyCommit, new: AnyCommit, limits: Limits, diff: pygit2.Diff
+) -> bytes:
+    """The unified diff of ``old`` to ``new`` (from ``range_fits_in_process``'s ``diff``)."""
+    diff = _renames(repo, diff, limits)
+    with timing.phase("git"):
+        return _raw_patch(diff)
+
+
+def git_range_args(old: str, new: str) -> list[str]:
+    """``git diff`` arguments printing what ``range_patch_text`` does, past the budget."""
+    return ["diff-tree", "-p", "-M", "--no-color", "--no-ext-diff", old, new]
 
 
 def _raw_patch(diff: pygit2.Diff) -> bytes:

@@ -330,10 +330,26 @@ def numbered(repo: Named, number: int, is_pull: bool) -> str:
     return pull(repo, number) if is_pull else issue(repo, number)
 
 
-def compare(repo: Named, base: str | bytes, head: str | bytes) -> str:
+def pull_diff(repo: Named, number: int, variant: str) -> str:
+    """A pull request's whole ``diff`` (merge base to head) or ``patch`` (its commits)."""
+    if variant not in ("diff", "patch"):
+        raise ValueError(f"no pull request variant {variant!r}")
+    return f"{home(repo)}/pulls/{number}.{variant}"
+
+
+def compare(repo: Named, base: str | bytes, head: str | bytes, variant: str = "") -> str:
     """What ``head`` has that ``base`` has not: ``/compare/{base}...{head}``, where ``head``
-    may be ``user:branch`` or ``user/repo:branch`` (a fork's branch)."""
-    return f"{home(repo)}/compare/{path(base)}...{path(head)}"
+    may be ``user:branch`` or ``user/repo:branch`` (a fork's branch); or its ``diff`` or
+    ``patch``."""
+    if variant not in ("", "diff", "patch"):
+        raise ValueError(f"no compare variant {variant!r}")
+    suffix = f".{variant}" if variant else ""
+    return f"{home(repo)}/compare/{path(base)}...{path(head)}{suffix}"
+
+
+def compare_choose(repo: Named) -> str:
+    """The form that chooses a compare's two branches."""
+    return f"{home(repo)}/compare"
 
 
 def ref_switch(

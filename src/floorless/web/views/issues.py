@@ -20,7 +20,7 @@ from floorless.access import Viewer
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.git import objects
-from floorless.issues import Issue
+from floorless.issues import Entry, Issue
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import link_references, render_markdown
@@ -216,13 +216,43 @@ class NewIssue(IssueView):
 
 
 class IssueDetail(IssueView):
+    """An issue's page and its actions (comment, close, reopen, edit); ``PullDetail`` is the
+    same conversation for a pull request, with its own template, header and URLs."""
+
+    template = "issue.html"
+
+    def find(self, req: falcon.Request, view: RepoView, number: str) -> Issue:
+        """The issue; a pull request's number is sent to the pull request's page (as Forgejo
+        does), with one statement more only when the number is not an issue's."""
+        issues_on(view)
+        repo = view.repo
+        found = issue_number(number)
+        try:
+            return self.forge.issues.get(repo.owner, repo.name, found)
+        except NotFound:
+            if req.method in ("GET", "HEAD") and self.forge.issues.kind_of(
+                repo.owner, repo.name, found
+            ):
+                raise falcon.HTTPFound(urls.pull(repo, found)) from None
+            raise
+
+    def target(self, view: RepoView, issue: Issue, comment: int | None = None) -> str:
+        return urls.issue(view.repo, issue.number, comment)
+
+    def more(
+        self, req: falcon.Request, view: RepoView, issue: Issue, timeline: list[Entry]
+    ) -> dict[str, Any]:
+        """What the template needs besides the conversation itself."""
+        return {}
+
+    def refuse(self, issue: Issue, action: str) -> None:
+        """Raise if ``action`` may not be taken on ``issue`` as it stands."""
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        issues_on(view)
-        issue = self.forge.issues.get(view.repo.owner, view.repo.name, issue_number(number))
-        self.show(req, resp, view, issue)
+        self.show(req, resp, view, self.find(req, view, number))
 
     def show(
         self,
@@ -244,7 +274,7 @@ class IssueDetail(IssueView):
         self.page(
             resp,
             view,
-            "issue.html",
+            self.template,
             issue=issue,
             body=body,
             timeline=[(entry, html_of.get(id(entry))) for entry in timeline],
@@ -252,7 +282,7 @@ class IssueDetail(IssueView):
                 shown,
                 hidden,
                 min(hidden, TIMELINE_MORE),
-                urls.exact_path(req) + f"?shown={shown + TIMELINE_MORE}",
+                urls.exact_path(req) + f"?shown={shown + TIMELINE_MORE}#event-gap",
             ),
             may_comment=policy.may_take_part(viewer, view.level),
             may_change=policy.may_change_issue(viewer, view.level, issue.author_id),
@@ -261,14 +291,15 @@ class IssueDetail(IssueView):
             error=error,
             here=urls.exact_path(req),
             sidebar=sidebar(self.forge, view, issue, viewer),
+            action=self.target(view, issue),
+            **self.more(req, view, issue, timeline),
         )
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        issues_on(view)
-        issue = self.forge.issues.get(view.repo.owner, view.repo.name, issue_number(number))
+        issue = self.find(req, view, number)
         account = self.signed_in(req)
         form = self.form(req)
         viewer = auth.viewer_of(req)
@@ -280,11 +311,12 @@ class IssueDetail(IssueView):
             raise Forbidden("you may not comment here")
         if action != "comment" and not policy.may_change_issue(viewer, view.level, issue.author_id):
             raise Forbidden("only its author and those who may push may close, reopen or edit it")
-        target = urls.issue(view.repo, issue.number)
+        self.refuse(issue, action)
+        target = self.target(view, issue)
         try:
             if action == "comment":
                 comment = self.forge.issues.comment(issue, account, form.get("body", ""))
-                target = urls.issue(view.repo, issue.number, comment)
+                target = self.target(view, issue, comment)
             elif action == "close":
                 self.forge.issues.close(issue, account, form.get("reason", "completed"))
             elif action == "reopen":
