@@ -565,3 +565,101 @@ def test_default_branch_moves_to_an_existing_branch(forge: Forge, http: httpx.Cl
         client.repository.repo_edit("ann", "code", default_branch="nope")
     assert refused.value.status_code == 422
     assert client.repository.repo_get("ann", "code").default_branch == "dev"
+
+
+@pytest.mark.network
+def test_a_real_server_a_real_client_and_a_real_push(tmp_path: Path) -> None:
+    """pyforgejo with its own HTTP client against ``floorless serve``: a token made with the
+    password, a repository made through the API, pushed to with git at the clone URL the API
+    gave, then seen by the API with its branch."""
+    from serving import serving
+    from test_git_http import git
+
+    with serving(tmp_path / "repos", tmp_path / "data") as server, httpx.Client(timeout=60) as h:
+        server.admin(
+            "user", "create", "ann", "--email", "a@example.org", "--password-stdin",
+            stdin=PASSWORD + "\n",
+        )  # fmt: skip
+        # over a socket httpx refuses the blank key's "token " header: a placeholder key,
+        # replaced by Basic for this call and by an empty header for anonymous ones
+        anonymous = PyforgejoApi(base_url=server.url + "/api/v1", api_key="none", httpx_client=h)
+        nobody = {"additional_headers": {"Authorization": ""}}
+        token = anonymous.user.create_token(
+            "ann", name="push", scopes=["write:repository"],
+            request_options={"additional_headers": basic("ann")},
+        ).sha1  # fmt: skip
+        assert token
+        client = PyforgejoApi(base_url=server.url + "/api/v1", api_key=token, httpx_client=h)
+        made = client.repository.create_current_user_repo(name="live")
+        assert made.clone_url == f"{server.url}/ann/live.git" and made.empty
+        work = tmp_path / "work"
+        git("init", "-q", "-b", "main", str(work))
+        git("commit", "-q", "--allow-empty", "-m", "first", cwd=work)
+        authed = made.clone_url.replace("http://", f"http://ann:{token}@")
+        git("push", "-q", authed, "main", cwd=work)
+        after = client.repository.repo_get("ann", "live")
+        assert (after.empty, after.default_branch) == (False, "main")
+        seen = anonymous.repository.repo_get("ann", "live", request_options=nobody)
+        assert seen.permissions is not None and not seen.permissions.push
+        with pytest.raises(ApiError) as hidden:
+            anonymous.repository.repo_get("ann", "nothing", request_options=nobody)
+        assert hidden.value.status_code == 404
+
+
+def test_merge_styles_and_features_through_edit(forge: Forge, http: httpx.Client) -> None:
+    forge.registry.create("ann", "styles")
+    client = api(http, token_for(http, "ann"))
+    edited = client.repository.repo_edit(
+        "ann", "styles", allow_rebase=False, allow_squash_merge=False, default_merge_style="merge"
+    )
+    assert (edited.allow_merge_commits, edited.allow_rebase, edited.allow_squash_merge) == (
+        True, False, False
+    )  # fmt: skip
+    assert forge.pulls.features("ann", "styles").merge_styles == ("merge", "fast-forward-only")
+    headers = {"Authorization": f"token {token_for(http, 'ann')}"}
+    for body in (
+        {"default_merge_style": "rebase-merge"},
+        {"default_merge_style": "squash"},  # not allowed now
+        {"allow_merge_commits": False, "allow_fast_forward_only_merge": False},
+        {"name": "renamed", "default_merge_style": "nonsense"},  # nothing written
+    ):
+        answer = http.patch("/api/v1/repos/ann/styles", headers=headers, json=body)
+        assert answer.status_code == 422, (body, answer.text)
+        error_of(answer)
+    assert forge.registry.get("ann", "styles").name == "styles"
+    assert forge.pulls.features("ann", "styles").default_merge == "merge"
+
+
+def test_search_sorts_by_name_or_last_update(forge: Forge, http: httpx.Client) -> None:
+    for name, when in (("b", 300.0), ("a", 100.0), ("c", 200.0)):
+        repo = forge.registry.create("ben", name)
+        forge.registry.set_updated(repo.id, when)
+    client = api(http)
+    assert [r.name for r in client.repository.repo_search().data or []] == ["a", "b", "c"]
+    recent = client.repository.repo_search(sort="updated", order="desc").data or []
+    assert [r.name for r in recent] == ["b", "c", "a"]
+    oldest = client.repository.repo_search(sort="updated", order="asc").data or []
+    assert [r.name for r in oldest] == ["a", "c", "b"]
+    assert http.get("/api/v1/repos/search", params={"sort": "stars"}).status_code == 422
+
+
+def test_a_same_site_write_with_the_session_and_its_csrf_token(
+    forge: Forge, http: httpx.Client
+) -> None:
+    from falcon import testing
+    from test_accounts import csrf_of
+
+    browser = Browser(testing.TestClient(create_app(forge)))
+    assert browser.sign_in("ann").status_code == 303
+    csrf = csrf_of(browser.get("/-/new").text)
+    cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+    headers = {"Cookie": cookie, "X-Csrf-Token": csrf}
+    made = http.post("/api/v1/user/repos", headers=headers, json={"name": "by-page"})
+    assert made.status_code == 201, made.text
+    other_site = http.post(
+        "/api/v1/user/repos",
+        headers={**headers, "Origin": "https://elsewhere.example"},
+        json={"name": "by-other"},
+    )
+    assert other_site.status_code == 403 and error_of(other_site)
+    assert [r.name for r in forge.registry.listing(owner="ann")[0]] == ["by-page"]

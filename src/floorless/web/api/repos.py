@@ -43,6 +43,20 @@ _EDIT = {
     "default_branch": Field("string", "an existing branch to be the default"),
     "has_issues": Field("boolean", "whether issues are on"),
     "has_pull_requests": Field("boolean", "whether pull requests are on"),
+    "allow_merge_commits": Field(
+        "boolean", "whether pull requests may be merged with a merge commit"
+    ),
+    "allow_rebase": Field("boolean", "... rebased onto the base"),
+    "allow_squash_merge": Field("boolean", "... squashed into one commit"),
+    "allow_fast_forward_only_merge": Field("boolean", "... fast-forwarded only"),
+    "default_merge_style": Field("string", "merge, rebase, squash or fast-forward-only"),
+}
+# Forgejo's switch for each way of merging floorless has (rebase-merge it has not).
+_STYLE_SWITCHES = {
+    "allow_merge_commits": "merge",
+    "allow_rebase": "rebase",
+    "allow_squash_merge": "squash",
+    "allow_fast_forward_only_merge": "fast-forward-only",
 }
 _LIST = Operation("list repositories", "[Repository]", query=dict(PAGED), paged=True)
 
@@ -58,6 +72,7 @@ class RepoResource(Resource):
         query: str = "",
         mine: bool = False,
         private: bool | None = None,
+        sort: str = "name",
     ) -> list[dict[str, Any]]:
         """One page of the repositories the caller may see (of ``owner``; matching
         ``query``; ``mine``: only those they own or were given), with the paging headers."""
@@ -72,7 +87,7 @@ class RepoResource(Resource):
         repos, total = self.forge.registry.listing(
             query,
             owner=owner,
-            sort="name",
+            sort=sort,
             offset=paging.offset,
             limit=paging.limit,
             visible=(clause, params),
@@ -179,6 +194,8 @@ class RepoSearch(RepoResource):
                 "uid": Field("integer", "only those owned by this account id"),
                 "private": Field("boolean", "include the private ones the caller may see (true)"),
                 "is_private": Field("boolean", "only private (true) or public (false) ones"),
+                "sort": Field("string", "alpha (the default) or updated"),
+                "order": Field("string", "asc or desc (of updated; desc by default)"),
                 **PAGED,
             },
             paged=True,
@@ -201,8 +218,23 @@ class RepoSearch(RepoResource):
             owner=owner,
             query=(req.get_param("q") or "").strip(),
             private=False if query_flag(req, "private") is False else query_flag(req, "is_private"),
+            sort=_sort(req),
         )
         self.send(resp, {"ok": True, "data": data})
+
+
+def _sort(req: falcon.Request) -> str:
+    """Forgejo's ``sort`` and ``order`` as the orders a listing has: by name, or by the last
+    push either way; an order floorless does not keep (size, stars) is refused."""
+    sort = req.get_param("sort") or "alpha"
+    order = req.get_param("order") or ""
+    if order not in ("", "asc", "desc"):
+        raise Unprocessable("order must be asc or desc")
+    if sort == "alpha":
+        return "name"
+    if sort == "updated":
+        return "oldest" if order == "asc" else "recent"
+    raise Unprocessable(f"cannot sort by {sort!r} here: alpha or updated")
 
 
 class OneRepo(RepoResource):
@@ -224,31 +256,40 @@ class OneRepo(RepoResource):
         body = self.body(req)
         forge = self.forge
         branch = body.get("default_branch")
-        if branch is not None and branch != forge.snapshot(found).default_branch:
+        if branch is not None and branch.encode() != forge.snapshot(found).default_branch:
             _check_branch_name(branch)
             if (
                 forge.snapshot(found).branches
                 and branch.encode() not in forge.snapshot(found).branches
             ):
                 raise Unprocessable(f"there is no branch {branch!r} to be the default")
+        features = forge.pulls.features(found.owner, found.name)
+        changed = replace(
+            features,
+            issues=bool(body.get("has_issues", features.issues)),
+            pulls=bool(body.get("has_pull_requests", features.pulls)),
+            merge_styles=tuple(
+                style
+                for switch, style in _STYLE_SWITCHES.items()
+                if body.get(switch, style in features.merge_styles)
+            ),
+            default_merge=str(body.get("default_merge_style", features.default_merge)),
+        )
+        if changed.default_merge not in _STYLE_SWITCHES.values():
+            raise Unprocessable(f"no merge style {changed.default_merge!r} here")
+        if not changed.merge_styles:
+            raise Unprocessable("allow at least one way to merge")
+        if changed.default_merge not in changed.merge_styles:
+            raise Unprocessable("the default merge style must be one of those allowed")
         if "name" in body and body["name"] != found.name:
             found = forge.rename(found, str(body["name"]).strip())
         if "description" in body:
             forge.registry.set_description(found, str(body["description"]))
         if "private" in body:
             forge.registry.set_private(found.owner, found.name, bool(body["private"]))
-        if "has_issues" in body or "has_pull_requests" in body:
-            features = forge.pulls.features(found.owner, found.name)
-            forge.pulls.set_features(
-                found.owner,
-                found.name,
-                replace(
-                    features,
-                    issues=bool(body.get("has_issues", features.issues)),
-                    pulls=bool(body.get("has_pull_requests", features.pulls)),
-                ),
-            )
-        if branch is not None and branch != forge.snapshot(found).default_branch:
+        if changed != features:
+            forge.pulls.set_features(found.owner, found.name, changed)
+        if branch is not None and branch.encode() != forge.snapshot(found).default_branch:
             forge.open(found).create_reference_symbolic("HEAD", f"refs/heads/{branch}", True)
             forge.refs_moved(found)
         self.send(resp, self.shown(req, [forge.registry.get(found.owner, found.name)])[0])
