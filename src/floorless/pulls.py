@@ -197,6 +197,17 @@ class Pulls:
         )
         return [_pull(row) for row in rows]
 
+    def open_between(self, base: tuple[str, str, str], head: tuple[str, str, str]) -> Pull | None:
+        """The open pull request of head (owner, name, branch) into base (owner, name,
+        branch), if there is one: read along the head's index, whatever else is open."""
+        row = self.db.one(
+            f"{_PULL} WHERE p.head_owner = ? AND p.head_name = ? AND p.head_branch = ?"
+            " AND i.owner = ? AND i.name = ? AND p.base_branch = ? AND i.state = 'open'"
+            " ORDER BY i.number LIMIT 1",
+            (*head, *base),
+        )
+        return None if row is None else _pull(row)
+
     def open_with_base(self, owner: str, name: str) -> list[Pull]:
         rows = self.db.query(
             f"{_PULL} WHERE i.state = 'open' AND i.owner = ? AND i.name = ?", (owner, name)

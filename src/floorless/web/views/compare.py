@@ -409,15 +409,13 @@ class Compare(IssueView):
             return "these branches have no history in common: there is nothing to merge", None
         if not found.commits:
             return f"{sides.spec.base_branch} already has every commit of {sides.head_label}", None
-        head_repo = sides.head_view.repo
-        for pull in self.forge.pulls.open_with_head(head_repo.owner, head_repo.name):
-            if (pull.owner, pull.name, pull.base_branch, pull.head_branch) == (
-                sides.base_view.repo.owner,
-                sides.base_view.repo.name,
-                sides.spec.base_branch,
-                sides.spec.head,
-            ):
-                return f"pull request #{pull.number} already asks for this", pull
+        head_repo, base_repo = sides.head_view.repo, sides.base_view.repo
+        pull = self.forge.pulls.open_between(
+            (base_repo.owner, base_repo.name, sides.spec.base_branch),
+            (head_repo.owner, head_repo.name, sides.spec.head),
+        )
+        if pull is not None:
+            return f"pull request #{pull.number} already asks for this", pull
         return None
 
     def show(
