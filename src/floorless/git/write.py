@@ -70,7 +70,10 @@ class Written:
 def check_write_path(path: str) -> bytes:
     """A path to write, as bytes: relative, no empty, ``.`` or ``..`` component, no NUL,
     no ``.git`` directory (git itself refuses a tree with one)."""
-    raw = path.encode("utf-8", "surrogateescape")
+    try:
+        raw = path.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 path
+        raise Unprocessable("a file path must be UTF-8") from exc
     if not raw or len(raw) > MAX_PATH:
         raise Unprocessable("a file path must be 1 to 4096 bytes")
     if b"\0" in raw or b"\\" in raw:
@@ -305,3 +308,27 @@ def commit_files(
         if new_branch:
             raise Unprocessable(f"branch {new_branch!r} already exists")
     raise Conflict(f"branch {target!r} kept moving while the change was committed; try again")
+
+
+def delete_branch(git: GitEnvironment, git_dir: Path, branch: str, old: bytes) -> bool:
+    """``git update-ref -d refs/heads/BRANCH OLD``: False when it no longer named ``old``."""
+    proc = git.popen(
+        git_dir,
+        [
+            "update-ref",
+            "-m",
+            "floorless: branch deleted through the API",
+            "-d",
+            f"refs/heads/{branch}",
+            old.hex(),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        return True
+    words = err.decode("utf-8", "replace")
+    if "but expected" in words or "cannot lock ref" in words or "unable to resolve" in words:
+        return False
+    raise FloorlessError(f"git update-ref -d failed: {words.strip()}")

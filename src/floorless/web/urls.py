@@ -402,3 +402,20 @@ def exact_tail(req: falcon.Request, field: str = "tail") -> bytes:
     if b"\0" in raw:
         raise BadRequest("NUL byte in URL")
     return b"/".join(raw.split(b"/")[index:])
+
+
+# -------------------------------------------------------------------------- the API
+
+
+def api_repo(repo: Named, *parts: str | bytes) -> str:
+    """``/api/v1/repos/{owner}/{repo}[/part/...]``: each part a path below it (a ref's or a
+    file's slashes stay slashes; every other byte that needs it is escaped)."""
+    url = f"/api/v1/repos/{segment(repo.owner)}/{segment(repo.name)}"
+    for part in parts:
+        url = _below(url, part)
+    return url
+
+
+def api_contents(repo: Named, at: str | bytes, ref: str | bytes) -> str:
+    """The API's ``contents/{path}?ref=REF`` of a file or directory."""
+    return api_repo(repo, "contents", at) + query({"ref": ref})

@@ -4,7 +4,7 @@ description (``openapi.py``) is made from it."""
 from __future__ import annotations
 
 from floorless.forge import Forge
-from floorless.web.api import misc, openapi, repos, users
+from floorless.web.api import git, misc, openapi, repos, users
 from floorless.web.api.base import Resource
 from floorless.web.auth import Authenticator
 
@@ -26,6 +26,22 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (V1 + "/orgs/{org}/repos", repos.OrgRepos),
     (V1 + "/repos/search", repos.RepoSearch),
     (REPO, repos.OneRepo),
+    (REPO + "/branches", git.Branches),
+    (REPO + "/branches/{tail:path}", git.Branch),
+    (REPO + "/tags", git.Tags),
+    (REPO + "/tags/{tail:path}", git.TagOne),
+    (REPO + "/commits", git.Commits),
+    (REPO + "/git/commits/{sha}", git.GitCommit),
+    (REPO + "/git/refs", git.Refs),
+    (REPO + "/git/refs/{tail:path}", git.Refs),
+    (REPO + "/git/trees/{sha}", git.Tree),
+    (REPO + "/git/blobs/{sha}", git.Blob),
+    (REPO + "/contents", git.ContentsRoot),
+    (REPO + "/contents/{tail:path}", git.Contents),
+    (REPO + "/raw/{tail:path}", git.RawFile),
+    (REPO + "/media/{tail:path}", git.RawFile),
+    (REPO + "/archive/{tail:path}", git.Archive),
+    (REPO + "/compare/{tail:path}", git.Compare),
 )
 
 

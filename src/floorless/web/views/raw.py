@@ -14,6 +14,7 @@ import pygit2
 
 from floorless import timing
 from floorless.errors import NotFound, RepositoryBroken
+from floorless.forge import Forge
 from floorless.git import objects, transport
 from floorless.git.oid import parse_full
 from floorless.web import urls
@@ -74,76 +75,104 @@ class Raw(View):
         else:
             resolved = view.resolve_url(req, "raw", kind)
             commit = view.commit(resolved)
-            blob, _mode = objects.lookup(view.handle, commit, resolved.path)
-            if not isinstance(blob, pygit2.Blob):
+            found, _mode = objects.lookup(view.handle, commit, resolved.path)
+            if not isinstance(found, pygit2.Blob):
                 raise NotFound("not a file")
-            blob_id, size = str(blob.id), objects.object_size(view.handle, blob.id)
             name = resolved.path.rsplit(b"/", 1)[-1]
-            immutable = kind == "commit"
-        etag = blob_id
-        resp.etag = etag
-        resp.set_header("X-Content-Type-Options", "nosniff")
-        resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
-        resp.set_header("Accept-Ranges", "bytes")
-        resp.cache_control = (
-            ["public", "max-age=31536000", "immutable"] if immutable else ["no-cache"]
-        )
-        if name:
-            disposition = "inline"
-            if _is_utf8(name):  # RFC 6266 names are UTF-8; otherwise the URL's name is used
-                disposition += f"; filename*=UTF-8''{quote(name, safe='')}"
-            resp.set_header("Content-Disposition", disposition)
-        matches = req.if_none_match or []
-        if any(tag in ("*", etag) for tag in matches):
-            resp.status = falcon.HTTP_304
+            send_blob(self.forge, req, resp, view, found, name, kind == "commit")
             return
-        if size is not None and size > budget:
-            self._stream(req, resp, view, blob_id, name, size)
-            return
-        if not isinstance(blob, pygit2.Blob):
-            raise NotFound("not a file")
-        with timing.phase("git"):
-            content = memoryview(blob)  # copied once below: whole, or only the range asked for
-        resp.content_type = content_type(name, bytes(content[:8000]))
-        window = _window(req, resp, etag, len(content))
-        if window is None:
-            return
-        with timing.phase("git"):
-            resp.data = bytes(content[window[0] : window[1]])
+        _answer(self.forge, req, resp, view, blob, blob_id, size, name, immutable)
 
     on_head = on_get
 
-    def _stream(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        view: RepoView,
-        blob_id: str,
-        name: bytes,
-        size: int,
-    ) -> None:
-        """A large blob from a ``git cat-file`` child, chunk by chunk: reading it in-process
-        would hold the interpreter (and every other request) while libgit2 inflates it. A
-        range is honoured by reading and dropping the bytes before it, in the child's pipe."""
-        window = _window(req, resp, blob_id, size)
-        if window is None:
-            return
-        stream = transport.start(
-            self.forge.git,
-            view.repo.path,
-            ["cat-file", "blob", blob_id],
-            self.forge.git_slots,
-            "large files",
-        )
-        first_bytes = stream.first()
-        if not first_bytes and size and not stream.succeeded():
-            stream.close()
-            raise RepositoryBroken("git cat-file cannot read this object")
-        resp.content_type = content_type(name, first_bytes[:8000])
-        first, end = window
-        resp.content_length = end - first  # a HEAD's body is closed unsent (BodylessMiddleware)
-        whole = (first, end) == (0, size)
-        resp.stream = stream if whole else transport.Framed(stream, skip=first, length=end - first)
+
+def send_blob(
+    forge: Forge,
+    req: falcon.Request,
+    resp: falcon.Response,
+    view: RepoView,
+    blob: pygit2.Blob,
+    name: bytes,
+    immutable: bool,
+) -> None:
+    """Answer with the file ``blob`` named ``name`` (the API's raw files come here too)."""
+    blob_id, size = str(blob.id), objects.object_size(view.handle, blob.id)
+    _answer(forge, req, resp, view, blob, blob_id, size, name, immutable)
+
+
+def _answer(
+    forge: Forge,
+    req: falcon.Request,
+    resp: falcon.Response,
+    view: RepoView,
+    blob: pygit2.Object | None,
+    blob_id: str,
+    size: int | None,
+    name: bytes,
+    immutable: bool,
+) -> None:
+    budget = forge.settings.max_raw_in_process_bytes
+    etag = blob_id
+    resp.etag = etag
+    resp.set_header("X-Content-Type-Options", "nosniff")
+    resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
+    resp.set_header("Accept-Ranges", "bytes")
+    resp.cache_control = ["public", "max-age=31536000", "immutable"] if immutable else ["no-cache"]
+    if name:
+        disposition = "inline"
+        if _is_utf8(name):  # RFC 6266 names are UTF-8; otherwise the URL's name is used
+            disposition += f"; filename*=UTF-8''{quote(name, safe='')}"
+        resp.set_header("Content-Disposition", disposition)
+    matches = req.if_none_match or []
+    if any(tag in ("*", etag) for tag in matches):
+        resp.status = falcon.HTTP_304
+        return
+    if size is not None and size > budget:
+        _stream(forge, req, resp, view, blob_id, name, size)
+        return
+    if not isinstance(blob, pygit2.Blob):
+        raise NotFound("not a file")
+    with timing.phase("git"):
+        content = memoryview(blob)  # copied once below: whole, or only the range asked for
+    resp.content_type = content_type(name, bytes(content[:8000]))
+    window = _window(req, resp, etag, len(content))
+    if window is None:
+        return
+    with timing.phase("git"):
+        resp.data = bytes(content[window[0] : window[1]])
+
+
+def _stream(
+    forge: Forge,
+    req: falcon.Request,
+    resp: falcon.Response,
+    view: RepoView,
+    blob_id: str,
+    name: bytes,
+    size: int,
+) -> None:
+    """A large blob from a ``git cat-file`` child, chunk by chunk: reading it in-process
+    would hold the interpreter (and every other request) while libgit2 inflates it. A
+    range is honoured by reading and dropping the bytes before it, in the child's pipe."""
+    window = _window(req, resp, blob_id, size)
+    if window is None:
+        return
+    stream = transport.start(
+        forge.git,
+        view.repo.path,
+        ["cat-file", "blob", blob_id],
+        forge.git_slots,
+        "large files",
+    )
+    first_bytes = stream.first()
+    if not first_bytes and size and not stream.succeeded():
+        stream.close()
+        raise RepositoryBroken("git cat-file cannot read this object")
+    resp.content_type = content_type(name, first_bytes[:8000])
+    first, end = window
+    resp.content_length = end - first  # a HEAD's body is closed unsent (BodylessMiddleware)
+    whole = (first, end) == (0, size)
+    resp.stream = stream if whole else transport.Framed(stream, skip=first, length=end - first)
 
 
 def _window(

@@ -1,0 +1,352 @@
+"""Writing through ``/api/v1/repos/{owner}/{repo}/...``: files (``contents``), in Forgejo's
+shapes, and branches (created, deleted). Each needs WRITE on the repository.
+
+A write commits without a work tree and moves the branch by compare-and-swap
+(``floorless.git.write``), then is taken in as a push is (``forge.after_push``): pages, the
+index, pull requests and other nodes follow at once. Input is checked whole before anything
+is written: a field floorless does not know, a wrong type, content that is not base64, a
+path or branch name git would refuse are each a 4xx with nothing written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import falcon
+import pygit2
+
+from floorless import dates
+from floorless.access import Level
+from floorless.errors import BadRequest, Conflict, Forbidden, NotFound
+from floorless.git import objects, write
+from floorless.git.write import Change, Unprocessable, check_branch_name, check_write_path
+from floorless.web import urls
+from floorless.web.api import gitshapes as shapes
+from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
+from floorless.web.auth import viewer_of
+from floorless.web.context import RepoView
+from floorless.web.views.base import public_url
+
+_COMMON = {
+    "branch": str,
+    "new_branch": str,
+    "message": str,
+    "author": dict,
+    "committer": dict,
+    "dates": dict,
+    "signoff": bool,
+}
+CREATE_FIELDS = {**_COMMON, "content": str}
+UPDATE_FIELDS = {**_COMMON, "content": str, "sha": str, "from_path": str}
+DELETE_FIELDS = {**_COMMON, "sha": str}
+CHANGE_FIELDS = {**_COMMON, "files": list}
+OPERATION_FIELDS = {"operation": str, "path": str, "content": str, "sha": str, "from_path": str}
+BRANCH_FIELDS = {"new_branch_name": str, "old_branch_name": str, "old_ref_name": str}
+VERBS = {"create": "Add", "update": "Update", "delete": "Delete"}
+
+
+def checked(body: Mapping[str, Any], fields: Mapping[str, type], what: str = "body") -> None:
+    """Every field known, each of its type (JSON null for an optional one): else 422."""
+    for key, value in body.items():
+        expected = fields.get(key)
+        if expected is None:
+            raise Unprocessable(f"unknown field {key!r} in the {what}")
+        if value is not None and (
+            not isinstance(value, expected) or (expected is not bool and isinstance(value, bool))
+        ):
+            raise Unprocessable(f"{key!r} must be a {expected.__name__}")
+
+
+def _content(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise Unprocessable("'content' (the file's bytes in base64) is required")
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
+        raise Unprocessable("'content' is not base64") from exc
+
+
+def _date(value: Any, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise Unprocessable(f"dates.{name} must be a date")
+    try:
+        found = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise Unprocessable(f"dates.{name} is not an RFC 3339 date") from exc
+    if found.tzinfo is None:
+        raise Unprocessable(f"dates.{name} needs a time zone")
+    return found
+
+
+def _identity(value: Any, name: str) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    checked(value, {"name": str, "email": str}, name)
+    who, email = value.get("name") or "", value.get("email") or ""
+    if not who and not email:
+        return None
+    if not who or not email or any(c in who + email for c in "<>\n\0"):
+        raise Unprocessable(f"{name} needs a name and an e-mail address, without <, > or newlines")
+    return who, email
+
+
+def signatures(
+    req: falcon.Request, body: Mapping[str, Any]
+) -> tuple[pygit2.Signature, pygit2.Signature]:
+    """The author and committer: as given (one standing for the other when only one is),
+    else the caller; at the given ``dates``, else now."""
+    account = viewer_of(req).account
+    assert account is not None  # WRITE was required
+    author = _identity(body.get("author"), "author")
+    committer = _identity(body.get("committer"), "committer")
+    me = (account.name, account.email or f"{account.name}@noreply.invalid")
+    author = author or committer or me
+    committer = committer or author
+    when = body.get("dates") or {}
+    checked(when, {"author": str, "committer": str}, "dates")
+    now = objects.now()
+    author_at = _date(when.get("author"), "author") or now
+    committer_at = _date(when.get("committer"), "committer") or now
+
+    def sign(who: tuple[str, str], at: datetime) -> pygit2.Signature:
+        offset = at.utcoffset()
+        minutes = int(offset.total_seconds() // 60) if offset is not None else 0
+        seconds = int(dates.clamp(at.timestamp()))
+        return pygit2.Signature(who[0], who[1], seconds, minutes)
+
+    return sign(author, author_at), sign(committer, committer_at)
+
+
+def _message(changes: list[Change], given: Any) -> str:
+    if isinstance(given, str) and given.strip():
+        return given if given.endswith("\n") else given + "\n"
+    lines = [f"{VERBS[c.operation]} '{c.path.decode('utf-8', 'replace')}'" for c in changes]
+    if len(lines) == 1:
+        return lines[0] + "\n"
+    return f"Change {len(lines)} files\n\n" + "\n".join(lines) + "\n"
+
+
+class Writer(GitApi):
+    """Commits a list of changes and answers with the commit and each file."""
+
+    def commit(
+        self, req: falcon.Request, view: RepoView, body: Mapping[str, Any], changes: list[Change]
+    ) -> tuple[write.Written, shapes.Links]:
+        snapshot = view.snapshot
+        empty = snapshot.is_empty
+        branch = body.get("branch") or ""
+        if not branch:
+            branch = (snapshot.default_branch or b"main").decode("utf-8", "replace")
+        check_branch_name(branch)
+        new_branch = body.get("new_branch") or None
+        if new_branch is not None:
+            check_branch_name(new_branch)
+        author, committer = signatures(req, body)
+        message = _message(changes, body.get("message"))
+        written = write.commit_files(
+            view.handle,
+            self.forge.git,
+            view.repo.path,
+            branch,
+            None if empty else new_branch,
+            changes,
+            message,
+            author,
+            committer,
+            empty_ok=empty,
+        )
+        if empty and new_branch:  # the first branch of a repository is the one asked for
+            raise Unprocessable("an empty repository has no branch to start a new one from")
+        self.forge.after_push(view.repo)
+        return written, shapes.Links(public_url(self.forge.settings, req), view.repo)
+
+    def file(
+        self, links: shapes.Links, view: RepoView, written: write.Written, path: bytes
+    ) -> shapes.Json | None:
+        """The file ``path`` as the new commit has it (None: it was deleted)."""
+        try:
+            obj, mode = objects.lookup(view.handle, written.commit, path)
+        except NotFound:
+            return None
+        content = objects.blob_bytes(obj) if isinstance(obj, pygit2.Blob) else None
+        ref = written.branch.encode()
+        return shapes.contents(
+            links, view.handle, "branch", ref, path, obj, mode, written.commit.id.raw, content
+        )
+
+    def answer_one(
+        self,
+        resp: falcon.Response,
+        links: shapes.Links,
+        view: RepoView,
+        written: write.Written,
+        path: bytes,
+        status: int,
+    ) -> None:
+        self.send(
+            resp,
+            {
+                "content": self.file(links, view, written, path),
+                "commit": shapes.file_commit(links, written.commit),
+                "verification": shapes.UNSIGNED,
+            },
+            status,
+        )
+
+    def _one(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        operation: str,
+        fields: Mapping[str, type],
+        status: int,
+    ) -> None:
+        view, _ = self.open(req, owner, repo, Level.WRITE)
+        body = read_body(req)
+        checked(body, fields)
+        path = check_write_path(urls.exact_tail(req).decode("utf-8", "surrogateescape"))
+        sha = body.get("sha")
+        if operation != "create" and not sha:
+            raise Unprocessable("'sha', the file's current blob id, is required")
+        from_path = body.get("from_path")
+        change = Change(
+            operation,
+            path,
+            _content(body.get("content")) if operation != "delete" else None,
+            sha,
+            check_write_path(from_path) if from_path else None,
+        )
+        written, links = self.commit(req, view, body, [change])
+        self.answer_one(resp, links, view, written, path, status)
+
+
+class FileContents(Writer):
+    """``POST``, ``PUT`` and ``DELETE contents/{path}``: create, update, delete one file."""
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        self._one(req, resp, owner, repo, "create", CREATE_FIELDS, 201)
+
+    def on_put(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        self._one(req, resp, owner, repo, "update", UPDATE_FIELDS, 200)
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        self._one(req, resp, owner, repo, "delete", DELETE_FIELDS, 200)
+
+
+class ChangeFiles(Writer):
+    """``POST contents``: several files changed in one commit (Forgejo's ChangeFilesOptions)."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, _ = self.open(req, owner, repo, Level.WRITE)
+        body = read_body(req)
+        checked(body, CHANGE_FIELDS)
+        files = body.get("files")
+        if not files:
+            raise Unprocessable("'files' must list at least one change")
+        if len(files) > 1000:
+            raise Unprocessable("at most 1000 files in one commit")
+        changes = []
+        for item in files:
+            if not isinstance(item, dict):
+                raise Unprocessable("each of 'files' must be an object")
+            checked(item, OPERATION_FIELDS, "file")
+            operation = item.get("operation")
+            if operation not in write.OPERATIONS:
+                raise Unprocessable("'operation' must be create, update or delete")
+            if not isinstance(item.get("path"), str):
+                raise Unprocessable("each file needs a 'path'")
+            if operation != "create" and not item.get("sha"):
+                raise Unprocessable(f"{operation} of {item['path']!r} needs 'sha'")
+            from_path = item.get("from_path")
+            changes.append(
+                Change(
+                    operation,
+                    check_write_path(item["path"]),
+                    _content(item.get("content")) if operation != "delete" else None,
+                    item.get("sha"),
+                    check_write_path(from_path) if from_path else None,
+                )
+            )
+        written, links = self.commit(req, view, body, changes)
+        self.send(
+            resp,
+            {
+                "files": [self.file(links, view, written, c.path) for c in changes],
+                "commit": shapes.file_commit(links, written.commit),
+                "verification": shapes.UNSIGNED,
+            },
+            201,
+        )
+
+
+class CreateBranch(GitApi):
+    """``POST branches``: ``new_branch_name`` from ``old_ref_name`` (a branch, tag or
+    commit) or ``old_branch_name``, else the default branch; 409 when the name is taken."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, links = self.open(req, owner, repo, Level.WRITE)
+        body = read_body(req)
+        checked(body, BRANCH_FIELDS)
+        name = body.get("new_branch_name")
+        if not isinstance(name, str):
+            raise Unprocessable("'new_branch_name' is required")
+        check_branch_name(name)
+        start = body.get("old_ref_name") or body.get("old_branch_name")
+        if start:
+            resolved = resolve_ref(view, start.encode("utf-8", "surrogateescape"))
+        elif view.snapshot.home is not None:
+            resolved = resolve_ref(view, view.snapshot.home[1])
+        else:
+            raise NotFound("the repository is empty")
+        if write.branch_tip(view.handle, name) is not None:
+            raise Conflict(f"branch {name!r} already exists")
+        moved = write.move_branch(
+            self.forge.git, view.repo.path, name, objects.to_oid(resolved.commit), None
+        )
+        if not moved:
+            raise Conflict(f"branch {name!r} already exists")
+        self.forge.after_push(view.repo)
+        info = objects.commit_info(objects.get_commit(view.handle, resolved.commit))
+        self.send(resp, shapes.branch(links, name.encode(), info, may_write(view)), 201)
+
+
+class DeleteBranch(GitApi):
+    """``DELETE branches/{branch}``: never the default branch (403)."""
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        view, _ = self.open(req, owner, repo, Level.WRITE)
+        name = urls.exact_tail(req)
+        if (
+            name not in view.snapshot.branches
+            and write.branch_tip(view.handle, name.decode("utf-8", "surrogateescape")) is None
+        ):
+            raise NotFound("branch not found")
+        if name == view.snapshot.default_branch:
+            raise Forbidden("the default branch cannot be deleted")
+        try:
+            text = name.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadRequest("a branch deleted through the API must have a UTF-8 name") from exc
+        tip = write.branch_tip(view.handle, text)
+        if tip is None:
+            raise NotFound("branch not found")
+        if not write.delete_branch(self.forge.git, view.repo.path, text, tip):
+            raise Conflict("the branch moved meanwhile; try again")
+        self.forge.after_push(view.repo)
+        resp.status = falcon.HTTP_204

@@ -1,0 +1,490 @@
+"""Reading a repository through ``/api/v1/repos/{owner}/{repo}/...``: branches, tags, refs,
+commits, trees, blobs, contents, raw files, archives and comparisons, in Forgejo's shapes.
+
+All in-process (``gitbase``): a list of commits pages through the walks the indexer keeps
+(``views/commits.py``), never counting or skipping the whole history; a count is sent
+(``X-Total-Count``) only when it is already known.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import falcon
+import pygit2
+from pygit2.enums import ObjectType
+
+from floorless import timing
+from floorless.errors import BadRequest, Conflict, NotFound
+from floorless.git import objects
+from floorless.git.oid import is_full
+from floorless.git.refs import Resolved, check_path
+from floorless.web import urls
+from floorless.web.api import gitshapes as shapes
+from floorless.web.api.files import ChangeFiles, CreateBranch, DeleteBranch, FileContents
+from floorless.web.api.gitbase import (
+    GitApi,
+    count_param,
+    default_ref,
+    flag,
+    may_write,
+    object_by_id,
+    page_headers,
+    paging,
+    path_of,
+    query_bytes,
+    ref_or_default,
+    resolve_ref,
+)
+from floorless.web.context import RepoView
+from floorless.web.views import archive
+from floorless.web.views.commits import Cursor, history_page
+from floorless.web.views.raw import send_blob
+
+HISTORY_WAIT = 5.0  # seconds a list of commits waits for a walk going on in the background
+TREE_PER_PAGE = 1000  # Forgejo's DEFAULT_GIT_TREES_PER_PAGE
+MAX_TREE_ENTRIES = 100_000  # a recursive tree listed past this is cut (``truncated``)
+
+
+def _committed(view: RepoView) -> object:
+    return lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
+
+
+class Branches(CreateBranch):
+    """``GET branches``: newest first, the default branch first of all (``POST``: files.py)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, links = self.open(req, owner, repo)
+        page, limit = paging(req)
+        names, _ = view.snapshot.newest_first(
+            lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
+        )
+        chosen = names[(page - 1) * limit : page * limit]
+        answer = [
+            shapes.branch(
+                links,
+                name,
+                objects.commit_info(objects.get_commit(view.handle, view.snapshot.branches[name])),
+                may_write(view),
+            )
+            for name in chosen
+        ]
+        page_headers(req, resp, page, limit, len(names), page * limit < len(names), links.base)
+        self.send(resp, answer)
+
+
+class Branch(DeleteBranch):
+    """``GET branches/{branch}``: the name may have slashes (``DELETE``: files.py)."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        name = urls.exact_tail(req)
+        commit = view.snapshot.branches.get(name)
+        if commit is None:
+            raise NotFound("branch not found")
+        info = objects.commit_info(objects.get_commit(view.handle, commit))
+        self.send(resp, shapes.branch(links, name, info, may_write(view)))
+
+
+def _tag(view: RepoView, links: shapes.Links, name: bytes) -> shapes.Json:
+    found = view.snapshot.tags[name]
+    info = None
+    if found.commit is not None:
+        info = objects.commit_info(objects.get_commit(view.handle, found.commit))
+    return shapes.tag(links, view.handle, found, info)
+
+
+class Tags(GitApi):
+    """``GET tags``: newest first."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, links = self.open(req, owner, repo)
+        page, limit = paging(req)
+        _, names = view.snapshot.newest_first(
+            lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
+        )
+        chosen = names[(page - 1) * limit : page * limit]
+        page_headers(req, resp, page, limit, len(names), page * limit < len(names), links.base)
+        self.send(resp, [_tag(view, links, name) for name in chosen])
+
+
+class TagOne(GitApi):
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        name = urls.exact_tail(req)
+        if name not in view.snapshot.tags:
+            raise NotFound("tag not found")
+        self.send(resp, _tag(view, links, name))
+
+
+class Refs(GitApi):
+    """``GET git/refs`` and ``git/refs/{prefix}``: every branch and tag whose full name
+    starts with ``refs/{prefix}`` (a list even of one, as Forgejo answers); 404 for none."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str = ""
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        prefix = b"refs/" + urls.exact_tail(req) if tail else b"refs/"
+        found: list[shapes.Json] = []
+        snapshot = view.snapshot
+        for name in snapshot.sorted_branches:
+            full = b"refs/heads/" + name
+            if full.startswith(prefix):
+                found.append(shapes.reference(links, full, "commit", snapshot.branches[name].hex()))
+        for name in snapshot.sorted_tags:
+            full = b"refs/tags/" + name
+            tag = snapshot.tags[name]
+            if full.startswith(prefix) and tag.target:
+                kind = "tag" if tag.annotated else "commit"
+                found.append(shapes.reference(links, full, kind, tag.target.hex()))
+        if not found:
+            raise NotFound("no such ref")
+        self.send(resp, found)
+
+
+class GitCommit(GitApi):
+    """``GET git/commits/{sha}``: a commit id (full or abbreviated), or a ref."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        resolved = resolve_ref(view, urls.exact_tail(req, "sha"))
+        commit = view.commit(resolved)
+        self.send(
+            resp,
+            shapes.commit(
+                links,
+                view.handle,
+                commit,
+                files=flag(req, "files", True),
+                stat=flag(req, "stat", True),
+                verification=flag(req, "verification", True),
+            ),
+        )
+
+
+class Commits(GitApi):
+    """``GET commits?sha=&path=&page=&limit=&stat=&files=&verification=``: ``git log``
+    newest first, a page at a time from the walks the indexer keeps."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, links = self.open(req, owner, repo)
+        if view.snapshot.is_empty:
+            raise Conflict("Git Repository is empty.")
+        resolved = ref_or_default(view, req, "sha")
+        raw_path = query_bytes(req, "path")
+        path = check_path(raw_path) if raw_path else b""
+        page, limit = paging(req)
+        skip = (page - 1) * limit
+        files = flag(req, "files", True)
+        stat = flag(req, "stat", True)
+        verification = flag(req, "verification", True)
+        cursor = Cursor(resolved.commit, skip) if skip else None
+        deadline = time.monotonic() + HISTORY_WAIT
+        while True:
+            found = history_page(view, resolved.commit, path or None, cursor, limit)
+            if found is not None:
+                break
+            if time.monotonic() > deadline:
+                raise falcon.HTTPServiceUnavailable(
+                    description="this history is being walked; try again in a moment",
+                    retry_after=1,
+                )
+            time.sleep(0.05)
+        total = None
+        if not path:
+            total = self.forge.indexer.known_commit_count(view.repo.id, resolved.commit)
+        answer = [
+            shapes.commit(
+                links,
+                view.handle,
+                objects.get_commit(view.handle, oid),
+                files=files,
+                stat=stat,
+                verification=verification,
+            )
+            for oid in found.commits
+        ]
+        page_headers(req, resp, page, limit, total, found.more, links.base)
+        self.send(resp, answer)
+
+
+class Tree(GitApi):
+    """``GET git/trees/{sha}?recursive=&page=&per_page=``: the tree of a commit (by id or
+    ref) or a tree by id; recursive lists as ``git ls-tree -r -t`` does."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        wanted = urls.exact_tail(req, "sha")
+        tree: pygit2.Object
+        header = None
+        if is_full(wanted.lower()):
+            header = objects.object_header(
+                view.handle, objects.to_oid(bytes.fromhex(wanted.decode()))
+            )
+        if header is not None and header[0] == ObjectType.TREE:
+            tree = object_by_id(view, wanted, ObjectType.TREE)
+        else:
+            tree = view.commit(resolve_ref(view, wanted)).tree
+        assert isinstance(tree, pygit2.Tree)
+        recursive = flag(req, "recursive", False)
+        page = count_param(req, "page", 1)
+        per_page = min(count_param(req, "per_page", TREE_PER_PAGE), TREE_PER_PAGE)
+        entries = _entries(view.handle, tree, recursive)
+        start = (page - 1) * per_page
+        chosen = entries[start : start + per_page]
+        self.send(
+            resp,
+            {
+                "sha": str(tree.id),
+                "url": links.api("git", "trees", str(tree.id)),
+                "tree": [shapes.git_entry(links, view.handle, e) for e in chosen],
+                "truncated": len(entries) > per_page,
+                "page": page,
+                "total_count": len(entries),
+            },
+        )
+
+
+def _entries(handle: pygit2.Repository, tree: pygit2.Tree, recursive: bool) -> list[objects.Entry]:
+    """The tree's entries in git's order, and with ``recursive`` every tree's below its
+    own entry (depth first, as ``git ls-tree -r -t``), at most MAX_TREE_ENTRIES."""
+    found: list[objects.Entry] = []
+    pending: list[tuple[pygit2.Tree, bytes]] = [(tree, b"")]
+
+    def walk(node: pygit2.Tree, base: bytes) -> None:
+        for entry in node:
+            if len(found) >= MAX_TREE_ENTRIES:
+                return
+            name = entry.raw_name or b""
+            path = base + b"/" + name if base else name
+            found.append(objects.Entry(name, path, entry.filemode, str(entry.id)))
+            if recursive and isinstance(entry, pygit2.Tree):
+                walk(entry, path)
+
+    for node, base in pending:
+        walk(node, base)
+    return found
+
+
+class Blob(GitApi):
+    """``GET git/blobs/{sha}``: the content in base64 while it fits the in-process budget
+    (Forgejo leaves it out past its own limit too)."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        wanted = urls.exact_tail(req, "sha")
+        header = None
+        if is_full(wanted.lower()):
+            header = objects.object_header(
+                view.handle, objects.to_oid(bytes.fromhex(wanted.decode()))
+            )
+        if header is None or header[0] != ObjectType.BLOB:
+            raise NotFound("no such blob")
+        blob = object_by_id(view, wanted, ObjectType.BLOB)
+        assert isinstance(blob, pygit2.Blob)
+        size = header[1]
+        content = None
+        if size <= self.forge.settings.max_raw_in_process_bytes:
+            content = base64.b64encode(objects.blob_bytes(blob)).decode("ascii")
+        self.send(
+            resp,
+            {
+                "content": content,
+                "encoding": "base64" if content is not None else None,
+                "url": links.api("git", "blobs", str(blob.id)),
+                "sha": str(blob.id),
+                "size": size,
+            },
+        )
+
+
+class ContentsReader(GitApi):
+    """``GET contents[/{path}]?ref=``: a file (with its content) or a directory's entries."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str = ""
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        path = path_of(req) if tail else b""
+        resolved = ref_or_default(view, req)
+        commit = view.commit(resolved)
+        obj, mode = objects.lookup(view.handle, commit, path)
+        indexer = self.forge.indexer
+        if isinstance(obj, pygit2.Tree):
+            entries = objects.list_tree(obj, path)
+            last = None
+            if len(entries) <= self.forge.settings.max_tree_entries:
+                last = indexer.last_commits(
+                    view.repo, resolved.commit, path, [e.name for e in entries]
+                )
+            answer = []
+            for entry in entries:
+                child = objects.child(obj, entry.name)
+                assert child is not None
+                answer.append(
+                    shapes.contents(
+                        links,
+                        view.handle,
+                        resolved.kind,
+                        resolved.ref,
+                        entry.path,
+                        child,
+                        entry.mode,
+                        last.get(entry.name) if last else None,
+                    )
+                )
+            self.send(resp, answer)
+            return
+        directory, _, name = path.rpartition(b"/")
+        last = indexer.last_commits(view.repo, resolved.commit, directory, [name])
+        content = None
+        if isinstance(obj, pygit2.Blob) and shapes.content_kind(mode) == "file":
+            size = objects.object_size(view.handle, obj.id) or 0
+            if size <= self.forge.settings.max_raw_in_process_bytes:
+                content = objects.blob_bytes(obj)
+        self.send(
+            resp,
+            shapes.contents(
+                links,
+                view.handle,
+                resolved.kind,
+                resolved.ref,
+                path,
+                obj,
+                mode,
+                last.get(name) if last else None,
+                content,
+            ),
+        )
+
+
+class Contents(ContentsReader, FileContents):
+    """``contents/{path}``: read (GET), create (POST), update (PUT), delete (DELETE)."""
+
+
+class ContentsRoot(ContentsReader, ChangeFiles):
+    """``contents``: the root directory (GET), several files changed at once (POST)."""
+
+
+class RawFile(GitApi):
+    """``GET raw/{path}?ref=`` (and ``media/``: floorless keeps no LFS objects, so a file is
+    its own bytes): the file's exact bytes, as the web's raw view sends them (a large one
+    streamed from a git child, as there). Without ``ref``, the path may begin with a ref
+    (Forgejo's older ``raw/{ref}/{path}``), else the default branch is read."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        view, _links = self.open(req, owner, repo)
+        path = path_of(req)
+        ref = query_bytes(req, "ref")
+        resolved = resolve_ref(view, ref) if ref else _leading_ref(view, path)
+        if resolved is None:
+            resolved = default_ref(view)
+        elif not ref:
+            path = resolved.path
+        commit = view.commit(resolved)
+        blob, _mode = objects.lookup(view.handle, commit, path)
+        if not isinstance(blob, pygit2.Blob):
+            raise NotFound("not a file")
+        name = path.rsplit(b"/", 1)[-1]
+        send_blob(self.forge, req, resp, view, blob, name, resolved.kind == "commit")
+
+
+def _leading_ref(view: RepoView, path: bytes) -> Resolved | None:
+    """The branch or tag a raw file's path begins with, if any (the longest)."""
+    for kind in ("branch", "tag"):
+        try:
+            found = view.resolve(kind, path)
+        except (NotFound, BadRequest):
+            continue
+        if found.path:
+            return found
+    return None
+
+
+MAX_COMPARE_COMMITS = 250  # commits listed by a comparison, newest first (as GitHub lists)
+MAX_COMPARE_WALK = 10_000  # commits counted at most: ``total_commits`` stops there
+
+
+class Compare(GitApi):
+    """``GET compare/{base}...{head}`` (or ``..``): the commits of ``head`` that ``base``
+    lacks, newest first, and the files changed since their merge base (three dots, as
+    Forgejo compares)."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        spec = urls.exact_tail(req)
+        base_name, dots, head_name = spec.partition(b"...")
+        if not dots:
+            base_name, dots, head_name = spec.partition(b"..")
+        if not dots or not base_name or not head_name:
+            raise NotFound("compare what: use base...head")
+        base = resolve_ref(view, base_name).commit
+        head = resolve_ref(view, head_name).commit
+        handle = view.handle
+        with timing.phase("git"):
+            found = handle.merge_base(objects.to_oid(base), objects.to_oid(head))
+            walker = handle.walk(objects.to_oid(head), pygit2.enums.SortMode.TIME)
+            walker.hide(objects.to_oid(base))
+            listed: list[pygit2.Commit] = []
+            total = 0
+            for commit in walker:
+                if total < MAX_COMPARE_COMMITS:
+                    listed.append(commit)
+                total += 1
+                if total >= MAX_COMPARE_WALK:
+                    break
+        files = []
+        if found is not None:
+            start = objects.get_commit(handle, found.raw)
+            end = objects.get_commit(handle, head)
+            with timing.phase("git"):
+                changed = start.tree.diff_to_tree(end.tree)
+                changed.find_similar()
+                deltas = list(changed.deltas)
+            files = [
+                {
+                    "filename": shapes.text(d.new_file.raw_path or d.old_file.raw_path),
+                    "status": shapes.delta_status(d.status),
+                }
+                for d in deltas
+            ]
+        self.send(
+            resp,
+            {
+                "total_commits": total,
+                "commits": [
+                    shapes.commit(links, handle, c, files=False, stat=False) for c in listed
+                ],
+                "files": files,
+            },
+        )
+
+
+class Archive(GitApi):
+    """``GET archive/{ref}.tar.gz`` (``.zip``, ``.tar``): the web's archive, one git child."""
+
+    def on_head(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        archive.headers(resp, archive.target(self.forge, req, owner, repo))
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        archive.send(self.forge, resp, archive.target(self.forge, req, owner, repo))
