@@ -704,3 +704,62 @@ def test_pyforgejo_reads_and_writes(site) -> None:
         rest.repo_delete_branch("ann", "plans", "release/1")
         assert "release/1" not in git_text(repo.path, "branch", "--list")
         assert rest.repo_list_tags("ann", "plans") == []
+
+
+def test_the_description_has_every_field_of_the_answers(site) -> None:
+    """Each git shape's definition in /swagger.v1.json has exactly a real answer's fields."""
+    forge, client, tokens = site
+    repo = forge.registry.get("ann", "plans")
+    sha = git_text(repo.path, "rev-parse", "main")
+    auth = tokens["ann"]
+    document = json.loads(client.simulate_get("/swagger.v1.json").text)
+    made = call(client, "POST", f"{API}/ann/plans/branches", auth, {"new_branch_name": "b"})
+    wrote = call(client, "POST", f"{API}/ann/plans/contents/x.txt", auth, {"content": b64(b"x")})
+    several = call(
+        client,
+        "POST",
+        f"{API}/ann/plans/contents",
+        auth,
+        {"files": [{"operation": "create", "path": "y.txt", "content": b64(b"y")}]},
+    )
+    removed = call(
+        client,
+        "DELETE",
+        f"{API}/ann/plans/contents/y.txt",
+        auth,
+        {"sha": git_text(repo.path, "rev-parse", "main:y.txt")},
+    )
+    git(repo.path, "tag", "-a", "-m", "A tag", "v1", "main")
+    forge.refs_moved(repo)
+    commit = get_json(client, f"{API}/ann/plans/git/commits/{sha}")[1]
+    answers = {
+        "Branch": json.loads(made.text),
+        "PayloadCommit": json.loads(made.text)["commit"],
+        "PayloadUser": json.loads(made.text)["commit"]["author"],
+        "PayloadCommitVerification": json.loads(made.text)["commit"]["verification"],
+        "Tag": get_json(client, f"{API}/ann/plans/tags/v1")[1],
+        "CommitMeta": get_json(client, f"{API}/ann/plans/tags/v1")[1]["commit"],
+        "Reference": get_json(client, f"{API}/ann/plans/git/refs")[1][0],
+        "GitObject": get_json(client, f"{API}/ann/plans/git/refs")[1][0]["object"],
+        "Commit": commit,
+        "RepoCommit": commit["commit"],
+        "CommitUser": commit["commit"]["author"],
+        "CommitStats": commit["stats"],
+        "CommitAffectedFiles": commit["files"][0],
+        "GitTreeResponse": get_json(client, f"{API}/ann/plans/git/trees/main")[1],
+        "GitEntry": get_json(client, f"{API}/ann/plans/git/trees/main")[1]["tree"][0],
+        "GitBlobResponse": get_json(
+            client, f"{API}/ann/plans/git/blobs/{git_text(repo.path, 'rev-parse', 'main:x.txt')}"
+        )[1],
+        "ContentsResponse": get_json(client, f"{API}/ann/plans/contents/x.txt")[1],
+        "FileLinksResponse": get_json(client, f"{API}/ann/plans/contents/x.txt")[1]["_links"],
+        "FileResponse": json.loads(wrote.text),
+        "FileCommitResponse": json.loads(wrote.text)["commit"],
+        "FilesResponse": json.loads(several.text),
+        "FileDeleteResponse": json.loads(removed.text),
+        "Compare": get_json(client, f"{API}/ann/plans/compare/b...main")[1],
+    }
+    for name, answer in answers.items():
+        assert set(document["definitions"][name]["properties"]) == set(answer), name
+    parent = answers["FileCommitResponse"]["parents"][0]
+    assert set(document["definitions"]["CommitMeta"]["properties"]) == set(parent)

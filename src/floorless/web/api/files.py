@@ -14,7 +14,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import falcon
 import pygit2
@@ -26,6 +26,7 @@ from floorless.git import objects, write
 from floorless.git.write import Change, Unprocessable, check_branch_name, check_write_path
 from floorless.web import urls
 from floorless.web.api import gitshapes as shapes
+from floorless.web.api.base import Field, Operation
 from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView
@@ -47,6 +48,45 @@ CHANGE_FIELDS = {**_COMMON, "files": list}
 OPERATION_FIELDS = {"operation": str, "path": str, "content": str, "sha": str, "from_path": str}
 BRANCH_FIELDS = {"new_branch_name": str, "old_branch_name": str, "old_ref_name": str}
 VERBS = {"create": "Add", "update": "Update", "delete": "Delete"}
+
+# What the description (``openapi.py``) says of these operations' bodies
+_WRITE_DOC = {
+    "branch": Field("string", "the branch to commit on (the default branch when not given)"),
+    "new_branch": Field("string", "a new branch to create with the commit, from branch"),
+    "message": Field("string", "the commit message (one is made when not given)"),
+    "author": Field("object", "name and email of the author (the caller when not given)"),
+    "committer": Field("object", "name and email of the committer (the author when not given)"),
+    "dates": Field("object", "author and committer dates, RFC 3339"),
+    "signoff": Field("boolean", "not supported: ignored"),
+}
+_CONTENT = Field("string", "the file's new content, in base64", required=True)
+_SHA = Field("string", "the blob id of the file as last read", required=True)
+CREATE_FILE = Operation(
+    "create a file", "FileResponse", 201, body={**_WRITE_DOC, "content": _CONTENT}
+)
+UPDATE_FILE = Operation(
+    "update a file (moved too, with from_path)",
+    "FileResponse",
+    body={**_WRITE_DOC, "content": _CONTENT, "sha": _SHA, "from_path": Field("string", "")},
+)
+DELETE_FILE = Operation("delete a file", "FileDeleteResponse", body={**_WRITE_DOC, "sha": _SHA})
+CHANGE_FILES = Operation(
+    "create, update and delete several files in one commit",
+    "FilesResponse",
+    201,
+    body={**_WRITE_DOC, "files": Field("array", "operation, path, content, sha, from_path")},
+)
+CREATE_BRANCH = Operation(
+    "create a branch",
+    "Branch",
+    201,
+    body={
+        "new_branch_name": Field("string", "the branch's name", required=True),
+        "old_ref_name": Field("string", "the branch, tag or commit it starts at"),
+        "old_branch_name": Field("string", "the branch it starts at (deprecated)"),
+    },
+)
+DELETE_BRANCH = Operation("delete a branch (not the default)", None, 204)
 
 
 def checked(body: Mapping[str, Any], fields: Mapping[str, type], what: str = "body") -> None:
@@ -193,7 +233,7 @@ class Writer(GitApi):
             resp,
             {
                 "content": self.file(links, view, written, path),
-                "commit": shapes.file_commit(links, written.commit),
+                "commit": shapes.file_commit(links, view.handle, written.commit),
                 "verification": shapes.UNSIGNED,
             },
             status,
@@ -231,6 +271,12 @@ class Writer(GitApi):
 class FileContents(Writer):
     """``POST``, ``PUT`` and ``DELETE contents/{path}``: create, update, delete one file."""
 
+    operations: ClassVar[dict[str, Operation]] = {
+        "post": CREATE_FILE,
+        "put": UPDATE_FILE,
+        "delete": DELETE_FILE,
+    }
+
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
@@ -249,6 +295,8 @@ class FileContents(Writer):
 
 class ChangeFiles(Writer):
     """``POST contents``: several files changed in one commit (Forgejo's ChangeFilesOptions)."""
+
+    operations: ClassVar[dict[str, Operation]] = {"post": CHANGE_FILES}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, _ = self.open(req, owner, repo, Level.WRITE)
@@ -286,7 +334,7 @@ class ChangeFiles(Writer):
             resp,
             {
                 "files": [self.file(links, view, written, c.path) for c in changes],
-                "commit": shapes.file_commit(links, written.commit),
+                "commit": shapes.file_commit(links, view.handle, written.commit),
                 "verification": shapes.UNSIGNED,
             },
             201,
@@ -296,6 +344,8 @@ class ChangeFiles(Writer):
 class CreateBranch(GitApi):
     """``POST branches``: ``new_branch_name`` from ``old_ref_name`` (a branch, tag or
     commit) or ``old_branch_name``, else the default branch; 409 when the name is taken."""
+
+    operations: ClassVar[dict[str, Operation]] = {"post": CREATE_BRANCH}
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo, Level.WRITE)
@@ -326,6 +376,8 @@ class CreateBranch(GitApi):
 
 class DeleteBranch(GitApi):
     """``DELETE branches/{branch}``: never the default branch (403)."""
+
+    operations: ClassVar[dict[str, Operation]] = {"delete": DELETE_BRANCH}
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str

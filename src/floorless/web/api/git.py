@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import time
+from typing import ClassVar
 
 import falcon
 import pygit2
@@ -22,6 +23,7 @@ from floorless.git.oid import is_full
 from floorless.git.refs import Resolved, check_path
 from floorless.web import urls
 from floorless.web.api import gitshapes as shapes
+from floorless.web.api.base import PAGED, Field, Operation
 from floorless.web.api.files import ChangeFiles, CreateBranch, DeleteBranch, FileContents
 from floorless.web.api.gitbase import (
     GitApi,
@@ -42,6 +44,27 @@ from floorless.web.views import archive
 from floorless.web.views.commits import Cursor, history_page
 from floorless.web.views.raw import send_blob
 
+_REF = {"ref": Field("string", "a branch, tag or commit id (the default branch if not given)")}
+_COMMIT_FLAGS = {
+    "stat": Field("boolean", "with each commit's line counts (true when not given)"),
+    "files": Field("boolean", "with each commit's changed files (true when not given)"),
+    "verification": Field("boolean", "with each commit's verification (true when not given)"),
+}
+_COMMITS_QUERY = {
+    "sha": Field("string", "the branch, tag or commit to list from"),
+    "path": Field("string", "only commits that change this path"),
+    **_COMMIT_FLAGS,
+    **PAGED,
+}
+_TREE_QUERY = {
+    "recursive": Field("boolean", "every entry below, not only the tree's own"),
+    "page": Field("integer", "page number (1-based)"),
+    "per_page": Field("integer", "entries per page (at most 1000)"),
+}
+_CONTENTS = Operation(
+    "get a file (with content) or a directory's entries", "ContentsResponse", query=_REF
+)
+_CONTENTS_ROOT = Operation("get the root directory's entries", "[ContentsResponse]", query=_REF)
 HISTORY_WAIT = 5.0  # seconds a list of commits waits for a walk going on in the background
 TREE_PER_PAGE = 1000  # Forgejo's DEFAULT_GIT_TREES_PER_PAGE
 MAX_TREE_ENTRIES = 100_000  # a recursive tree listed past this is cut (``truncated``)
@@ -53,6 +76,11 @@ def _committed(view: RepoView) -> object:
 
 class Branches(CreateBranch):
     """``GET branches``: newest first, the default branch first of all (``POST``: files.py)."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list branches", "[Branch]", query=dict(PAGED), paged=True),
+        **CreateBranch.operations,
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
@@ -77,6 +105,11 @@ class Branches(CreateBranch):
 class Branch(DeleteBranch):
     """``GET branches/{branch}``: the name may have slashes (``DELETE``: files.py)."""
 
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a branch", "Branch"),
+        **DeleteBranch.operations,
+    }
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
@@ -100,6 +133,10 @@ def _tag(view: RepoView, links: shapes.Links, name: bytes) -> shapes.Json:
 class Tags(GitApi):
     """``GET tags``: newest first."""
 
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list tags", "[Tag]", query=dict(PAGED), paged=True)
+    }
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
         page, limit = paging(req)
@@ -112,6 +149,10 @@ class Tags(GitApi):
 
 
 class TagOne(GitApi):
+    """``GET tags/{tag}``: the name may have slashes."""
+
+    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get a tag", "Tag")}
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
@@ -125,6 +166,10 @@ class TagOne(GitApi):
 class Refs(GitApi):
     """``GET git/refs`` and ``git/refs/{prefix}``: every branch and tag whose full name
     starts with ``refs/{prefix}`` (a list even of one, as Forgejo answers); 404 for none."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list refs (under a prefix)", "[Reference]")
+    }
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str = ""
@@ -151,6 +196,10 @@ class Refs(GitApi):
 class GitCommit(GitApi):
     """``GET git/commits/{sha}``: a commit id (full or abbreviated), or a ref."""
 
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a commit", "Commit", query=_COMMIT_FLAGS)
+    }
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
     ) -> None:
@@ -173,6 +222,10 @@ class GitCommit(GitApi):
 class Commits(GitApi):
     """``GET commits?sha=&path=&page=&limit=&stat=&files=&verification=``: ``git log``
     newest first, a page at a time from the walks the indexer keeps."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list commits", "[Commit]", query=_COMMITS_QUERY, paged=True)
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
@@ -219,6 +272,10 @@ class Commits(GitApi):
 class Tree(GitApi):
     """``GET git/trees/{sha}?recursive=&page=&per_page=``: the tree of a commit (by id or
     ref) or a tree by id; recursive lists as ``git ls-tree -r -t`` does."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a tree", "GitTreeResponse", query=_TREE_QUERY)
+    }
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
@@ -279,6 +336,8 @@ def _entries(handle: pygit2.Repository, tree: pygit2.Tree, recursive: bool) -> l
 class Blob(GitApi):
     """``GET git/blobs/{sha}``: the content in base64 while it fits the in-process budget
     (Forgejo leaves it out past its own limit too)."""
+
+    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get a blob", "GitBlobResponse")}
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
@@ -373,9 +432,13 @@ class ContentsReader(GitApi):
 class Contents(ContentsReader, FileContents):
     """``contents/{path}``: read (GET), create (POST), update (PUT), delete (DELETE)."""
 
+    operations: ClassVar[dict[str, Operation]] = {"get": _CONTENTS, **FileContents.operations}
+
 
 class ContentsRoot(ContentsReader, ChangeFiles):
     """``contents``: the root directory (GET), several files changed at once (POST)."""
+
+    operations: ClassVar[dict[str, Operation]] = {"get": _CONTENTS_ROOT, **ChangeFiles.operations}
 
 
 class RawFile(GitApi):
@@ -383,6 +446,10 @@ class RawFile(GitApi):
     its own bytes): the file's exact bytes, as the web's raw view sends them (a large one
     streamed from a git child, as there). Without ``ref``, the path may begin with a ref
     (Forgejo's older ``raw/{ref}/{path}``), else the default branch is read."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a file's bytes", None, query=_REF)
+    }
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
@@ -423,6 +490,10 @@ class Compare(GitApi):
     """``GET compare/{base}...{head}`` (or ``..``): the commits of ``head`` that ``base``
     lacks, newest first, and the files changed since their merge base (three dots, as
     Forgejo compares)."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("compare two commits", "Compare")
+    }
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
@@ -478,6 +549,8 @@ class Compare(GitApi):
 
 class Archive(GitApi):
     """``GET archive/{ref}.tar.gz`` (``.zip``, ``.tar``): the web's archive, one git child."""
+
+    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get an archive of a ref", None)}
 
     def on_head(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str

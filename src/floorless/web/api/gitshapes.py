@@ -196,7 +196,7 @@ def commit(
         },
         "author": None,  # no account is matched to a commit's e-mail
         "committer": None,
-        "parents": [{"url": links.commit_api(p), "sha": p} for p in info.parents],
+        "parents": [_parent(links, handle, p) for p in info.parents],
     }
     if files or stat:
         changed, counts = changes(handle, commit_obj)
@@ -207,7 +207,12 @@ def commit(
     return shaped
 
 
-def file_commit(links: Links, commit_obj: pygit2.Commit) -> Json:
+def _parent(links: Links, handle: pygit2.Repository, sha: str) -> Json:
+    parent = objects.commit_info(objects.get_commit(handle, bytes.fromhex(sha)))
+    return {"url": links.commit_api(sha), "sha": sha, "created": when(parent.committer)}
+
+
+def file_commit(links: Links, handle: pygit2.Repository, commit_obj: pygit2.Commit) -> Json:
     """The commit a write through ``contents`` made (Forgejo's FileCommitResponse)."""
     info = objects.commit_info(commit_obj)
     return {
@@ -219,10 +224,7 @@ def file_commit(links: Links, commit_obj: pygit2.Commit) -> Json:
         "committer": commit_user(info.committer),
         "message": info.message,
         "tree": {"url": links.api("git", "trees", info.tree), "sha": info.tree},
-        "parents": [
-            {"url": links.commit_api(p), "sha": p, "created": when(info.committer)}
-            for p in info.parents
-        ],
+        "parents": [_parent(links, handle, p) for p in info.parents],
     }
 
 
@@ -307,3 +309,153 @@ def contents(
         shaped["encoding"] = "base64"
         shaped["content"] = base64.b64encode(content).decode("ascii")
     return shaped
+
+
+# The OpenAPI definitions of these shapes (``openapi.py`` takes them in): each field's type,
+# checked against real answers by the tests.
+_META = {"url": "string", "sha": "string", "created": "date-time"}
+_VERIFICATION = {
+    "verified": "boolean",
+    "reason": "string",
+    "signature": "string",
+    "signer": "PayloadUser",
+    "payload": "string",
+}
+SCHEMAS: dict[str, dict[str, str]] = {
+    "PayloadUser": {"name": "string", "email": "string", "username": "string"},
+    "PayloadCommitVerification": _VERIFICATION,
+    "PayloadCommit": {
+        "id": "string",
+        "message": "string",
+        "url": "string",
+        "author": "PayloadUser",
+        "committer": "PayloadUser",
+        "verification": "PayloadCommitVerification",
+        "timestamp": "date-time",
+        "added": "[string]",
+        "removed": "[string]",
+        "modified": "[string]",
+    },
+    "Branch": {
+        "name": "string",
+        "commit": "PayloadCommit",
+        "protected": "boolean",
+        "required_approvals": "integer",
+        "enable_status_check": "boolean",
+        "status_check_contexts": "[string]",
+        "user_can_push": "boolean",
+        "user_can_merge": "boolean",
+        "effective_branch_protection_name": "string",
+    },
+    "CommitMeta": _META,
+    "Tag": {
+        "name": "string",
+        "message": "string",
+        "id": "string",
+        "commit": "CommitMeta",
+        "zipball_url": "string",
+        "tarball_url": "string",
+    },
+    "GitObject": {"type": "string", "sha": "string", "url": "string"},
+    "Reference": {"ref": "string", "url": "string", "object": "GitObject"},
+    "CommitUser": {"name": "string", "email": "string", "date": "string"},
+    "RepoCommit": {
+        "url": "string",
+        "author": "CommitUser",
+        "committer": "CommitUser",
+        "message": "string",
+        "tree": "CommitMeta",
+        "verification": "PayloadCommitVerification",
+    },
+    "CommitAffectedFiles": {"filename": "string", "status": "string"},
+    "CommitStats": {"total": "integer", "additions": "integer", "deletions": "integer"},
+    "Commit": {
+        "url": "string",
+        "sha": "string",
+        "created": "date-time",
+        "html_url": "string",
+        "commit": "RepoCommit",
+        "author": "User",
+        "committer": "User",
+        "parents": "[CommitMeta]",
+        "files": "[CommitAffectedFiles]",
+        "stats": "CommitStats",
+    },
+    "GitEntry": {
+        "path": "string",
+        "mode": "string",
+        "type": "string",
+        "size": "integer",
+        "sha": "string",
+        "url": "string",
+    },
+    "GitTreeResponse": {
+        "sha": "string",
+        "url": "string",
+        "tree": "[GitEntry]",
+        "truncated": "boolean",
+        "page": "integer",
+        "total_count": "integer",
+    },
+    "GitBlobResponse": {
+        "content": "string",
+        "encoding": "string",
+        "url": "string",
+        "sha": "string",
+        "size": "integer",
+    },
+    "FileLinksResponse": {"self": "string", "git": "string", "html": "string"},
+    "ContentsResponse": {
+        **{
+            k: "string"
+            for k in (
+                "name",
+                "path",
+                "sha",
+                "last_commit_sha",
+                "type",
+                "encoding",
+                "content",
+                "target",
+                "url",
+                "html_url",
+                "git_url",
+                "download_url",
+                "submodule_git_url",
+            )
+        },
+        "size": "integer",
+        "_links": "FileLinksResponse",
+    },
+    "FileCommitResponse": {
+        "url": "string",
+        "sha": "string",
+        "created": "date-time",
+        "html_url": "string",
+        "author": "CommitUser",
+        "committer": "CommitUser",
+        "message": "string",
+        "tree": "CommitMeta",
+        "parents": "[CommitMeta]",
+    },
+    "FileResponse": {
+        "content": "ContentsResponse",
+        "commit": "FileCommitResponse",
+        "verification": "PayloadCommitVerification",
+    },
+    "FilesResponse": {
+        "files": "[ContentsResponse]",
+        "commit": "FileCommitResponse",
+        "verification": "PayloadCommitVerification",
+    },
+    "FileDeleteResponse": {
+        "content": "ContentsResponse",
+        "commit": "FileCommitResponse",
+        "verification": "PayloadCommitVerification",
+    },
+    "Compare": {
+        "total_commits": "integer",
+        "commits": "[Commit]",
+        "files": "[CommitAffectedFiles]",
+    },
+}

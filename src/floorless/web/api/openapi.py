@@ -17,6 +17,7 @@ import falcon
 
 from floorless import __version__
 from floorless.web.api.base import JSON, Operation, Resource
+from floorless.web.api.gitshapes import SCHEMAS as GIT_SCHEMAS
 from floorless.web.views.base import public_url
 
 _USER = {
@@ -158,6 +159,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "Repository": _REPO,
     "SearchResults": {"ok": "boolean", "data": "[Repository]"},
     "APIError": {"message": "string", "url": "string"},
+    **GIT_SCHEMAS,
 }
 _PRIMITIVES = {"string", "integer", "boolean", "date-time"}
 
@@ -175,7 +177,7 @@ def _schema(kind: str) -> dict[str, Any]:
 def _parameters(template: str, operation: Operation) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "type": "string"}
-        for name in re.findall(r"{(\w+)}", template)
+        for name in re.findall(r"{(\w+)(?::path)?}", template)  # a path: slashes and all
     ]
     for name, spec in operation.query.items():
         found.append(
@@ -201,7 +203,7 @@ def describe(routes: Sequence[tuple[str, type[Resource]]], host_url: str) -> dic
     """The OpenAPI 2.0 document for ``routes``."""
     paths: dict[str, dict[str, Any]] = {}
     for template, kind in routes:
-        path = template.removeprefix("/api/v1")
+        path = template.removeprefix("/api/v1").replace(":path}", "}")
         for method, operation in kind.operations.items():
             answer: dict[str, Any] = {"description": operation.summary}
             if operation.answer is not None:
