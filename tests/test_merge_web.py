@@ -397,3 +397,49 @@ def test_unrelated_shows_and_cannot_merge(
     result = post_merge(ben, "ann/plans", 1, style="merge", **expected(forge, pull))
     assert result.status_code == 409 and "no history" in result.text
     wait_for(forge.merger.idle)
+
+
+def test_the_pull_request_page_shows_the_box_and_its_form_merges(
+    client: testing.TestClient, forge: Forge, tmp_path: Path
+) -> None:
+    """The conversation page carries the merge box; its own form, as the page wrote it,
+    merges; the page spawns no process before or after."""
+    from test_spawns import counting
+
+    work = fill(forge, tmp_path)
+    pull = open_pull(forge)
+    ben, cat = person(client, "ben"), person(client, "cat")
+    with counting() as events:
+        page = ben.get("/ann/plans/pulls/1")
+        seen = cat.get("/ann/plans/pulls/1")
+        anonymous = client.simulate_get("/ann/plans/pulls/1")
+    assert page.status_code == seen.status_code == anonymous.status_code == 200
+    assert events == []
+    assert 'id="merge-box"' in page.text and "no conflicts" in page.text
+    assert 'action="/ann/plans/pulls/1/merge"' in page.text
+    assert 'action="/ann/plans/pulls/1/merge"' not in seen.text and "no conflicts" in seen.text
+    assert 'action="/ann/plans/pulls/1/merge"' not in anonymous.text
+    form = page.text[page.text.index('action="/ann/plans/pulls/1/merge"') :]
+    fields = dict(re.findall(r'name="(expected_base|expected_head)" value="([0-9a-f]{40})"', form))
+    assert fields == {"expected_base": tip(forge), "expected_head": pull.head_oid}
+    # a push to the base after the page was shown: its form is stale
+    git(work, "checkout", "-q", "main")
+    commit(work, "Meanwhile", w="w\n")
+    git(work, "push", "-q", "origin", "main")
+    forge.check_refs()
+    settle(forge)
+    stale = ben.post("/ann/plans/pulls/1/merge", {"style": "merge", **fields}, csrf_of(form))
+    assert stale.status_code == 409
+    page = ben.get("/ann/plans/pulls/1")
+    form = page.text[page.text.index('action="/ann/plans/pulls/1/merge"') :]
+    fields = dict(re.findall(r'name="(expected_base|expected_head)" value="([0-9a-f]{40})"', form))
+    assert fields["expected_base"] == tip(forge)
+    result = ben.post("/ann/plans/pulls/1/merge", {"style": "merge", **fields}, csrf_of(form))
+    assert result.status_code == 303
+    with counting() as events:
+        page = ben.get("/ann/plans/pulls/1")
+    assert events == [] and page.status_code == 200
+    merged = forge.pulls.get("ann", "plans", 1)
+    assert "<b>ben</b> merged this as commit" in page.text
+    assert f'href="/ann/plans/commit/{merged.merged_oid}"' in page.text
+    assert 'action="/ann/plans/pulls/1/merge"' not in page.text
