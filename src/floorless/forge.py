@@ -44,6 +44,7 @@ from floorless.indexer import Indexer
 from floorless.issues import Issues
 from floorless.merging import Merger
 from floorless.pulls import Pulls
+from floorless.references import References
 from floorless.repos import Registry, Repo, ScanResult
 from floorless.reviews import Reviews
 from floorless.state import RepoState, RepoStates
@@ -109,6 +110,13 @@ class Forge:
         # Merges pull requests; its thread follows their heads and bases (merging.py).
         self.merger = Merger(self)
         self.ref_listeners.append(self.merger.queue)
+        # References to issues: mentions in text and commits, and closing ones (references.py).
+        self.references = References(
+            self.db, self.accounts, self.issues, self.registry, self.policy, self._handle_of
+        )
+        self.issues.on_text.append(self.references.from_text)
+        self.pulls.on_merged.append(self.references.on_merged)
+        self.ref_listeners.append(self.references.queue)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -142,6 +150,7 @@ class Forge:
             self.indexer.start()
             self.reviews.start()
             self.merger.start()
+            self.references.start()
             self._thread = start_thread(self._maintain, "maintain")
 
     def stop(self) -> None:
@@ -149,6 +158,7 @@ class Forge:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self.merger.stop()
+        self.references.stop()
         self.notices.stop()
         self.reviews.stop()
         self.indexer.stop()
@@ -192,6 +202,9 @@ class Forge:
 
     def open(self, repo: Repo) -> pygit2.Repository:
         return self.state(repo).handle()
+
+    def _handle_of(self, repo: Repo) -> tuple[pygit2.Repository, RefSnapshot]:
+        return self.open(repo), self.snapshot(repo)
 
     def snapshot(self, repo: Repo) -> RefSnapshot:
         state = self.state(repo)

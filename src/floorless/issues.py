@@ -16,12 +16,16 @@ Who may do what is not decided here but in ``access.py``.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from floorless.accounts import Account
 from floorless.db import Database, Row
-from floorless.errors import BadRequest, NotFound
+from floorless.errors import BadRequest, FloorlessError, NotFound
+
+log = logging.getLogger(__name__)
 
 TITLE_MAX = 255  # characters, as Forgejo allows
 BODY_MAX = 50_000  # characters of a body or a comment (a form is at most 64 KiB)
@@ -96,6 +100,18 @@ def clean_body(body: str, what: str = "the text") -> str:
 class Issues:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Called with (issue, author, text) once a description or a comment is written (and
+        # committed): references to other issues are recorded from here (``references.py``).
+        self.on_text: list[Callable[[Issue, Account | None, str], object]] = []
+
+    def wrote(self, issue: Issue, author: Account | None, text: str) -> None:
+        """Tell ``on_text`` that ``text`` was written on ``issue``; a listener's failure is
+        logged, never the writer's."""
+        for listener in self.on_text:
+            try:
+                listener(issue, author, text)
+            except FloorlessError as exc:
+                log.warning("#%d of %s/%s: %s", issue.number, issue.owner, issue.name, exc)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -270,7 +286,9 @@ class Issues:
         title, body = clean_title(title), clean_body(body, "a description")
         with self.db.transaction():
             number = self.insert(owner, name, author, title, body, pull=False)
-        return self.get(owner, name, number)
+        issue = self.get(owner, name, number)
+        self.wrote(issue, author, body)
+        return issue
 
     def insert(
         self, owner: str, name: str, author: Account, title: str, body: str, pull: bool
@@ -303,9 +321,12 @@ class Issues:
                 (issue.id, seq, author.id, body, now, now),
             )
         assert row is not None
+        self.wrote(issue, author, body)
         return int(row["id"])
 
-    def close(self, issue: Issue, actor: Account, reason: str) -> None:
+    def close(self, issue: Issue, actor: Account | None, reason: str, source: str = "") -> bool:
+        """Close ``issue`` with ``reason``, by ``source`` if a commit or a pull request closed
+        it (the ``closed`` event's old value); whether it was open."""
         if reason not in REASONS:
             raise BadRequest("close as completed or as not planned")
         now = time.time()
@@ -316,7 +337,8 @@ class Issues:
                 (reason, now, issue.id),
             )
             if changed:  # closing a closed issue (a second tab, a double click) does nothing
-                self._event(issue, actor, "closed", "", reason, now)
+                self._event(issue, actor, "closed", source, reason, now)
+        return bool(changed)
 
     def reopen(self, issue: Issue, actor: Account) -> None:
         now = time.time()
@@ -341,6 +363,7 @@ class Issues:
             )
             if title != old_title:
                 self._event(issue, actor, "title", old_title, title, now)
+        self.wrote(issue, actor, body)
 
     def event(
         self,

@@ -287,7 +287,9 @@ class Pulls:
                     head_oid,
                 ),
             )
-        return self.get(owner, name, number)
+        pull = self.get(owner, name, number)
+        self.issues.wrote(pull.issue, author, body)  # its description's references
+        return pull
 
     def moved_head(self, pull: Pull, new_oid: str, forced: bool, actor: Account | None) -> bool:
         """The head moved from ``pull.head_oid`` to ``new_oid``: record it (a ``pushed`` or

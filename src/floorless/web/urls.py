@@ -330,6 +330,19 @@ def numbered(repo: Named, number: int, is_pull: bool) -> str:
     return pull(repo, number) if is_pull else issue(repo, number)
 
 
+def source(where: str, kind: str) -> str:
+    """Where a reference came from, as the timeline keeps it: "owner/name#M" (``kind`` issue
+    or pull) or "owner/name@oid" (``kind`` commit)."""
+    if kind == "commit":
+        full, _, oid = where.partition("@")
+        owner, _, name = full.partition("/")
+        return f"/{segment(owner)}/{segment(name)}/commit/{_hex(oid)}"
+    full, _, number = where.partition("#")
+    owner, _, name = full.partition("/")
+    page = "pulls" if kind == "pull" else "issues"
+    return f"/{segment(owner)}/{segment(name)}/{page}/{int(number or 0)}"
+
+
 def pull_diff(repo: Named, number: int, variant: str) -> str:
     """A pull request's whole ``diff`` (merge base to head) or ``patch`` (its commits)."""
     if variant not in ("diff", "patch"):
