@@ -763,3 +763,74 @@ def test_the_description_has_every_field_of_the_answers(site) -> None:
         assert set(document["definitions"][name]["properties"]) == set(answer), name
     parent = answers["FileCommitResponse"]["parents"][0]
     assert set(document["definitions"]["CommitMeta"]["properties"]) == set(parent)
+
+
+# ------------------------------------------------------ a real server, real git over HTTP
+
+
+def test_api_writes_and_git_over_http_meet(tmp_path: Path) -> None:
+    """Against ``floorless serve``: the first file of an empty repository written through
+    the API, cloned with git over HTTP; a push on top; an update with the blob id read
+    before the push refused (409), then made with the current one; git fetches it."""
+    import httpx
+    from pyforgejo import PyforgejoApi
+    from pyforgejo.core.api_error import ApiError
+    from pyforgejo.types import Identity
+    from serving import serving
+
+    with serving(tmp_path / "repos", tmp_path / "data") as server:
+        server.admin(
+            "user",
+            "create",
+            "ann",
+            "--email",
+            "ann@example.org",
+            "--password-stdin",
+            stdin=PASSWORD + "\n",
+        )
+        token = server.admin("token", "create", "ann", "--scope", "write")
+        server.admin("repo", "create", "ann/site")
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            api = PyforgejoApi(base_url=server.url + "/api/v1", api_key=token, httpx_client=http)
+            first = api.repository.repo_create_file(
+                "ann",
+                "site",
+                "index.md",
+                content=b64(b"# Home\n"),
+                message="Start the site",
+                author=Identity(name="Ann A", email="ann.a@example.org"),
+            )
+            assert first.content is not None and first.content.sha
+            read_before = first.content.sha
+            clone = tmp_path / "clone"
+            url = server.url.replace("http://", f"http://ann:{token}@") + "/ann/site.git"
+            env = git_env()
+            subprocess.run(["git", "clone", "-q", url, str(clone)], check=True, env=env)
+            assert git_text(clone, "log", "--format=%an <%ae>|%s") == (
+                "Ann A <ann.a@example.org>|Start the site"
+            )
+            assert git_text(clone, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+            (clone / "index.md").write_bytes(b"# Home, pushed\n")
+            git(clone, "commit", "-q", "-am", "Push an edit")
+            git(clone, "push", "-q", "origin", "main")
+            with pytest.raises(ApiError) as stale:
+                api.repository.repo_update_file(
+                    "ann", "site", "index.md", content=b64(b"lost\n"), sha=read_before
+                )
+            assert stale.value.status_code == 409
+            current = api.repository.repo_get_contents("ann", "site", "index.md")
+            edited = api.repository.repo_update_file(
+                "ann",
+                "site",
+                "index.md",
+                content=b64(b"# Home, both\n"),
+                sha=current.sha or "",  # type: ignore[union-attr]
+            )
+            assert edited.commit is not None
+            git(clone, "fetch", "-q", "origin")
+            assert git_text(clone, "log", "--format=%s", "origin/main").splitlines() == [
+                "Update 'index.md'",
+                "Push an edit",
+                "Start the site",
+            ]
+            assert git(clone, "show", "origin/main:index.md") == b"# Home, both\n"

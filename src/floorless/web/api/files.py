@@ -4,8 +4,9 @@ shapes, and branches (created, deleted). Each needs WRITE on the repository.
 A write commits without a work tree and moves the branch by compare-and-swap
 (``floorless.git.write``), then is taken in as a push is (``forge.after_push``): pages, the
 index, pull requests and other nodes follow at once. Input is checked whole before anything
-is written: a field floorless does not know, a wrong type, content that is not base64, a
-path or branch name git would refuse are each a 4xx with nothing written.
+is written: a wrong type, content that is not base64, a stale blob id, a path or branch
+name git would refuse are each a 4xx with nothing written (a field floorless does not know
+is ignored, as Forgejo ignores it: clients send the fields of newer versions).
 """
 
 from __future__ import annotations
@@ -90,11 +91,12 @@ DELETE_BRANCH = Operation("delete a branch (not the default)", None, 204)
 
 
 def checked(body: Mapping[str, Any], fields: Mapping[str, type], what: str = "body") -> None:
-    """Every field known, each of its type (JSON null for an optional one): else 422."""
+    """Each field of its type (JSON null for an optional one), else 422; a field not known
+    here is ignored, as the framework (``base.py``) and Forgejo's decoder ignore it."""
     for key, value in body.items():
         expected = fields.get(key)
         if expected is None:
-            raise Unprocessable(f"unknown field {key!r} in the {what}")
+            continue
         if value is not None and (
             not isinstance(value, expected) or (expected is not bool and isinstance(value, bool))
         ):
