@@ -297,3 +297,157 @@ def test_pull_request_pages_spawn_nothing(forge: Forge, client: testing.TestClie
     with counting() as events:
         result = cat.post("/ann/plans/pulls/1", {"action": "comment", "body": "hi"})
     assert result.status_code == 303 and not events
+
+
+def test_a_pull_request_from_a_fork(forge: Forge, client: testing.TestClient) -> None:
+    """``user:branch`` names a fork's branch; the compare runs in the fork (its objects
+    borrow the parent's), and the pull request's head is copied into the parent."""
+    import time
+
+    parent = forge.registry.get("ann", "plans")
+    fork = forge.registry.create("cat", "plans")
+    (Path(fork.path) / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (Path(fork.path) / "objects" / "info" / "alternates").write_text(
+        str(Path(parent.path) / "objects") + "\n"
+    )
+    forge.db.execute(
+        "INSERT INTO forks (owner, name, parent_owner, parent_name, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        ("cat", "plans", "ann", "plans", time.time()),
+    )
+    handle = forge.open(fork)
+    main = str(forge.open(parent).references["refs/heads/main"].target)
+    handle.references.create("refs/heads/main", pygit2.Oid(hex=main))
+    topic = commit(handle, dict(BASE, **{"fork.txt": "from a fork\n"}), [main], "From the fork")
+    handle.references.create("refs/heads/topic", pygit2.Oid(hex=topic))
+    forge.refs_moved(fork)
+    assert topic not in forge.open(parent).odb  # the parent has no copy yet
+
+    cat = person(client, "cat")
+    page = cat.get("/ann/plans/compare/main...cat:topic")
+    assert page.status_code == 200, page.text[:500]
+    assert "From the fork" in page.text and 'data-path="fork.txt"' in page.text
+    assert 'value="From the fork"' in page.text  # one commit: its subject is the title
+    assert cat.get("/ann/plans/compare/main...cat/plans:topic").status_code == 200
+    assert cat.get("/ann/plans/compare/main...ben:topic").status_code == 404  # no fork
+    assert cat.get("/ann/plans/compare/main...cat/other:topic").status_code == 404
+    assert cat.get("/ann/plans/compare/main...cat:nothing").status_code == 404
+    diff = cat.get("/ann/plans/compare/main...cat:topic.diff")
+    assert diff.status_code == 200 and b"+from a fork" in diff.content
+
+    result = open_pull(cat, "main...cat:topic", "From+the+fork")
+    assert result.status_code == 303, result.text[:500]
+    pull = forge.pulls.get("ann", "plans", 1)
+    assert (pull.head_owner, pull.head_name, pull.head_branch) == ("cat", "plans", "topic")
+    parent_handle = forge.open(parent)
+    assert str(parent_handle.references["refs/pull/1/head"].target) == topic
+    assert topic in parent_handle.odb  # copied: the parent holds the head on its own
+    page = cat.get("/ann/plans/pulls/1")
+    assert 'from <code class="branch">cat:topic</code>' in page.text
+    files = cat.get("/ann/plans/pulls/1/files")
+    assert "from a fork" in files.text
+    again = cat.get("/ann/plans/compare/main...cat:topic")
+    assert 'href="/ann/plans/pulls/1"' in again.text and "Create pull request" not in again.text
+
+
+def test_pushes_force_pushes_a_merge_and_a_deleted_head(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    cat = person(client, "cat")
+    ann_account = forge.accounts.get("ann")
+    assert open_pull(cat, "main...feature", "Events").status_code == 303
+    repo = forge.registry.get("ann", "plans")
+    handle = forge.open(repo)
+    pull = forge.pulls.get("ann", "plans", 1)
+    old = pull.head_oid
+    one = commit(handle, dict(BASE, **{"more.txt": "1\n"}), [old], "one more")
+    two = commit(handle, dict(BASE, **{"more.txt": "2\n"}), [one], "two more")
+    handle.references.create("refs/heads/feature", pygit2.Oid(hex=two), force=True)
+    forge.refs_moved(repo)
+    forge.pulls.moved_head(pull, two, False, ann_account)
+    page = cat.get("/ann/plans/pulls/1").text
+    link = f'href="/ann/plans/compare/{old}...{two}"'
+    assert f"pushed <a {link}>2 commits</a>" in page
+    assert "wants to merge 4 commits" in re.sub(r"\s+", " ", page)
+    shown = cat.get(f"/ann/plans/compare/{old}...{two}")
+    assert shown.status_code == 200 and "two more" in shown.text and "one more" in shown.text
+
+    pull = forge.pulls.get("ann", "plans", 1)
+    main = str(handle.references["refs/heads/main"].target)
+    redone = commit(handle, dict(BASE, **{"again.txt": "a\n"}), [main], "Redone")
+    handle.references.create("refs/heads/feature", pygit2.Oid(hex=redone), force=True)
+    forge.refs_moved(repo)
+    forge.pulls.moved_head(pull, redone, True, ann_account)
+    forge.set_pull_ref(repo, 1, redone)
+    page = re.sub(r"\s+", " ", cat.get("/ann/plans/pulls/1").text)
+    assert (
+        f'force-pushed <code class="branch">feature</code> from <code class="sha">{two[:10]}'
+        in page
+    )
+    assert "wants to merge 1 commit into" in page
+
+    # merged (fast-forward), then the head branch deleted: the tabs still show it all
+    pull = forge.pulls.get("ann", "plans", 1)
+    forge.pulls.record_check(pull, main, redone, "mergeable", main)
+    handle.references.create("refs/heads/main", pygit2.Oid(hex=redone), force=True)
+    handle.references.delete("refs/heads/feature")
+    forge.refs_moved(repo)
+    assert forge.pulls.mark_merged(pull, ann_account, redone, "fast-forward-only")
+    forge.pulls.head_gone(forge.pulls.get("ann", "plans", 1), ann_account)
+    page = re.sub(r"\s+", " ", cat.get("/ann/plans/pulls/1").text)
+    assert "ann</a> merged 1 commit into" in page and "merged commit" in page
+    assert "deleted" in page and "feature" in page
+    commits = cat.get("/ann/plans/pulls/1/commits")
+    assert commits.status_code == 200 and "Redone" in commits.text
+    files = cat.get("/ann/plans/pulls/1/files")
+    assert files.status_code == 200 and 'data-path="again.txt"' in files.text
+    assert b"+a" in cat.get("/ann/plans/pulls/1.diff").content
+
+
+def test_references_to_other_repositories_and_inert_html(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    ann = person(client, "ann")
+    forge.registry.create("ann", "other")
+    forge.issues.create("ann", "other", forge.accounts.get("ann"), "Elsewhere", "")  # type: ignore[arg-type]
+    forge.issues.create("ann", "secret", forge.accounts.get("ann"), "Hidden", "")  # type: ignore[arg-type]
+    repo = forge.registry.get("ann", "plans")
+    handle = forge.open(repo)
+    feature = str(handle.references["refs/heads/feature"].target)
+    handle.references.create("refs/heads/<script>x", pygit2.Oid(hex=feature))
+    forge.refs_moved(repo)
+    body = "See+ann/other%231,+ann/secret%231,+ann/nothing%231+and+<script>alert(1)</script>"
+    title = "<img+src=x+onerror=alert(1)>"
+    result = ann.post("/ann/plans/compare/main...%3Cscript%3Ex", {"title": title, "body": body})
+    assert result.status_code == 303, result.text[:300]
+    cat = person(client, "cat")
+    for browser in (cat, ann):
+        page = browser.get("/ann/plans/pulls/1").text
+        assert re.search(r'<a href="/ann/other/issues/1"[^>]*>ann/other#1</a>', page)
+        assert "<script>" not in page.replace('<script src="/-/static/app.js" defer></script>', "")
+        assert "<img src" not in page and "&lt;script&gt;x" in page
+    # a private repository's numbers are linked for who may read it alone
+    assert '"/ann/secret/issues/1"' not in cat.get("/ann/plans/pulls/1").text
+    assert re.search(r'<a href="/ann/secret/issues/1"', ann.get("/ann/plans/pulls/1").text)
+    listing = cat.get("/ann/plans/pulls").text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in listing and "&lt;script&gt;x" in listing
+
+
+def test_a_conversation_reads_the_same_statements_for_few_comments_or_many(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    from test_query_counts import warm_counts
+
+    cat = person(client, "cat")
+    assert open_pull(cat, "main...feature", "Talk").status_code == 303
+    pull = forge.pulls.get("ann", "plans", 1)
+    cat_account = forge.accounts.get("cat")
+    assert cat_account is not None
+    forge.issues.comment(pull.issue, cat_account, "first on #1 by @ann")
+    counts = {}
+    for url in ("/ann/plans/pulls/1", "/ann/plans/pulls/1/files", "/ann/plans/pulls"):
+        counts[url] = warm_counts(cat, url)
+    for n in range(30):
+        forge.issues.comment(pull.issue, cat_account, f"comment {n} on #1 by @ann")
+    for url, count in counts.items():
+        assert warm_counts(cat, url) == count, url

@@ -81,17 +81,19 @@ def render_markdown(text: str, link: Callable[[bytes, bool], str], directory: by
 # A tag of nh3's output, whose attribute values are always double-quoted (and may hold ">").
 _TAG = re.compile(r'<[^>"]*(?:"[^"]*"[^>"]*)*>')
 _SKIPPED = frozenset(("a", "code", "pre"))  # no reference is linked inside these
-# ``#12``, ``@ann``, a commit id of 7 to 64 hex digits: standing alone, not inside a word, an
-# e-mail address, a URL's path or an HTML character reference.
+# ``owner/repo#12``, ``#12``, ``@ann``, a commit id of 7 to 64 hex digits: standing alone, not
+# inside a word, an e-mail address, a URL's path or an HTML character reference.
 _REFERENCE = re.compile(
-    r"(?<![\w&/#@.-])(?:#([0-9]{1,9})|@([A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?)"
+    r"(?<![\w&/#@.-])(?:([A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9._-]{1,100}#[0-9]{1,9})"
+    r"|#([0-9]{1,9})|@([A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?)"
     r"|([0-9a-f]{7,64}))(?![\w@#-])"
 )
+KINDS = ("elsewhere", "issue", "user", "commit")  # what a reference names, as ``lookup`` sees
 REFERENCES_MAX = 50  # of each kind, looked up per text
 
 
 def _kind(match: re.Match[str]) -> tuple[str, str]:
-    for kind, value in zip(("issue", "user", "commit"), match.groups(), strict=True):
+    for kind, value in zip(KINDS, match.groups(), strict=True):
         if value is not None:
             return kind, value
     raise AssertionError(match)
@@ -109,14 +111,15 @@ def link_references(
     memo: Memo | None = None,
 ) -> list[str]:
     """Sanitized HTML documents (an issue's body and its comments) with their ``#N``,
-    ``@user`` and commit ids linked, where ``lookup`` (given what was found in all of them,
-    by kind: one lookup for the whole page) says they exist, to the URL it gives. Text inside
+    ``owner/repo#N`` (kind "elsewhere"), ``@user`` and commit ids linked, where ``lookup``
+    (given what was found in all of them, by kind: one lookup for the whole page) says they
+    exist, to the URL it gives. Text inside
     links, code and preformatted blocks is left as it is; a changed document is sanitized
     again. With ``memo``, each document is cut up once, and linked once for each set of links
     that apply to it: a page shown again does neither."""
 
     def parsed(html: str) -> tuple[list[tuple[str, bool]], dict[str, set[str]]]:
-        found: dict[str, set[str]] = {"issue": set(), "user": set(), "commit": set()}
+        found: dict[str, set[str]] = {kind: set() for kind in KINDS}
         return _linkable_pieces(html, found), found
 
     def memoized(key: Hashable, make: Callable[[], Any]) -> Any:
@@ -127,7 +130,7 @@ def link_references(
         memoized(("pieces", digest), functools.partial(parsed, html))
         for html, digest in zip(htmls, digests, strict=True)
     ]
-    found: dict[str, set[str]] = {"issue": set(), "user": set(), "commit": set()}
+    found: dict[str, set[str]] = {kind: set() for kind in KINDS}
     for _, refs in split:  # at most REFERENCES_MAX of a kind in all, as in one document
         for kind, values in refs.items():
             room = REFERENCES_MAX - len(found[kind])

@@ -16,7 +16,7 @@ from typing import Any, cast
 import falcon
 from markupsafe import Markup
 
-from floorless.access import Viewer
+from floorless.access import Level, Viewer
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.git import objects
@@ -115,6 +115,7 @@ class IssueView(FormView):
             for token, number in numbers.items():
                 if number in known:
                     links["issue", token] = urls.numbered(repo, number, known[number])
+            links.update(self.elsewhere(view, found["elsewhere"]))
             for token, name in self.forge.accounts.existing_names(found["user"]).items():
                 links["user", token] = urls.owner(name)
             for token in found["commit"]:
@@ -132,6 +133,33 @@ class IssueView(FormView):
 
         htmls = link_references([rendered(text) for text in texts], lookup, cache)
         return [Markup(html) for html in htmls]  # noqa: S704 - sanitized by nh3
+
+    def elsewhere(self, view: RepoView, tokens: set[str]) -> dict[tuple[str, str], str]:
+        """Links for ``owner/repo#N`` references: to the issue or pull request, where the
+        repository exists, the viewer may read it, and it has that number. One repository a
+        statement or two (a page names few; ``link_references`` stops at its limit)."""
+        wanted: dict[tuple[str, str], dict[str, int]] = {}
+        for token in tokens:
+            place, _, digits = token.partition("#")
+            owner, _, name = place.partition("/")
+            wanted.setdefault((owner, name), {})[token] = int(digits)
+        viewer = auth.current().viewer
+        links: dict[tuple[str, str], str] = {}
+        for (owner, name), numbers in sorted(wanted.items()):
+            if (owner, name) == (view.repo.owner, view.repo.name):
+                repo = view.repo
+            else:
+                try:
+                    repo = self.forge.registry.get(owner, name)
+                except NotFound:
+                    continue
+                if self.forge.policy.level(viewer, repo) < Level.READ:
+                    continue  # a private repository's numbers are nobody else's business
+            known = self.forge.issues.existing(repo.owner, repo.name, set(numbers.values()))
+            for token, found in numbers.items():
+                if found in known:
+                    links["elsewhere", token] = urls.numbered(repo, found, known[found])
+        return links
 
     def page(self, resp: falcon.Response, view: RepoView, template: str, **more: Any) -> None:
         self.html(resp, template, **view.template_context(**more))
