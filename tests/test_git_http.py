@@ -291,3 +291,48 @@ def test_admin_commands_take_effect_in_the_running_server(site: Site) -> None:
     assert site.page("/alice/later", user="alice")[0] == 200
     token = site.server.admin("token", "create", "dave", "--scope", "read", "--expires", "1")
     assert re.fullmatch(r"flt_[A-Za-z0-9_-]{40,}", token)
+
+
+def test_a_pull_requests_head_is_fetchable_though_no_branch_holds_it(
+    site: Site, tmp_path: Path
+) -> None:
+    """``refs/pull/{n}/head`` is what git fetches for a pull request: its commit is served
+    (the screen of wanted ids counts it as a tip) without showing as a branch; a private
+    repository's pull refs answer as the repository does, not found to who may not read it."""
+    for name in ("alice/pub", "alice/priv"):
+        work = tmp_path / name.replace("/", "-")
+        git("clone", "-q", site.url(name, "alice"), str(work))
+        git("checkout", "-q", "-b", "proposal", cwd=work)
+        head = commit(work, "topic.txt", "only in a pull request\n", "a proposal")
+        git("push", "-q", "origin", "proposal", cwd=work)
+        # The forge writes this ref as it opens a pull request; here, git behind its back,
+        # then a push (the branch deleted) that has the forge read the refs again.
+        git("--git-dir", str(bare(site, name)), "update-ref", "refs/pull/7/head", head)
+        git("push", "-q", "origin", "--delete", "proposal", cwd=work)
+        status, text = site.page(f"/{name}/branches", user="alice")
+        assert status == 200 and "proposal" not in text and "pull/7" not in text
+        fetcher = tmp_path / f"{work.name}-fetch"
+        git("init", "-q", str(fetcher))
+        git("fetch", "-q", site.url(name, "alice", "read"), "refs/pull/7/head", cwd=fetcher)
+        assert rev(fetcher / ".git", "FETCH_HEAD") == head
+        # by its id too, as a client that knows it would ask
+        by_id = tmp_path / f"{work.name}-by-id"
+        git("init", "-q", str(by_id))
+        git("fetch", "-q", site.url(name, "alice", "read"), head, cwd=by_id)
+        assert rev(by_id / ".git", "FETCH_HEAD") == head
+    stranger = git(
+        "fetch",
+        site.url("alice/priv", "dave"),
+        "refs/pull/7/head",
+        cwd=tmp_path / "alice-pub-fetch",
+        check=False,
+    )
+    assert stranger.returncode != 0 and "not found" in stranger.stderr
+    anonymous = git(
+        "fetch",
+        site.url("alice/priv"),
+        "refs/pull/7/head",
+        cwd=tmp_path / "alice-pub-fetch",
+        check=False,
+    )
+    assert anonymous.returncode != 0 and "could not read Username" in anonymous.stderr

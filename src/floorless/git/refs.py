@@ -24,6 +24,7 @@ from floorless.git.oid import is_abbreviation, is_full
 
 HEADS = b"refs/heads/"
 TAGS = b"refs/tags/"
+PULLS = b"refs/pull/"
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,15 @@ class Tag:
 
 @dataclass(frozen=True)
 class RefSnapshot:
-    """All branches and tags of a repository at one moment, as raw bytes."""
+    """All branches and tags of a repository at one moment, as raw bytes; and its pull
+    requests' refs (``refs/pull/{n}/head``, ``refs/pull/{n}/merge``), which are no branches
+    (no page lists them) but whose commits may be fetched and shown like a branch's."""
 
     head: bytes | None  # HEAD's symbolic target, e.g. b"refs/heads/main"
     branches: Mapping[bytes, bytes]  # short name -> commit id (20 raw bytes)
     tags: Mapping[bytes, Tag]
     detached: bytes | None = None  # HEAD's commit when HEAD is detached
+    pulls: Mapping[bytes, bytes] = field(default_factory=dict)  # full ref name -> commit id
     loaded_at: float = field(default_factory=time.monotonic)
     _newest: tuple[list[bytes], list[bytes]] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -123,15 +127,16 @@ class RefSnapshot:
         found.update(t.commit for t in self.tags.values() if t.commit is not None)
         if self.detached is not None:
             found.add(self.detached)
+        found.update(self.pulls.values())
         return found
 
     def same_refs(self, other: RefSnapshot) -> bool:
-        mine = (self.head, self.detached, self.branches, self.tags)
-        return mine == (other.head, other.detached, other.branches, other.tags)
+        mine = (self.head, self.detached, self.branches, self.tags, self.pulls)
+        return mine == (other.head, other.detached, other.branches, other.tags, other.pulls)
 
 
 def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
-    """Read every branch and tag (one pass over the ref database)."""
+    """Read every branch, tag and pull request ref (one pass over the ref database)."""
     try:
         head_ref = repo.lookup_reference("HEAD")
         head = head_ref.raw_target if isinstance(head_ref.raw_target, bytes) else None
@@ -143,6 +148,7 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
                 detached = None
         branches: dict[bytes, bytes] = {}
         tags: dict[bytes, Tag] = {}
+        pulls: dict[bytes, bytes] = {}
         unreadable = 0
         for ref in repo.references.iterator():
             name: bytes = ref.raw_name
@@ -154,11 +160,15 @@ def read_snapshot(repo: pygit2.Repository) -> RefSnapshot:
                 branches[name[len(HEADS) :]] = commit
             elif name.startswith(TAGS):
                 tags[name[len(TAGS) :]] = _read_tag(repo, name[len(TAGS) :], ref)
+            elif name.startswith(PULLS):
+                commit = _peeled_commit(repo, ref)
+                if commit is not None:  # (a missing commit: nothing to fetch)
+                    pulls[name] = commit
     except pygit2.GitError as exc:
         raise RepositoryBroken(f"the repository's refs cannot be read: {exc}") from exc
     if unreadable and not branches:  # not empty: its data cannot be read
         raise RepositoryBroken(f"no branch's commit can be read ({unreadable} branches)")
-    return RefSnapshot(head=head, branches=branches, tags=tags, detached=detached)
+    return RefSnapshot(head=head, branches=branches, tags=tags, detached=detached, pulls=pulls)
 
 
 def _peeled_commit(repo: pygit2.Repository, ref: pygit2.Reference) -> bytes | None:
