@@ -37,8 +37,9 @@ TYPES = {
 _REMEMBERED_8 = frozenset(
     ("repos", "repo_access", "accounts", "sessions", "org_members", "collaborators")
 )
-# and since version 12 what a repository offers (issues, pull requests), read with its row
-REMEMBERED = _REMEMBERED_8 | {"repo_features"}
+# and since version 12 what a repository offers (issues, pull requests), read with its row;
+# since version 14 what it was forked from, read with it too
+REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks"}
 
 
 @dataclass(frozen=True)
@@ -550,6 +551,18 @@ MIGRATIONS: tuple[Migration, ...] = (
                 oid TEXT NOT NULL,
                 PRIMARY KEY (owner, name, branch)
             )""",
+        ),
+    ),
+    Migration(
+        14,
+        "every write to what a repository was forked from is told to every node",
+        (
+            # A repository's row carries its parent (``repos.py``), and nodes remember rows.
+            Only(
+                "postgresql",
+                "CREATE TRIGGER forks_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
+                " ON forks FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+            ),
         ),
     ),
 )
