@@ -451,3 +451,48 @@ def test_a_conversation_reads_the_same_statements_for_few_comments_or_many(
         forge.issues.comment(pull.issue, cat_account, f"comment {n} on #1 by @ann")
     for url, count in counts.items():
         assert warm_counts(cat, url) == count, url
+
+
+def test_a_base_branch_gone_and_pull_requests_turned_off(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    forge.merger.stop()  # never checked: no merge base was recorded to fall back on
+    cat = person(client, "cat")
+    assert open_pull(cat, "same...feature", "Into same").status_code == 303
+    repo = forge.registry.get("ann", "plans")
+    forge.open(repo).references.delete("refs/heads/same")
+    forge.refs_moved(repo)
+    page = cat.get("/ann/plans/pulls/1")
+    assert page.status_code == 200 and "wants to merge commits into" in page.text
+    for tab in ("commits", "files"):
+        result = cat.get(f"/ann/plans/pulls/1/{tab}")
+        assert result.status_code == 200 and "is gone" in result.text, tab
+    assert cat.get("/ann/plans/pulls/1.diff").status_code == 400
+    assert 'href="/ann/plans/pulls"' in cat.get("/ann/plans").text
+    forge.pulls.set_features("ann", "plans", Features(pulls=False))
+    assert 'href="/ann/plans/pulls"' not in cat.get("/ann/plans").text  # the tab is gone
+    assert "Create pull request" not in cat.get("/ann/plans/compare/main...feature").text
+    assert cat.get("/ann/plans/compare/main...feature").status_code == 200  # code, still
+
+
+def test_a_long_patch_is_mailed_by_git(forge: Forge, client: testing.TestClient) -> None:
+    """Past the commits a ``.patch`` mails in-process, git mails them: every one, in order."""
+    from floorless.web.views.compare import PATCH_COMMITS
+
+    repo = forge.registry.get("ann", "plans")
+    handle = forge.open(repo)
+    tip = str(handle.references["refs/heads/main"].target)
+    for n in range(PATCH_COMMITS + 1):
+        tip = commit(handle, dict(BASE, **{"count.txt": f"{n}\n"}), [tip], f"Count {n}")
+    handle.references.create("refs/heads/long", pygit2.Oid(hex=tip))
+    forge.refs_moved(repo)
+    cat = person(client, "cat")
+    with counting() as events:
+        result = cat.get("/ann/plans/compare/main...long.patch")
+    assert result.status_code == 200 and events  # git's work, past the budget
+    subjects = re.findall(r"^Subject: \[PATCH [0-9]+/[0-9]+\] (.*)$", result.text, re.M)
+    assert subjects == [f"Count {n}" for n in range(PATCH_COMMITS + 1)]
+    with counting() as events:
+        page = cat.get("/ann/plans/compare/main...long")
+    assert page.status_code == 200 and not events
+    assert f"{PATCH_COMMITS + 1} commits" in page.text
