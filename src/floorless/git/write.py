@@ -246,32 +246,33 @@ def build_commit(
     return handle.create_commit(None, author, committer, message, new_tree, parents)
 
 
+def _update_ref(git: GitEnvironment, git_dir: Path, args: list[str]) -> bool:
+    """``git update-ref ARGS``: True when the ref moved, False when it was not what the
+    caller expected (or another writer held its lock at that moment)."""
+    proc = git.popen(git_dir, ["update-ref", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        return True
+    words = err.decode("utf-8", "replace")
+    if any(m in words for m in ("but expected", "already exists", "cannot lock ref", "unable to")):
+        return False
+    raise FloorlessError(f"git update-ref failed: {words.strip()}")
+
+
 def move_branch(
     git: GitEnvironment, git_dir: Path, branch: str, new: pygit2.Oid, old: bytes | None
 ) -> bool:
     """``git update-ref refs/heads/BRANCH NEW OLD``: True when the branch moved, False when
     it no longer named ``old`` (or, with ``old`` None, already existed)."""
     expected = old.hex() if old is not None else _ZERO
-    proc = git.popen(
-        git_dir,
-        [
-            "update-ref",
-            "-m",
-            "floorless: files changed through the API",
-            f"refs/heads/{branch}",
-            str(new),
-            expected,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    _, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        return True
-    words = err.decode("utf-8", "replace")
-    if "but expected" in words or "already exists" in words or "cannot lock ref" in words:
-        return False
-    raise FloorlessError(f"git update-ref failed: {words.strip()}")
+    message = "floorless: moved through the API"
+    return _update_ref(git, git_dir, ["-m", message, f"refs/heads/{branch}", str(new), expected])
+
+
+def delete_branch(git: GitEnvironment, git_dir: Path, branch: str, old: bytes) -> bool:
+    """``git update-ref -d refs/heads/BRANCH OLD``: False when it no longer named ``old``."""
+    message = "floorless: branch deleted through the API"
+    return _update_ref(git, git_dir, ["-m", message, "-d", f"refs/heads/{branch}", old.hex()])
 
 
 def commit_files(
@@ -308,27 +309,3 @@ def commit_files(
         if new_branch:
             raise Unprocessable(f"branch {new_branch!r} already exists")
     raise Conflict(f"branch {target!r} kept moving while the change was committed; try again")
-
-
-def delete_branch(git: GitEnvironment, git_dir: Path, branch: str, old: bytes) -> bool:
-    """``git update-ref -d refs/heads/BRANCH OLD``: False when it no longer named ``old``."""
-    proc = git.popen(
-        git_dir,
-        [
-            "update-ref",
-            "-m",
-            "floorless: branch deleted through the API",
-            "-d",
-            f"refs/heads/{branch}",
-            old.hex(),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    _, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        return True
-    words = err.decode("utf-8", "replace")
-    if "but expected" in words or "cannot lock ref" in words or "unable to resolve" in words:
-        return False
-    raise FloorlessError(f"git update-ref -d failed: {words.strip()}")

@@ -17,6 +17,7 @@ import pygit2
 from pygit2.enums import ObjectType
 
 from floorless import timing
+from floorless.caches import Cache
 from floorless.errors import BadRequest, Conflict, NotFound
 from floorless.git import objects
 from floorless.git.oid import is_full
@@ -296,7 +297,7 @@ class Tree(GitApi):
         recursive = flag(req, "recursive", False)
         page = count_param(req, "page", 1)
         per_page = min(count_param(req, "per_page", TREE_PER_PAGE), TREE_PER_PAGE)
-        entries = _entries(view.handle, tree, recursive)
+        entries = _entries(tree, recursive)
         start = (page - 1) * per_page
         chosen = entries[start : start + per_page]
         self.send(
@@ -312,11 +313,21 @@ class Tree(GitApi):
         )
 
 
-def _entries(handle: pygit2.Repository, tree: pygit2.Tree, recursive: bool) -> list[objects.Entry]:
+# A tree's listing never changes: kept by the tree's id, so the pages of a recursive listing
+# walk the tree once. About 120 bytes an entry.
+_LISTINGS: Cache[tuple[bytes, bool], list[objects.Entry]] = Cache.lru(
+    32 << 20, getsizeof=lambda entries: 120 * len(entries) + 64
+)
+
+
+def _entries(tree: pygit2.Tree, recursive: bool) -> list[objects.Entry]:
     """The tree's entries in git's order, and with ``recursive`` every tree's below its
     own entry (depth first, as ``git ls-tree -r -t``), at most MAX_TREE_ENTRIES."""
-    found: list[objects.Entry] = []
-    pending: list[tuple[pygit2.Tree, bytes]] = [(tree, b"")]
+    key = (tree.id.raw, recursive)
+    found = _LISTINGS.get(key)
+    if found is not None:
+        return found
+    found = []
 
     def walk(node: pygit2.Tree, base: bytes) -> None:
         for entry in node:
@@ -328,8 +339,9 @@ def _entries(handle: pygit2.Repository, tree: pygit2.Tree, recursive: bool) -> l
             if recursive and isinstance(entry, pygit2.Tree):
                 walk(entry, path)
 
-    for node, base in pending:
-        walk(node, base)
+    with timing.phase("git"):
+        walk(tree, b"")
+    _LISTINGS.put(key, found)
     return found
 
 
