@@ -265,6 +265,8 @@ def test_create_get_edit_rename_and_delete_a_repository(forge: Forge, http: http
     assert made.description == "my notes" and made.default_branch == "trunk"
     assert made.clone_url == f"{BASE}/ann/notes.git" and made.html_url == f"{BASE}/ann/notes"
     assert made.owner is not None and made.owner.login == "ann"
+    assert made.owner.html_url == f"{BASE}/ann" and made.url == f"{BASE}/api/v1/repos/ann/notes"
+    assert api(http, token_for(http, "ann")).repository.repo_get("ann", "notes").url == made.url
     assert made.permissions is not None and made.permissions.admin and made.permissions.push
     assert (made.has_issues, made.has_pull_requests) == (True, True)
     assert made.created_at is not None and made.created_at.tzinfo is not None

@@ -16,6 +16,7 @@ from typing import Any
 import falcon
 
 from floorless import __version__
+from floorless.web import urls
 from floorless.web.api.base import JSON, Operation, Resource
 from floorless.web.api.gitshapes import SCHEMAS as GIT_SCHEMAS
 from floorless.web.views.base import public_url
@@ -287,7 +288,7 @@ class Page(Description):
         resp.text = (
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             "<title>floorless API</title>"
-            '<link rel="stylesheet" href="/-/static/style.css"></head><body><main>'
+            f'<link rel="stylesheet" href="{urls.static("style.css")}"></head><body><main>'
             "<h1>floorless API</h1><p>The part of Forgejo's API that floorless implements; "
             'its OpenAPI description is <a href="/swagger.v1.json">/swagger.v1.json</a>. '
             "Send a token as <code>Authorization: token TOKEN</code>.</p>"
