@@ -834,3 +834,56 @@ def test_api_writes_and_git_over_http_meet(tmp_path: Path) -> None:
                 "Start the site",
             ]
             assert git(clone, "show", "origin/main:index.md") == b"# Home, both\n"
+
+
+def test_warm_reads_run_no_more_statements_than_their_pages(client: testing.TestClient) -> None:
+    """An API read costs the database what the page showing the same thing costs: finding
+    the repository and the caller's access; nothing per branch, commit or entry."""
+    from test_query_counts import statements
+
+    pairs = {
+        f"{DEMO}/branches": "/alice/demo/branches",
+        f"{DEMO}/tags": "/alice/demo/tags",
+        f"{DEMO}/commits": "/alice/demo/commits/branch/main",
+        f"{DEMO}/commits?path=README.md": "/alice/demo/commits/branch/main/README.md",
+        f"{DEMO}/contents/src": "/alice/demo/src/branch/main/src",
+        f"{DEMO}/contents/src/app.py": "/alice/demo/src/branch/main/src/app.py",
+        f"{DEMO}/raw/README.md": "/alice/demo/raw/branch/main/README.md",
+    }
+
+    def warm(url: str) -> int:
+        for _ in range(2):
+            assert client.simulate_get(url).status_code == 200, url
+        counts = {statements(client.simulate_get(url)) for _ in range(2)}
+        assert len(counts) == 1, (url, counts)
+        return counts.pop()
+
+    for api, page in pairs.items():
+        assert warm(api) <= warm(page), (api, page)
+
+
+def test_an_empty_repository(client: testing.TestClient) -> None:
+    """As Forgejo answers an empty repository: no branches, no tags, no refs (404), commits
+    409, contents 404."""
+    empty = f"{API}/alice/empty"
+    assert json.loads(client.simulate_get(f"{empty}/branches").text) == []
+    assert json.loads(client.simulate_get(f"{empty}/tags").text) == []
+    assert client.simulate_get(f"{empty}/git/refs").status_code == 404
+    result = client.simulate_get(f"{empty}/commits")
+    assert result.status_code == 409 and "empty" in json.loads(result.text)["message"]
+    assert client.simulate_get(f"{empty}/contents").status_code == 404
+    assert client.simulate_get(f"{empty}/contents/README.md").status_code == 404
+    assert client.simulate_get(f"{empty}/raw/README.md").status_code == 404
+
+
+def test_raw_ranges_and_head_requests(client: testing.TestClient, demo: Path) -> None:
+    """The API's raw file is the web's answer: a byte range, an ETag by blob id; HEAD of an
+    archive names it without starting git."""
+    data = git(demo, "show", "main:data/blob.bin")
+    part = client.simulate_get(f"{DEMO}/raw/data/blob.bin", headers={"Range": "bytes=10-19"})
+    assert part.status_code == 206 and part.content == data[10:20]
+    assert part.headers["etag"].strip('"') == git_text(demo, "rev-parse", "main:data/blob.bin")
+    with counting() as events:
+        head = client.simulate_head(f"{DEMO}/archive/main.zip")
+    assert head.status_code == 200 and head.headers["content-type"] == "application/zip"
+    assert events == []
