@@ -165,6 +165,8 @@ def test_comments_on_added_context_and_deleted_lines_and_ranges(setup: Setup) ->
         ("gone.txt", "new", 1, None, "gone.txt is not changed on the new side"),
         ("nothing.txt", "new", 1, None, "nothing.txt is not changed"),
         ("app.py", "middle", 1, None, "side is old or new"),
+        ("", "new", 1, None, "name a file"),
+        ("a" * 5000, "new", 1, None, "name a file"),
     ],
 )
 def test_a_line_that_is_not_in_the_diff_is_refused(

@@ -53,6 +53,7 @@ SIDES = ("old", "new")
 VERDICTS = ("comment", "approve", "request_changes")
 NEW_LIMIT = 250  # commits listed as new since a person's last look
 RANGE_MAX = 500  # lines one comment may span
+PATH_MAX = 4096  # characters of a path (git's own limit is the file system's)
 
 _REVIEW = "SELECT r.*, a.name AS author FROM reviews r LEFT JOIN accounts a ON a.id = r.author_id"
 _COMMENT = (
@@ -278,6 +279,8 @@ class Reviews:
             raise BadRequest("a comment needs some text")
         if side not in SIDES:
             raise BadRequest("side is old or new")
+        if not path or len(path) > PATH_MAX or "\0" in path:
+            raise BadRequest("name a file of the pull request's diff")
         if line < 1 or not 1 <= start_line <= line:
             raise BadRequest(f"no line {line} in {path}" if line < 1 else "a range runs downwards")
         if line - start_line >= RANGE_MAX:
