@@ -582,66 +582,19 @@ def test_old_side_comments_follow_a_merge_base_that_moved(setup: Setup) -> None:
     }
 
 
-class _ReviewsShown:
-    """What a pull request page shows of its reviews, the way the pages build it (a stand-in
-    route until they include it): ``review_context`` and the partials, rendered."""
-
-    def __init__(self, forge: Forge, renderer) -> None:  # type: ignore[no-untyped-def]
-        from floorless.web.views.reviews import ReviewView
-
-        self.view = ReviewView(forge, renderer, None)  # type: ignore[arg-type]
-        self.renderer = renderer
-        self.forge = forge
-
-    def on_get(self, req, resp, owner, repo, number):  # type: ignore[no-untyped-def]
-        from floorless.web.views.reviews import annotate, review_context
-
-        view, pull = self.view.pull_of(req, owner, repo, number)
-        files = req.get_param("tab") == "files"
-        context = review_context(
-            self.forge, req, view, pull, lambda texts: self.view.markdown(view, texts), files
-        )
-        timeline = [(entry, None) for entry in self.forge.issues.timeline(pull.issue)]
-        env = self.renderer.env
-        common = {**context, "repo": view.repo, "pull": pull, "csrf": "t", "path": "app.py"}
-        parts = [env.get_template("_review_news.html").render(**common)]
-        if files:
-            parts.append(env.get_template("_review_form.html").render(**common))
-            parts.append(env.get_template("_review_submit.html").render(**common))
-            rows, rest = annotate(context, "app.py", Markup("<tr><td>x</td></tr>"))
-            parts.append(str(rows) + "".join(f"<p>unplaced {c.id}</p>" for c in rest))
-        else:
-            parts.append(
-                env.get_template("_timeline.html").render(
-                    timeline=timeline, gap=None, reasons={}, **common
-                )
-            )
-        resp.content_type = "text/html"
-        resp.text = "\n".join(parts)
-
-
-@pytest.fixture
-def shown(forge: Forge) -> testing.TestClient:
-    from floorless.web.render import Renderer
-
-    app = create_app(forge)
-    app.add_route("/-/shown/{owner}/{repo}/{number}", _ReviewsShown(forge, Renderer("floorless")))
-    return testing.TestClient(app)
-
-
 def test_the_pages_show_reviews_with_no_process_and_fixed_statements(
-    setup: Setup, shown: testing.TestClient
+    setup: Setup, client: testing.TestClient
 ) -> None:
     from test_query_counts import statements
     from test_spawns import counting
 
     forge = setup.forge
     cat, ann = account(forge, "cat"), account(forge, "ann")
-    browser = person(shown, "cat")
+    browser = person(client, "cat")
 
     def look(tab: str = "") -> tuple[str, int, int]:
         with counting() as events:
-            result = browser.get("/-/shown/ann/plans/1", params={"tab": tab} if tab else None)
+            result = browser.get("/ann/plans/pulls/1" + (f"/{tab}" if tab else ""))
         assert result.status_code == 200, result.text[:500]
         return result.text, len(events), statements(result)
 
@@ -680,3 +633,33 @@ def test_the_pages_show_reviews_with_no_process_and_fixed_statements(
     # a pending comment of ann's is hers alone; on the files tab, under its line or apart
     setup.comment("ann", "app.py", "new", 3, body="pending, of ann's")
     assert "pending, of ann" not in look("files")[0]
+
+
+def test_the_files_tab_anchors_comments_under_their_lines_until_outdated(
+    setup: Setup, client: testing.TestClient
+) -> None:
+    forge = setup.forge
+    added = setup.comment("cat", "app.py", "new", 6, body="on added")
+    deleted = setup.comment("cat", "app.py", "old", 8, body="on deleted")
+    forge.reviews.submit(setup.current(), account(forge, "cat"), "comment", "")
+    anonymous = Browser(client)
+    files = anonymous.get("/ann/plans/pulls/1/files").text
+    flat = re.sub(r"\s+", " ", files)
+    assert re.search(
+        rf'<td class="ln">6</td><td class="code">(?:(?!</tr>).)*added(?:(?!</tr>).)*</tr>'
+        rf'<tr class="review-comment" id="discussion_r{added.id}">',
+        flat,
+    )
+    assert re.search(
+        rf'<td class="ln">8</td><td class="ln"></td>(?:(?!</tr>).)*</tr>'
+        rf'<tr class="review-comment" id="discussion_r{deleted.id}">',
+        flat,
+    )
+    assert "Comment on a line of this file" not in files  # signed out: no form
+    files = dict(HEAD, **{"app.py": HEAD["app.py"].replace("added", "added again")})
+    setup.push(files, "change the added line")
+    page = anonymous.get("/ann/plans/pulls/1/files").text
+    assert f"discussion_r{added.id}" not in page and f'id="discussion_r{deleted.id}"' in page
+    conversation = anonymous.get("/ann/plans/pulls/1").text
+    assert f'<details class="review-thread outdated" id="discussion_r{added.id}">' in conversation
+    assert f'<div class="review-thread" id="discussion_r{deleted.id}">' in conversation

@@ -252,9 +252,9 @@ class PullFiles(IssueView):
             anchored = context.get("anchored") or {}
             html = context.get("comment_html") or {}
             for i, markup in shown.rows.items():
-                path = text(diff.files[i].new_path)
+                path, old_path = text(diff.files[i].new_path), text(diff.files[i].old_path)
                 rows[i], unplaced = rows_with_comments(
-                    markup, path, anchored, lambda found: comment_rows(found, html)
+                    markup, path, anchored, lambda found: comment_rows(found, html), old_path
                 )
                 if unplaced:
                     rest[i] = comment_rows(unplaced, html)

@@ -106,11 +106,14 @@ def rows_with_comments(
     path: str,
     anchored: dict[tuple[str, str, int], list[ReviewComment]],
     render: Callable[[list[ReviewComment]], str],
+    old_path: str | None = None,
 ) -> tuple[Markup, list[ReviewComment]]:
     """A file's diff rows (``views/commit.py``'s, cached as they are) with the comments on
     its lines after the rows they name, and the comments on lines the rows do not show. Only
-    files with comments are split, row by row."""
-    mine = {(side, line): c for (p, side, line), c in anchored.items() if p == path}
+    files with comments are split, row by row. ``old_path``: the file's name on the old side
+    when it was renamed."""
+    names = {"new": path, "old": path if old_path is None else old_path}
+    mine = {(side, line): c for (p, side, line), c in anchored.items() if names[side] == p}
     if not mine:
         return rows, []
     parts = str(rows).split("</tr>")
@@ -150,8 +153,9 @@ class ReviewView(IssueView):
 
 
 class ReviewComments(ReviewView):
-    """POST a line comment (path, side, line, optional start_line, body) into one's pending
-    review; back to the files tab at the comment."""
+    """POST a line comment (path, side, line, optional start_line, body; old_path, a renamed
+    file's old name, for the old side) into one's pending review; back to the files tab at
+    the comment."""
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
@@ -161,13 +165,17 @@ class ReviewComments(ReviewView):
         form = self.form(req)
         line = line_number(form.get("line", ""))
         start = line_number(form.get("start_line") or str(line), "start_line")
+        side = form.get("side", "new")
+        path = form.get("path", "")
+        if side == "old" and form.get("old_path"):  # a renamed file's name before
+            path = form["old_path"]
         comment = self.forge.reviews.add_comment(
             view.handle,
             pull,
             anchors_of(self.forge, view, pull),
             account,
-            form.get("path", ""),
-            form.get("side", "new"),
+            path,
+            side,
             start,
             line,
             form.get("body", ""),
