@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import start_forge
+from conftest import start_forge, wait_for
 from falcon import testing
 from test_accounts import PASSWORD, Browser
 from test_spawns import counting
@@ -356,6 +356,10 @@ def test_pushes_force_pushes_a_merge_and_a_deleted_head(
     cat = person(client, "cat")
     ann_account = forge.accounts.get("ann")
     assert open_pull(cat, "main...feature", "Events").status_code == 303
+    # this test records the moves itself, as the follower (merging.py) would, with the
+    # actors it wants shown: the follower must not race it to them
+    wait_for(forge.merger.idle)
+    forge.merger.stop()
     repo = forge.registry.get("ann", "plans")
     handle = forge.open(repo)
     pull = forge.pulls.get("ann", "plans", 1)
