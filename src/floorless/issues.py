@@ -71,6 +71,8 @@ class Entry:
     body: str  # a comment's text; an event's new value (a reason, a title)
     old_value: str
     created_at: float
+    edited: bool = False  # a comment changed since it was written
+    author_id: int | None = None  # a comment's author, for who may edit it
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,8 @@ class Issues:
         tail = max(head, issue.entries - last)
         params = (issue.id, head, tail)
         comments = self.db.query(
-            "SELECT c.id, c.seq, c.body, c.created_at, a.name AS who FROM issue_comments c"
+            "SELECT c.id, c.seq, c.body, c.created_at, c.updated_at, c.author_id, a.name AS who"
+            " FROM issue_comments c"
             " LEFT JOIN accounts a ON a.id = c.author_id"
             " WHERE c.issue_id = ? AND (c.seq <= ? OR c.seq > ?)",
             params,
@@ -251,7 +254,17 @@ class Issues:
             params,
         )
         entries = [
-            Entry(r["id"], r["seq"], "comment", r["who"] or "", r["body"], "", r["created_at"])
+            Entry(
+                r["id"],
+                r["seq"],
+                "comment",
+                r["who"] or "",
+                r["body"],
+                "",
+                r["created_at"],
+                edited=float(r["updated_at"]) > float(r["created_at"]),
+                author_id=r["author_id"],
+            )
             for r in comments
         ] + [
             Entry(
@@ -323,6 +336,46 @@ class Issues:
         assert row is not None
         self.wrote(issue, author, body)
         return int(row["id"])
+
+    def comment_author(self, issue: Issue, comment_id: int) -> int | None:
+        """The author of comment ``comment_id`` on ``issue`` (None: a deleted account)."""
+        row = self.db.one(
+            "SELECT author_id FROM issue_comments WHERE id = ? AND issue_id = ?",
+            (comment_id, issue.id),
+        )
+        if row is None:
+            raise NotFound("no such comment")
+        return None if row["author_id"] is None else int(row["author_id"])
+
+    def edit_comment(self, issue: Issue, comment_id: int, actor: Account, body: str) -> None:
+        """Change a comment's text (the caller asked the policy who may); it shows as
+        edited from then on."""
+        body = clean_body(body, "a comment")
+        if not body.strip():
+            raise BadRequest("a comment needs some text")
+        now = time.time()
+        with self.db.transaction():
+            changed = self.db.execute(
+                "UPDATE issue_comments SET body = ?, updated_at = ? WHERE id = ? AND issue_id = ?",
+                (body, now, comment_id, issue.id),
+            )
+            if not changed:
+                raise NotFound("no such comment")
+            self.db.execute("UPDATE issues SET updated_at = ? WHERE id = ?", (now, issue.id))
+        self.wrote(issue, actor, body)
+
+    def delete_comment(self, issue: Issue, comment_id: int) -> None:
+        """Delete a comment, and count it no more."""
+        with self.db.transaction():
+            changed = self.db.execute(
+                "DELETE FROM issue_comments WHERE id = ? AND issue_id = ?", (comment_id, issue.id)
+            )
+            if not changed:
+                raise NotFound("no such comment")
+            self.db.execute(
+                "UPDATE issues SET comments = comments - 1 WHERE id = ? AND comments > 0",
+                (issue.id,),
+            )
 
     def close(self, issue: Issue, actor: Account | None, reason: str, source: str = "") -> bool:
         """Close ``issue`` with ``reason``, by ``source`` if a commit or a pull request closed

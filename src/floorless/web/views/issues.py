@@ -17,6 +17,7 @@ import falcon
 from markupsafe import Markup
 
 from floorless.access import Level, Viewer
+from floorless.accounts import Account
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.git import objects
@@ -314,6 +315,7 @@ class IssueDetail(IssueView):
             ),
             may_comment=policy.may_take_part(viewer, view.level),
             may_change=policy.may_change_issue(viewer, view.level, issue.author_id),
+            may_tidy=policy.may_edit_comment(viewer, view.level, None),  # anyone's comments
             reasons={"completed": "completed", "not_planned": "not planned"},
             form=form or {},
             error=error,
@@ -322,6 +324,29 @@ class IssueDetail(IssueView):
             action=self.target(view, issue),
             **self.more(req, view, issue, timeline),
         )
+
+    def change_comment(
+        self,
+        view: RepoView,
+        issue: Issue,
+        account: Account,
+        viewer: Viewer,
+        form: dict[str, str],
+    ) -> None:
+        """Edit or delete the comment ``form["comment"]``: its author may, and whoever may
+        push. Answers with the way back to the issue (or to the comment edited)."""
+        text = form.get("comment", "")
+        if not _NUMBER.fullmatch(text):
+            raise BadRequest("name a comment")
+        comment = int(text)
+        author = self.forge.issues.comment_author(issue, comment)
+        if not self.forge.policy.may_edit_comment(viewer, view.level, author):
+            raise Forbidden("only its author and those who may push may change a comment")
+        if form.get("action") == "delete_comment":
+            self.forge.issues.delete_comment(issue, comment)
+            raise falcon.HTTPSeeOther(self.target(view, issue))
+        self.forge.issues.edit_comment(issue, comment, account, form.get("body", ""))
+        raise falcon.HTTPSeeOther(self.target(view, issue, comment))
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
@@ -333,6 +358,9 @@ class IssueDetail(IssueView):
         viewer = auth.viewer_of(req)
         policy = self.forge.policy
         action = form.get("action", "")
+        if action in ("edit_comment", "delete_comment"):
+            self.change_comment(view, issue, account, viewer, form)
+            return
         if action not in ("comment", "close", "reopen", "edit"):
             raise BadRequest(f"unknown action {action[:40]!r}")
         if not policy.may_take_part(viewer, view.level):
