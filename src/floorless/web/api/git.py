@@ -1,5 +1,5 @@
 """Reading a repository through ``/api/v1/repos/{owner}/{repo}/...``: branches, tags, refs,
-commits, trees, blobs, contents, raw files, archives and comparisons, in Forgejo's shapes.
+commits, trees, blobs and comparisons, in Forgejo's shapes (files: ``contents.py``).
 
 All in-process (``gitbase``): a list of commits pages through the walks the indexer keeps
 (``views/commits.py``), never counting or skipping the whole history; a count is sent
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
 import falcon
@@ -18,32 +19,28 @@ from pygit2.enums import ObjectType
 
 from floorless import timing
 from floorless.caches import Cache
-from floorless.errors import BadRequest, Conflict, NotFound
+from floorless.errors import Conflict, NotFound
 from floorless.git import objects
 from floorless.git.oid import is_full
-from floorless.git.refs import Resolved, check_path
+from floorless.git.refs import check_path
 from floorless.web import urls
 from floorless.web.api import gitshapes as shapes
 from floorless.web.api.base import PAGED, Field, Operation
-from floorless.web.api.files import ChangeFiles, CreateBranch, DeleteBranch, FileContents
+from floorless.web.api.files import CreateBranch, DeleteBranch
 from floorless.web.api.gitbase import (
     GitApi,
     count_param,
-    default_ref,
     flag,
     may_write,
     object_by_id,
     page_headers,
     paging,
-    path_of,
     query_bytes,
     ref_or_default,
     resolve_ref,
 )
 from floorless.web.context import RepoView
-from floorless.web.views import archive
 from floorless.web.views.commits import Cursor, history_page
-from floorless.web.views.raw import send_blob
 
 _REF = {"ref": Field("string", "a branch, tag or commit id (the default branch if not given)")}
 _COMMIT_FLAGS = {
@@ -62,16 +59,14 @@ _TREE_QUERY = {
     "page": Field("integer", "page number (1-based)"),
     "per_page": Field("integer", "entries per page (at most 1000)"),
 }
-_CONTENTS = Operation(
-    "get a file (with content) or a directory's entries", "ContentsResponse", query=_REF
-)
-_CONTENTS_ROOT = Operation("get the root directory's entries", "[ContentsResponse]", query=_REF)
+
 HISTORY_WAIT = 5.0  # seconds a list of commits waits for a walk going on in the background
 TREE_PER_PAGE = 1000  # Forgejo's DEFAULT_GIT_TREES_PER_PAGE
 MAX_TREE_ENTRIES = 100_000  # a recursive tree listed past this is cut (``truncated``)
 
 
-def _committed(view: RepoView) -> object:
+def _committed(view: RepoView) -> Callable[[bytes], int]:
+    """A commit's time, for listing refs newest first."""
     return lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
 
 
@@ -86,9 +81,7 @@ class Branches(CreateBranch):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
         page, limit = paging(req)
-        names, _ = view.snapshot.newest_first(
-            lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
-        )
+        names, _ = view.snapshot.newest_first(_committed(view))
         chosen = names[(page - 1) * limit : page * limit]
         answer = [
             shapes.branch(
@@ -141,9 +134,7 @@ class Tags(GitApi):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
         page, limit = paging(req)
-        _, names = view.snapshot.newest_first(
-            lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
-        )
+        _, names = view.snapshot.newest_first(_committed(view))
         chosen = names[(page - 1) * limit : page * limit]
         page_headers(req, resp, page, limit, len(names), page * limit < len(names), links.base)
         self.send(resp, [_tag(view, links, name) for name in chosen])
@@ -306,7 +297,7 @@ class Tree(GitApi):
                 "sha": str(tree.id),
                 "url": links.api("git", "trees", str(tree.id)),
                 "tree": [shapes.git_entry(links, view.handle, e) for e in chosen],
-                "truncated": len(entries) > per_page,
+                "truncated": len(entries) > per_page or len(entries) >= MAX_TREE_ENTRIES,
                 "page": page,
                 "total_count": len(entries),
             },
@@ -381,119 +372,6 @@ class Blob(GitApi):
         )
 
 
-class ContentsReader(GitApi):
-    """``GET contents[/{path}]?ref=``: a file (with its content) or a directory's entries."""
-
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str = ""
-    ) -> None:
-        view, links = self.open(req, owner, repo)
-        path = path_of(req) if tail else b""
-        resolved = ref_or_default(view, req)
-        commit = view.commit(resolved)
-        obj, mode = objects.lookup(view.handle, commit, path)
-        indexer = self.forge.indexer
-        if isinstance(obj, pygit2.Tree):
-            entries = objects.list_tree(obj, path)
-            last = None
-            if len(entries) <= self.forge.settings.max_tree_entries:
-                last = indexer.last_commits(
-                    view.repo, resolved.commit, path, [e.name for e in entries]
-                )
-            answer = []
-            for entry in entries:
-                child = objects.child(obj, entry.name)
-                assert child is not None
-                answer.append(
-                    shapes.contents(
-                        links,
-                        view.handle,
-                        resolved.kind,
-                        resolved.ref,
-                        entry.path,
-                        child,
-                        entry.mode,
-                        last.get(entry.name) if last else None,
-                    )
-                )
-            self.send(resp, answer)
-            return
-        directory, _, name = path.rpartition(b"/")
-        last = indexer.last_commits(view.repo, resolved.commit, directory, [name])
-        content = None
-        if isinstance(obj, pygit2.Blob) and shapes.content_kind(mode) == "file":
-            size = objects.object_size(view.handle, obj.id) or 0
-            if size <= self.forge.settings.max_raw_in_process_bytes:
-                content = objects.blob_bytes(obj)
-        self.send(
-            resp,
-            shapes.contents(
-                links,
-                view.handle,
-                resolved.kind,
-                resolved.ref,
-                path,
-                obj,
-                mode,
-                last.get(name) if last else None,
-                content,
-            ),
-        )
-
-
-class Contents(ContentsReader, FileContents):
-    """``contents/{path}``: read (GET), create (POST), update (PUT), delete (DELETE)."""
-
-    operations: ClassVar[dict[str, Operation]] = {"get": _CONTENTS, **FileContents.operations}
-
-
-class ContentsRoot(ContentsReader, ChangeFiles):
-    """``contents``: the root directory (GET), several files changed at once (POST)."""
-
-    operations: ClassVar[dict[str, Operation]] = {"get": _CONTENTS_ROOT, **ChangeFiles.operations}
-
-
-class RawFile(GitApi):
-    """``GET raw/{path}?ref=`` (and ``media/``: floorless keeps no LFS objects, so a file is
-    its own bytes): the file's exact bytes, as the web's raw view sends them (a large one
-    streamed from a git child, as there). Without ``ref``, the path may begin with a ref
-    (Forgejo's older ``raw/{ref}/{path}``), else the default branch is read."""
-
-    operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a file's bytes", None, query=_REF)
-    }
-
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        view, _links = self.open(req, owner, repo)
-        path = path_of(req)
-        ref = query_bytes(req, "ref")
-        resolved = resolve_ref(view, ref) if ref else _leading_ref(view, path)
-        if resolved is None:
-            resolved = default_ref(view)
-        elif not ref:
-            path = resolved.path
-        commit = view.commit(resolved)
-        blob, _mode = objects.lookup(view.handle, commit, path)
-        if not isinstance(blob, pygit2.Blob):
-            raise NotFound("not a file")
-        name = path.rsplit(b"/", 1)[-1]
-        send_blob(self.forge, req, resp, view, blob, name, resolved.kind == "commit")
-
-
-def _leading_ref(view: RepoView, path: bytes) -> Resolved | None:
-    """The branch or tag a raw file's path begins with, if any (the longest)."""
-    for kind in ("branch", "tag"):
-        try:
-            found = view.resolve(kind, path)
-        except (NotFound, BadRequest):
-            continue
-        if found.path:
-            return found
-    return None
-
-
 MAX_COMPARE_COMMITS = 250  # commits listed by a comparison, newest first (as GitHub lists)
 MAX_COMPARE_WALK = 10_000  # commits counted at most: ``total_commits`` stops there
 
@@ -557,19 +435,3 @@ class Compare(GitApi):
                 "files": files,
             },
         )
-
-
-class Archive(GitApi):
-    """``GET archive/{ref}.tar.gz`` (``.zip``, ``.tar``): the web's archive, one git child."""
-
-    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get an archive of a ref", None)}
-
-    def on_head(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        archive.headers(resp, archive.target(self.forge, req, owner, repo))
-
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        archive.send(self.forge, resp, archive.target(self.forge, req, owner, repo))

@@ -4,7 +4,7 @@ description (``openapi.py``) is made from it."""
 from __future__ import annotations
 
 from floorless.forge import Forge
-from floorless.web.api import git, misc, openapi, repos, users
+from floorless.web.api import contents, git, misc, openapi, repos, users
 from floorless.web.api.base import Resource
 from floorless.web.auth import Authenticator
 
@@ -36,11 +36,11 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/git/refs/{tail:path}", git.Refs),
     (REPO + "/git/trees/{sha}", git.Tree),
     (REPO + "/git/blobs/{sha}", git.Blob),
-    (REPO + "/contents", git.ContentsRoot),
-    (REPO + "/contents/{tail:path}", git.Contents),
-    (REPO + "/raw/{tail:path}", git.RawFile),
-    (REPO + "/media/{tail:path}", git.RawFile),
-    (REPO + "/archive/{tail:path}", git.Archive),
+    (REPO + "/contents", contents.ContentsRoot),
+    (REPO + "/contents/{tail:path}", contents.Contents),
+    (REPO + "/raw/{tail:path}", contents.RawFile),
+    (REPO + "/media/{tail:path}", contents.RawFile),
+    (REPO + "/archive/{tail:path}", contents.Archive),
     (REPO + "/compare/{tail:path}", git.Compare),
 )
 
