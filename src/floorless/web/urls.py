@@ -248,8 +248,9 @@ def milestones(repo: Named, state: str = "open") -> str:
     return f"{home(repo)}/milestones" + query({"state": state if state != "open" else None})
 
 
-def milestone(repo: Named, milestone_id: int) -> str:
-    return f"{home(repo)}/milestone/{milestone_id}"
+def milestone(repo: Named, milestone_id: int, state: str = "") -> str:
+    """A milestone's page: its open issues, or ``state`` closed ones."""
+    return f"{home(repo)}/milestone/{milestone_id}" + query({"state": state or None})
 
 
 def new_issue(repo: Named) -> str:
