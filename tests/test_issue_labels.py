@@ -324,6 +324,10 @@ def test_an_issue_page_costs_the_same_whatever_it_carries(
         assert result.status_code == 200 and not spawned
         counts.append(statements(result))
     assert counts[0] == counts[1]
+    for url in ("/ann/plans/labels", "/ann/plans/milestones", f"/ann/plans/milestone/{milestone}"):
+        with counting() as spawned:
+            assert ben.get(url).status_code == 200
+        assert not spawned, url
     assert ben.get(f"/ann/plans/issues/{full}").text.count('class="label"') >= 40
     lists = [statements(ben.get(f"/ann/plans/issues?label={quote(x)}")) for x in ("", "label 1")]
     assert lists[1] - lists[0] <= 1  # a filter counts what it matches: one statement more

@@ -18,9 +18,11 @@ description closes those of other repositories only where its merger may push.
 Commits are read by a background thread, queued by a listener on the forge's ref moves
 (cheap: it only queues). Each branch's last tip read is kept (``branch_marks``): a push reads
 the commits it brought and no others, at most ``WALK_LIMIT`` of them (for the default branch,
-those since its last tip; for another branch, those no branch had when last read), so the
-work is that of the push, never of the history. A repository seen for the first time (none
-of its branches marked) has only its newest ``WALK_LIMIT`` commits per branch read.
+those since its last tip; for another branch, those neither a branch had when last read nor
+the default branch has), so the work is that of the push, never of the history. A
+repository seen for the first time (none of its branches marked) has only its newest
+``WALK_LIMIT`` commits read: those of its default branch, and of each other branch those
+the default branch has not.
 """
 
 from __future__ import annotations
@@ -222,9 +224,11 @@ class References:
                 old = marks.get(key)
                 if old is not None and _present(handle, old):
                     walker.hide(pygit2.Oid(hex=old))
-            else:
+            else:  # what no branch had; the default branch's commits are read as its own
                 for oid in known:
                     walker.hide(pygit2.Oid(hex=oid))
+                if default is not None and default in snapshot.branches:
+                    walker.hide(pygit2.Oid(raw=snapshot.branches[default]))
             for count, commit in enumerate(walker):
                 if count >= WALK_LIMIT:
                     break
