@@ -115,9 +115,13 @@ GIT_WRITE = [
     ("/{owner}/{repo}/git-receive-pack", "/alice/demo.git/git-receive-pack", "POST"),
 ]
 ADMIN_PAGES = [("/{owner}/{repo}/settings", "/alice/demo/settings", "GET")]
+_REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [
     ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
     ("/{owner}/{repo}/issues/{number}/triage", "/alice/demo/issues/1/triage", "POST"),
+    (_REVIEWS + "/comments", "/alice/demo/pulls/1/files/reviews/comments", "POST"),
+    (_REVIEWS + "/comments/{comment}", "/alice/demo/pulls/1/files/reviews/comments/1", "POST"),
+    (_REVIEWS + "/submit", "/alice/demo/pulls/1/files/reviews/submit", "POST"),
 ]
 LISTINGS = ["/", "/?q=demo", "/alice"]
 

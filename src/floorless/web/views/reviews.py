@@ -136,20 +136,20 @@ def rows_with_comments(
 
 
 class ReviewView(IssueView):
-    def pull_of(
+    def reviewing(
         self, req: falcon.Request, owner: str, repo: str, number: str
-    ) -> tuple[RepoView, Pull]:
-        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+    ) -> tuple[RepoView, Account, Pull]:
+        """The repository (404 first for whoever may not read it), the reviewer (anyone else
+        not signed in is sent to sign in; one who may not review is refused), and the pull
+        request."""
+        view = repo_view(self.forge, req, owner, repo)
         if not view.repo.has_pulls:
             raise NotFound("pull requests are turned off here")
-        pull = self.forge.pulls.get(view.repo.owner, view.repo.name, issue_number(number))
-        return view, pull
-
-    def reviewer(self, req: falcon.Request, view: RepoView) -> Account:
         account = self.signed_in(req)
         if not self.forge.policy.may_review(auth.viewer_of(req), view.level):
             raise Forbidden("you may not review here")
-        return account
+        pull = self.forge.pulls.get(view.repo.owner, view.repo.name, issue_number(number))
+        return view, account, pull
 
 
 class ReviewComments(ReviewView):
@@ -160,8 +160,7 @@ class ReviewComments(ReviewView):
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
-        view, pull = self.pull_of(req, owner, repo, number)
-        account = self.reviewer(req, view)
+        view, account, pull = self.reviewing(req, owner, repo, number)
         form = self.form(req)
         line = line_number(form.get("line", ""))
         start = line_number(form.get("start_line") or str(line), "start_line")
@@ -195,8 +194,7 @@ class ReviewCommentChange(ReviewView):
         number: str,
         comment: str,
     ) -> None:
-        view, pull = self.pull_of(req, owner, repo, number)
-        account = self.reviewer(req, view)
+        view, account, pull = self.reviewing(req, owner, repo, number)
         form = self.form(req)
         if not _LINE.fullmatch(comment):
             raise NotFound("no such comment")
@@ -218,8 +216,7 @@ class ReviewSubmit(ReviewView):
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
-        view, pull = self.pull_of(req, owner, repo, number)
-        account = self.reviewer(req, view)
+        view, account, pull = self.reviewing(req, owner, repo, number)
         form = self.form(req)
         verdict = form.get("verdict", "comment")
         if verdict not in VERDICTS:
