@@ -887,3 +887,14 @@ def test_raw_ranges_and_head_requests(client: testing.TestClient, demo: Path) ->
         head = client.simulate_head(f"{DEMO}/archive/main.zip")
     assert head.status_code == 200 and head.headers["content-type"] == "application/zip"
     assert events == []
+
+
+def test_a_new_branch_in_an_empty_repository_writes_nothing(site) -> None:
+    forge, client, tokens = site
+    forge.registry.create("ann", "blank")
+    url = f"{API}/ann/blank/contents/a.txt"
+    body = {"content": b64(b"a\n"), "new_branch": "topic"}
+    result = call(client, "POST", url, tokens["ann"], body)
+    assert result.status_code == 422, result.text
+    assert git_text(forge.registry.get("ann", "blank").path, "for-each-ref") == ""
+    assert call(client, "POST", url, tokens["ann"], {"content": b64(b"a\n")}).status_code == 201

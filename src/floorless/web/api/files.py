@@ -189,6 +189,8 @@ class Writer(GitApi):
         new_branch = body.get("new_branch") or None
         if new_branch is not None:
             check_branch_name(new_branch)
+        if empty and new_branch:  # nothing to start it from: the caller names it as branch
+            raise Unprocessable("an empty repository has no branch to start a new one from")
         author, committer = signatures(req, body)
         message = _message(changes, body.get("message"))
         written = write.commit_files(
@@ -196,15 +198,13 @@ class Writer(GitApi):
             self.forge.git,
             view.repo.path,
             branch,
-            None if empty else new_branch,
+            new_branch,
             changes,
             message,
             author,
             committer,
             empty_ok=empty,
         )
-        if empty and new_branch:  # the first branch of a repository is the one asked for
-            raise Unprocessable("an empty repository has no branch to start a new one from")
         self.forge.after_push(view.repo)
         return written, shapes.Links(public_url(self.forge.settings, req), view.repo)
 
