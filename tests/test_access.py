@@ -118,6 +118,7 @@ ADMIN_PAGES = [("/{owner}/{repo}/settings", "/alice/demo/settings", "GET")]
 _REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [
     ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
+    ("/{owner}/{repo}/fork", "/alice/demo/fork", "GET"),
     ("/{owner}/{repo}/issues/{number}/triage", "/alice/demo/issues/1/triage", "POST"),
     (_REVIEWS + "/comments", "/alice/demo/pulls/1/files/reviews/comments", "POST"),
     (_REVIEWS + "/comments/{comment}", "/alice/demo/pulls/1/files/reviews/comments/1", "POST"),

@@ -32,6 +32,9 @@ Reviews of pull requests, on a repository the viewer may read:
 Pull requests, on a repository the viewer may read:
     merge one (and delete its head branch)    WRITE, signed in with a write-scoped credential
 
+Forks, of a repository the viewer may read (a private one's fork is private):
+    fork it, as their own or an organisation's  any signed-in person; an owner of the org
+
 A repository someone may not read does not exist for them: ``require`` answers as for an
 unknown name (404), or asks for credentials (401) when there are none, whichever name it is,
 and after the same lookups, so that not even the time taken tells the two apart.
@@ -225,6 +228,13 @@ class Policy:
 
     def may_take_part(self, viewer: Viewer, level: Level) -> bool:
         """Whether ``viewer`` (at ``level`` on a repository) may open issues and comment."""
+        account = viewer.account
+        if account is None or account.is_org or viewer.scope == "read":
+            return False
+        return level >= Level.READ
+
+    def may_fork(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` (at ``level`` on a repository) may fork it."""
         account = viewer.account
         if account is None or account.is_org or viewer.scope == "read":
             return False

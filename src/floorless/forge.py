@@ -24,7 +24,7 @@ from collections.abc import Callable
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless import dates
+from floorless import dates, forks
 from floorless.access import Policy
 from floorless.accounts import Accounts, SecretKey
 from floorless.background import start as start_thread
@@ -43,9 +43,9 @@ from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
 from floorless.issues import Issues
 from floorless.merging import Merger
-from floorless.pulls import Pulls
+from floorless.pulls import Pull, Pulls
 from floorless.references import References
-from floorless.repos import Registry, Repo, ScanResult
+from floorless.repos import Registry, Repo, ScanResult, _renamed_path, check_name
 from floorless.reviews import Reviews
 from floorless.state import RepoState, RepoStates
 from floorless.triage import Triage
@@ -110,6 +110,7 @@ class Forge:
         # Merges pull requests; its thread follows their heads and bases (merging.py).
         self.merger = Merger(self)
         self.ref_listeners.append(self.merger.queue)
+        self.merger.fork_head_moved.append(self._fork_head_moved)
         # References to issues: mentions in text and commits, and closing ones (references.py).
         self.references = References(
             self.db, self.accounts, self.issues, self.registry, self.policy, self._handle_of
@@ -250,13 +251,26 @@ class Forge:
     def rename(self, repo: Repo, new_name: str) -> Repo:
         """Rename on disk and in the database; what was kept under the old path goes (the
         first request under the new name reads the refs and has it indexed again)."""
-        renamed = self.registry.rename(repo, new_name)
-        if renamed is not repo:  # (the same name: nothing happened)
+        check_name(new_name)
+        if new_name == repo.name:
+            return repo
+        target = _renamed_path(repo, new_name)
+        target = target if repo.bare else target / ".git"
+        children = forks.before_rename(self, repo, target)  # its forks borrow under both names
+        try:
+            renamed = self.registry.rename(repo, new_name)
+        except BaseException:
+            forks.after_rename(self, children, target)
+            raise
+        if renamed is not repo:
+            forks.after_rename(self, children, repo.path)  # (the same name: nothing happened)
             self.states.forget(repo)
             self._tell(repo.id, "gone")
         return renamed
 
     def delete(self, repo: Repo) -> None:
+        """Remove ``repo``; its forks are made whole first (``forks.before_delete``)."""
+        forks.before_delete(self, repo)
         self.registry.delete(repo)
         self.states.forget(repo)
         self._tell(repo.id, "gone")
@@ -310,6 +324,23 @@ class Forge:
                 listener(repo, snapshot)
             except (FloorlessError, pygit2.GitError, OSError) as exc:
                 log.warning("%s: after its refs moved: %s", repo.full_name, exc)
+
+    def fetch_head_into_base(self, base: Repo, head: Repo, oid: str) -> None:
+        """Bring the commit ``oid`` of ``head`` (a fork's branch) into ``base``, for its
+        ``refs/pull/N/head``: see ``forks.fetch_head_into_base``."""
+        forks.fetch_head_into_base(self, base, head, oid)
+
+    def _fork_head_moved(self, pull: Pull, new_oid: str) -> None:
+        """The head branch of ``pull``, in a fork, moved to ``new_oid``: fetch it into the base
+        (on the merger's thread), then let the merger follow it."""
+        try:
+            base = self.registry.get(pull.owner, pull.name)
+            head = self.registry.get(pull.head_owner, pull.head_name)
+            self.fetch_head_into_base(base, head, new_oid)
+        except (FloorlessError, pygit2.GitError, OSError) as exc:
+            log.warning("%s#%d: fetching its head: %s", pull.owner, pull.number, exc)
+            return
+        self.merger.follow_head(pull, new_oid)
 
     def set_pull_ref(self, repo: Repo, number: int, oid: str) -> None:
         """Point ``refs/pull/{number}/head`` of ``repo`` at the commit ``oid`` (hex, present in
@@ -381,7 +412,9 @@ class Forge:
             if not self.leases.take(lease):
                 return False
             try:
-                if not collect(self.git, repo.path):
+                # a fork may reach what its parent no longer does: nothing is pruned
+                keep = bool(forks.forks_of(self, repo.owner, repo.name))
+                if not collect(self.git, repo.path, keep=keep):
                     state.gc_due = True
                     return False
             finally:

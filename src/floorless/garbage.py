@@ -37,10 +37,13 @@ def pushing(git_dir: Path) -> bool:
     return any((git_dir / "objects").glob("tmp_objdir-incoming-*"))
 
 
-def collect(git: GitEnvironment, git_dir: Path) -> bool:
+def collect(git: GitEnvironment, git_dir: Path, keep: bool = False) -> bool:
     """Run ``git gc --prune=now`` on one repository; False when it was skipped (a push is in
-    progress). Raises GitCommandError when git fails."""
+    progress). Raises GitCommandError when git fails. ``keep``: a repository whose objects
+    forks borrow (``forks.py``) is packed without pruning anything, since a fork's refs may
+    still reach what its own no longer do."""
     if pushing(git_dir):
         return False
-    git.run(git_dir, GC_ARGS, timeout=GC_TIMEOUT)
+    args = (*GC_ARGS[:-2], "--prune=never", "--quiet") if keep else GC_ARGS
+    git.run(git_dir, args, timeout=GC_TIMEOUT)
     return True

@@ -44,7 +44,7 @@ MISSING_SCANS = 2
 # what a list of them is, filtered by the access policy's ``visible`` condition.
 # What it offers besides its code (``repo_features``: issues, pull requests) comes along, so
 # that every page's header knows its tabs without another statement.
-_TABLES = ("repos", "repo_access", "repo_features")
+_TABLES = ("repos", "repo_access", "repo_features", "forks")
 # What is kept by a repository's owner and name rather than by its row: moved by a rename,
 # removed by a deletion (an issue's comments and events go with it, by foreign key; the
 # totals of issues follow them by trigger).
@@ -62,11 +62,13 @@ _LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (
     "SELECT repos.*, COALESCE(repo_access.private, 0) AS private,"
     " COALESCE(repo_features.issues, 1) AS has_issues,"
-    " COALESCE(repo_features.pulls, 1) AS has_pulls FROM repos"
+    " COALESCE(repo_features.pulls, 1) AS has_pulls,"
+    " forks.parent_owner AS parent_owner, forks.parent_name AS parent_name FROM repos"
     " LEFT JOIN repo_access"
     " ON repo_access.owner = repos.owner AND repo_access.name = repos.name"
     " LEFT JOIN repo_features"
     " ON repo_features.owner = repos.owner AND repo_features.name = repos.name"
+    " LEFT JOIN forks ON forks.owner = repos.owner AND forks.name = repos.name"
 )
 
 
@@ -82,6 +84,7 @@ class Repo:
     private: bool = False
     has_issues: bool = True  # issues are on (the repository's settings)
     has_pulls: bool = True  # and pull requests
+    parent: tuple[str, str] | None = None  # (owner, name) of what it was forked from
 
     @property
     def full_name(self) -> str:
@@ -641,4 +644,5 @@ def _repo(row: Row) -> Repo:
         private=bool(row["private"]),
         has_issues=bool(row["has_issues"]),
         has_pulls=bool(row["has_pulls"]),
+        parent=(row["parent_owner"], row["parent_name"]) if row["parent_owner"] else None,
     )

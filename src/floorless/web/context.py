@@ -33,6 +33,7 @@ class RepoView:
     handle: pygit2.Repository
     level: Level = Level.READ
     extra: dict[str, Any] = field(default_factory=dict)
+    parent: Repo | None = None  # what it was forked from, when the viewer may read that
 
     def resolve(self, kind: str, tail: bytes) -> Resolved:
         """The ref and path of a URL tail; a commit id (full or abbreviated) must be reachable
@@ -87,6 +88,7 @@ class RepoView:
             "branches": self.snapshot.sorted_branches,
             "tags": self.snapshot.sorted_tags,
             "level": self.level,
+            "parent": self.parent,
             **more,
         }
 
@@ -135,4 +137,18 @@ def _visibility(forge: Forge) -> tuple[int, int]:
 def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoView:
     repo, level = find_repo(forge, req, owner, name)
     snapshot = forge.snapshot(repo)
-    return RepoView(forge, repo, snapshot, forge.open(repo), level)
+    return RepoView(
+        forge, repo, snapshot, forge.open(repo), level, parent=_parent(forge, req, repo)
+    )
+
+
+def _parent(forge: Forge, req: falcon.Request, repo: Repo) -> Repo | None:
+    """The repository ``repo`` was forked from, if the viewer may read it (its name alone
+    would tell of a private one): read for a fork's pages alone."""
+    if repo.parent is None:
+        return None
+    try:
+        parent = forge.registry.get(*repo.parent)
+    except NotFound:
+        return None
+    return parent if forge.policy.level(viewer_of(req), parent) >= Level.READ else None

@@ -204,6 +204,10 @@ def tags(repo: Named) -> str:
     return f"{home(repo)}/tags"
 
 
+def fork(repo: Named) -> str:
+    return f"{home(repo)}/fork"
+
+
 def settings(repo: Named) -> str:
     return f"{home(repo)}/settings"
 

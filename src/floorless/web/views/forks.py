@@ -1,0 +1,60 @@
+"""``/{owner}/{repo}/fork``: the form that names a fork, and the fork's creation.
+
+The repository is found as any page of it is, so a private one that the requester may not
+read answers 404 exactly as a missing one, before anything else is asked (not even whether
+they are signed in). Forking copies no objects (``floorless.forks``): the page runs no
+process; the POST writes refs alone.
+"""
+
+from __future__ import annotations
+
+import falcon
+
+from floorless import forks
+from floorless.accounts import Account
+from floorless.errors import BadRequest, FloorlessError, Forbidden
+from floorless.web import auth, urls
+from floorless.web.context import RepoView, repo_view
+from floorless.web.views.account import FormView
+
+
+class Fork(FormView):
+    def allowed(self, req: falcon.Request, owner: str, repo: str) -> tuple[RepoView, Account]:
+        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+        account = self.signed_in(req)
+        if not self.forge.policy.may_fork(auth.viewer_of(req), view.level):
+            raise Forbidden("you may not fork this repository")
+        return view, account
+
+    def owners(self, account: Account) -> list[str]:
+        return [account.name] + [o.name for o in self.forge.accounts.owned_orgs(account)]
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, account = self.allowed(req, owner, repo)
+        self.show(resp, view, account, {"name": view.repo.name})
+
+    def show(
+        self,
+        resp: falcon.Response,
+        view: RepoView,
+        account: Account,
+        form: dict[str, str],
+        error: str = "",
+    ) -> None:
+        context = view.template_context(owners=self.owners(account), form=form, error=error)
+        self.html(resp, "fork.html", **context)
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, account = self.allowed(req, owner, repo)
+        form = self.form(req)
+        target = form.get("owner", account.name)
+        name = form.get("name", "").strip() or view.repo.name
+        try:
+            if target not in self.owners(account):
+                raise BadRequest(f"you cannot create repositories for {target[:100]!r}")
+            made = forks.fork(self.forge, view.repo, target, name)
+        except FloorlessError as exc:
+            resp.status = exc.status
+            self.show(resp, view, account, form, str(exc))
+            return
+        raise falcon.HTTPSeeOther(urls.home(made))
