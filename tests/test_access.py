@@ -56,6 +56,18 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         if viewer != "anonymous"
     }
     main = git_text(root / "repos" / "alice" / "demo.git", "rev-parse", "main")
+    # pull request #2: main's newer commits into the release branch
+    pull = forge.pulls.create(
+        "alice",
+        "demo",
+        people["alice"],
+        "Bring release up",
+        "",
+        "release",
+        ("alice", "demo", "main"),
+        main,
+    )
+    forge.set_pull_ref(repo, pull.number, main)
     yield Site(forge, testing.TestClient(create_app(forge)), tokens, main)
     forge.stop()
 
@@ -105,6 +117,14 @@ READ_PAGES = [
     ("/{owner}/{repo}/labels", "/alice/demo/labels", "GET"),
     ("/{owner}/{repo}/milestones", "/alice/demo/milestones", "GET"),
     ("/{owner}/{repo}/milestone/{milestone}", "/alice/demo/milestone/1", "GET"),
+    ("/{owner}/{repo}/pulls", "/alice/demo/pulls?state=all", "GET"),
+    ("/{owner}/{repo}/pulls/{number}", "/alice/demo/pulls/2", "GET"),
+    ("/{owner}/{repo}/pulls/{number}", "/alice/demo/pulls/2.diff", "GET"),
+    ("/{owner}/{repo}/pulls/{number}/commits", "/alice/demo/pulls/2/commits", "GET"),
+    ("/{owner}/{repo}/pulls/{number}/files", "/alice/demo/pulls/2/files", "GET"),
+    ("/{owner}/{repo}/compare", "/alice/demo/compare", "GET"),
+    ("/{owner}/{repo}/compare/{spec:path}", "/alice/demo/compare/release...main", "GET"),
+    ("/{owner}/{repo}/compare/{spec:path}", "/alice/demo/compare/release...main.patch", "GET"),
 ]
 GIT_READ = [
     ("/{owner}/{repo}/info/refs", "/alice/demo.git/info/refs?service=git-upload-pack", "GET"),
@@ -123,6 +143,7 @@ SIGNED_IN_PAGES = [
     (_REVIEWS + "/comments", "/alice/demo/pulls/1/files/reviews/comments", "POST"),
     (_REVIEWS + "/comments/{comment}", "/alice/demo/pulls/1/files/reviews/comments/1", "POST"),
     (_REVIEWS + "/submit", "/alice/demo/pulls/1/files/reviews/submit", "POST"),
+    ("/{owner}/{repo}/pulls/{number}/merge", "/alice/demo/pulls/2/merge", "POST"),
 ]
 LISTINGS = ["/", "/?q=demo", "/alice"]
 
