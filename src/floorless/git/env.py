@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ class GitEnvironment:
         self.home = runtime_dir / "home"
         self.config = self.home / "gitconfig"
         self.tmp = runtime_dir / "tmp"
+        self.hooks = runtime_dir / "hooks"  # the only hooks a push through floorless runs
 
     def prepare(self) -> None:
         """Create the runtime directory with an empty git config; point libgit2 at nothing."""
@@ -40,6 +42,14 @@ class GitEnvironment:
             directory.mkdir(parents=True, exist_ok=True)
         if not self.config.exists():
             self.config.write_text("")
+        self.hooks.mkdir(parents=True, exist_ok=True)
+        hook = self.hooks / "proc-receive"
+        script = f'#!/bin/sh\nexec "{sys.executable}" -m floorless.hooks proc-receive\n'
+        if not hook.exists() or hook.read_text() != script:
+            scratch = hook.with_name("proc-receive.new")
+            scratch.write_text(script)
+            scratch.chmod(0o755)
+            scratch.replace(hook)
         isolate_libgit2()
 
     def environ(self) -> dict[str, str]:

@@ -103,9 +103,22 @@ class PktChecker:
             raise BadRequest("malformed git request: the body is empty")
 
 
-def service_args(service: str, git_dir: Path) -> list[str]:
-    """git's arguments to serve one POST of ``service`` (after the ``--git-dir``)."""
+def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list[str]:
+    """git's arguments to serve one POST of ``service`` (after the ``--git-dir``). A push
+    never stores ``refs/for/*``: git hands those updates to a ``proc-receive`` hook, which
+    reads the push options git is told to accept. ``hooks``: floorless's hooks directory,
+    whose ``proc-receive`` is ``floorless.hooks`` (the AGit flow), for a push that updates
+    ``refs/for/*``; without it, the repository's own hooks run (and such an update fails)."""
     config = list(UPLOAD_PACK_CONFIG) if service == "git-upload-pack" else []
+    if service == "git-receive-pack":
+        config = [
+            "-c",
+            "receive.procReceiveRefs=refs/for",
+            "-c",
+            "receive.advertisePushOptions=true",
+        ]
+        if hooks is not None:
+            config += ["-c", f"core.hooksPath={hooks}"]
     return [*config, service.removeprefix("git-"), "--stateless-rpc", str(git_dir)]
 
 

@@ -17,13 +17,17 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import falcon
 
+import floorless
+from floorless import hooks
 from floorless.access import Level
 from floorless.errors import (
     BadRequest,
@@ -32,11 +36,12 @@ from floorless.errors import (
     Unauthorized,
     Unsupported,
 )
+from floorless.forge import Forge
 from floorless.git import protocol, reach, transport
 from floorless.repos import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
-from floorless.web.views.base import View
+from floorless.web.views.base import View, public_url
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +61,7 @@ class GitView(View):
             raise
         return repo
 
-    def environment(self, req: falcon.Request) -> dict[str, str]:
+    def environment(self, req: falcon.Request, repo: Repo | None = None) -> dict[str, str]:
         env: dict[str, str] = {}
         version = protocol.protocol_header(req.get_header("Git-Protocol"))
         if version is not None:
@@ -65,7 +70,28 @@ class GitView(View):
         if account is not None:
             env["GIT_COMMITTER_NAME"] = account.name
             env["GIT_COMMITTER_EMAIL"] = account.email or f"{account.name}@floorless"
+            if repo is not None:  # for a push's proc-receive hook (floorless.hooks)
+                env.update(hook_environment(self.forge, req, repo, account.id))
         return env
+
+
+def hook_environment(
+    forge: Forge, req: falcon.Request, repo: Repo, account_id: int
+) -> dict[str, str]:
+    """What ``floorless.hooks`` is told by the forge, never by the client: who pushes, where,
+    the database, the public URL, and where floorless's own code is."""
+    database = forge.settings.database  # the hook runs in the repository's directory
+    if database.startswith("sqlite:///"):
+        database = database.removeprefix("sqlite:///")
+    if "://" not in database:
+        database = str(Path(database).resolve())
+    return {
+        hooks.ENV_DATABASE: database,
+        hooks.ENV_ACCOUNT: str(account_id),
+        hooks.ENV_REPO: repo.full_name,
+        hooks.ENV_URL: public_url(forge.settings, req),
+        "PYTHONPATH": str(Path(floorless.__file__).resolve().parent.parent),
+    }
 
 
 def _needed(service: str) -> Level:
@@ -134,6 +160,12 @@ class Service(GitView):
         if (req.content_type or "").split(";")[0].strip().lower() != expected:
             raise Unsupported(f"a {self.service} request has Content-Type {expected}")
         body = request_body(req, self.limit)  # checks the encoding and length before git starts
+        hooks = None
+        if self.service == "git-receive-pack":
+            # The commands come first: a push to refs/for/* (AGit) runs floorless's hooks.
+            first = next(body, b"")
+            body = itertools.chain([first], body)
+            hooks = self.forge.git.hooks if b" refs/for/" in first else None
         if self.service == "git-upload-pack":  # nothing by id that no ref reaches
             allowed = self.forge.fetchable(found)
             body, refused = reach.screen_wants(body, allowed, self.forge.git.tmp)
@@ -146,8 +178,8 @@ class Service(GitView):
         try:
             proc = self.forge.git.popen(
                 found.path,
-                protocol.service_args(self.service, found.path),
-                extra_env=self.environment(req),
+                protocol.service_args(self.service, found.path, hooks),
+                extra_env=self.environment(req, found),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors,
