@@ -295,6 +295,14 @@ class Policy:
         )
         return sorted((str(row["name"]) for row in rows), key=str.lower)
 
+    # -- visibility ---------------------------------------------------------------------------
+
+    def may_publish(self, ancestors: list[Repo | None]) -> bool:
+        """Whether a fork whose parents (nearest first; None for one gone or unknown) are
+        ``ancestors`` may be made public: not while any of them is private, or a reader of a
+        private repository could publish it by forking it."""
+        return all(parent is not None and not parent.private for parent in ancestors)
+
     # -- collaborators ------------------------------------------------------------------------
 
     def collaborators(self, repo: Repo) -> list[Collaborator]:

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pygit2
 from pygit2.enums import ObjectType
@@ -32,7 +33,7 @@ from floorless.config import Settings
 from floorless.db import open_database
 from floorless.db.leases import Leases, node_name
 from floorless.db.notices import Notices
-from floorless.errors import FloorlessError
+from floorless.errors import FloorlessError, Forbidden, NotFound
 from floorless.garbage import collect
 from floorless.git import reach
 from floorless.git.env import GitEnvironment
@@ -375,7 +376,45 @@ class Forge:
             return reach.commit(repo.id, handle, tips, oid, budget)
         if kind == ObjectType.TAG:
             return oid in snapshot.tag_objects
+        if repo.parent is not None and not forks.owns(Path(handle.path), oid):
+            return self._borrowed(repo.parent, kind, oid, budget)
         return reach.blob_or_tree(repo.id, handle, tips, oid, budget)
+
+    def set_private(self, repo: Repo, private: bool) -> None:
+        """Make ``repo`` private or public (``check_public`` first)."""
+        if not private:
+            self.check_public(repo)
+        self.registry.set_private(repo.owner, repo.name, private)
+
+    def check_public(self, repo: Repo) -> None:
+        """Refuse to make ``repo`` public when it is a fork of a private repository (at any
+        remove): ``Policy.may_publish``."""
+        ancestors: list[Repo | None] = []
+        names = repo.parent
+        while names is not None and len(ancestors) < 100:
+            try:
+                found: Repo | None = self.registry.get(*names)
+            except NotFound:
+                found = None
+            ancestors.append(found)
+            names = found.parent if found is not None else None
+        if not self.policy.may_publish(ancestors):
+            raise Forbidden("a fork of a private repository stays private")
+
+    def _borrowed(
+        self, parent_name: tuple[str, str], kind: int, oid: bytes, budget: int | None
+    ) -> bool | None:
+        """A tree or blob a fork reads from its parent's objects (alternates) is served by id
+        only as the parent serves it to anyone: the parent public and its refs reaching it.
+        The fork's own index knows nothing of what the parent gained since the fork, so its
+        suspects would let through whatever the parent (perhaps private by now) holds."""
+        try:
+            parent = self.registry.get(*parent_name)
+        except NotFound:
+            return False
+        if parent.private:
+            return False
+        return self.reachable(parent, self.snapshot(parent), kind, oid, budget)
 
     def fetchable(self, repo: Repo, wait: float = 2.0) -> Callable[[bytes], bool | None]:
         """For a fetch: whether an object id may be sent; None when that is not known yet

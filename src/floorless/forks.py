@@ -62,6 +62,19 @@ def objects_dir(git_dir: Path) -> str:
     return str((git_dir / "objects").resolve())
 
 
+def owns(git_dir: Path, oid: bytes) -> bool:
+    """Whether the object ``oid`` is in the repository's own objects (packed or loose), not
+    in those it borrows through alternates."""
+    objects = str(git_dir / "objects")
+    odb = pygit2.Odb()
+    try:
+        odb.add_backend(pygit2.OdbBackendPack(objects), 2)
+        odb.add_backend(pygit2.OdbBackendLoose(objects, 0, False), 1)
+        return odb.exists(pygit2.Oid(raw=oid))
+    except (pygit2.GitError, ValueError, OSError):
+        return False
+
+
 def parent_of(forge: Forge, owner: str, name: str) -> ForkRow | None:
     row = forge.db.one("SELECT * FROM forks WHERE owner = ? AND name = ?", (owner, name))
     if row is None:

@@ -281,12 +281,14 @@ class OneRepo(RepoResource):
             raise Unprocessable("allow at least one way to merge")
         if changed.default_merge not in changed.merge_styles:
             raise Unprocessable("the default merge style must be one of those allowed")
+        if body.get("private") is False:  # checked before anything changes
+            forge.check_public(found)
         if "name" in body and body["name"] != found.name:
             found = forge.rename(found, str(body["name"]).strip())
         if "description" in body:
             forge.registry.set_description(found, str(body["description"]))
         if "private" in body:
-            forge.registry.set_private(found.owner, found.name, bool(body["private"]))
+            forge.set_private(found, bool(body["private"]))
         if changed != features:
             forge.pulls.set_features(found.owner, found.name, changed)
         if branch is not None and branch.encode() != forge.snapshot(found).default_branch:

@@ -396,7 +396,8 @@ class Compare(IssueView):
         ):
             fork = self.forge.pulls.fork_of(repo.owner, repo.name, spec.head_owner, spec.head_name)
             if fork is None:
-                raise NotFound(f"{spec.head_owner} has no fork of {repo.full_name}")
+                # as for a fork the reader may not see: not a word more
+                raise NotFound("repository not found")
             head_view = repo_view(self.forge, req, *fork)  # 404 for whoever may not read it
         return Sides(spec, view, head_view, tip(view, spec.base_branch), tip(head_view, spec.head))
 

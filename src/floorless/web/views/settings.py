@@ -63,8 +63,8 @@ class Settings(FormView):
             self.show(resp, self.forge.registry.get(found.owner, found.name), error=str(exc))
 
     def do_update(self, repo: Repo, form: dict[str, str]) -> None:
+        self.forge.set_private(repo, form.get("visibility") == "private")
         self.forge.registry.set_description(repo, form.get("description", ""))
-        self.forge.registry.set_private(repo.owner, repo.name, form.get("visibility") == "private")
         raise falcon.HTTPSeeOther(urls.settings(repo))
 
     def do_features(self, repo: Repo, form: dict[str, str]) -> None:
