@@ -9,6 +9,7 @@ cursor pagination (a page going on from the one before) must rebuild the full li
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import start_forge, wait_for
+from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import (
     DEMO_INVALID_UTF8_PATH,
@@ -678,3 +679,33 @@ def test_long_path_walk_is_deferred_then_served_from_the_index(
     shown, _ = walk_pages(client, url)
     assert shown == expected
     assert walks == []
+
+
+def test_an_answer_for_one_entry_leaves_the_others_to_be_found(
+    tmp_path: Path, fixture_root: Path
+) -> None:
+    """A directory's last commits kept for one entry (as the API's contents of a file asks
+    them, where no page asked for the directory before) are no answer for the others: they
+    are found when the whole directory is asked for, and the kept answer grows."""
+    shutil.copytree(fixture_root / DEMO, tmp_path / "repos" / DEMO)
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        wait_indexed(forge)
+        root = tmp_path / "repos" / DEMO
+        repo = repo_of(forge, DEMO)
+        start = git_text(root, "rev-parse", "main~3")
+        names = git_directories(root, start)[b""]
+        assert len(names) > 3
+        key = bytes.fromhex(start) + b"\0"
+        one = forge.indexer.last_commits(repo, bytes.fromhex(start), b"", names[:1])
+        assert one is not None and one[names[0]] is not None
+        # the answer as a question about one entry alone leaves it
+        forge.indexer.answers.put(
+            repo.id, "last", key, json.dumps({names[0].hex(): one[names[0]].hex()})
+        )
+        compared, wrong = _last_mismatches(forge, root, DEMO, [start])
+        assert compared >= len(names) and not wrong, "\n".join(wrong)
+        kept = forge.indexer.answers.get(repo.id, "last", key)
+        assert kept is not None and set(json.loads(kept)) == {n.hex() for n in names}
+    finally:
+        forge.stop()

@@ -336,7 +336,8 @@ class Indexer:
         cached = self.answers.get(repo.id, "last", key)
         if cached is not None:
             table = json.loads(cached)
-            return {n: _unhex(table.get(n.hex())) for n in names}
+            if all(n.hex() in table for n in names):  # an answer for some entries (the API
+                return {n: _unhex(table[n.hex()]) for n in names}  # asks of one) is not all
         graph = self.ready(repo.id, commit)
         if graph is None:
             return None
@@ -482,7 +483,10 @@ class Indexer:
             n.hex(): (None if result[p] is None else graph.oids[result[p]].hex())  # type: ignore[index]
             for n, p in zip(names, paths, strict=True)
         }
-        self.answers.put(repo_id, "last", commit + b"\0" + directory, json.dumps(table))
+        key = commit + b"\0" + directory
+        known = self.answers.get(repo_id, "last", key)
+        stored = {**json.loads(known), **table} if known is not None else table
+        self.answers.put(repo_id, "last", key, json.dumps(stored))
         return {n: _unhex(table[n.hex()]) for n in names}
 
     def known_commit_count(self, repo_id: int, commit: bytes) -> int | None:
