@@ -239,18 +239,27 @@ class Issues:
         # a window of seq <= first or seq > entries - last; all of them when it covers all
         head = issue.entries if first is None else min(first, issue.entries)
         tail = max(head, issue.entries - last)
-        params = (issue.id, head, tail)
+        # two ranges of the (issue_id, seq) index each (an OR of the two had SQLite read
+        # every entry of the issue: 6 ms for one with 10,000)
+        params = (issue.id, head, issue.id, tail)
         comments = self.db.query(
             "SELECT c.id, c.seq, c.body, c.created_at, c.updated_at, c.author_id, a.name AS who"
-            " FROM issue_comments c"
-            " LEFT JOIN accounts a ON a.id = c.author_id"
-            " WHERE c.issue_id = ? AND (c.seq <= ? OR c.seq > ?)",
+            " FROM issue_comments c LEFT JOIN accounts a ON a.id = c.author_id"
+            " WHERE c.issue_id = ? AND c.seq <= ?"
+            " UNION ALL"
+            " SELECT c.id, c.seq, c.body, c.created_at, c.updated_at, c.author_id, a.name AS who"
+            " FROM issue_comments c LEFT JOIN accounts a ON a.id = c.author_id"
+            " WHERE c.issue_id = ? AND c.seq > ?",
             params,
         )
         events = self.db.query(
             "SELECT e.id, e.seq, e.kind, e.old_value, e.value, e.created_at, a.name AS who"
             " FROM issue_events e LEFT JOIN accounts a ON a.id = e.actor_id"
-            " WHERE e.issue_id = ? AND (e.seq <= ? OR e.seq > ?)",
+            " WHERE e.issue_id = ? AND e.seq <= ?"
+            " UNION ALL"
+            " SELECT e.id, e.seq, e.kind, e.old_value, e.value, e.created_at, a.name AS who"
+            " FROM issue_events e LEFT JOIN accounts a ON a.id = e.actor_id"
+            " WHERE e.issue_id = ? AND e.seq > ?",
             params,
         )
         entries = [
