@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -38,7 +37,7 @@ from pygit2.enums import SortMode
 
 from floorless.access import Level, Policy, Viewer
 from floorless.accounts import Account, Accounts
-from floorless.background import start as start_thread
+from floorless.background import Jobs
 from floorless.db import Database
 from floorless.errors import FloorlessError, NotFound
 from floorless.git.refs import RefSnapshot
@@ -99,11 +98,9 @@ class References:
         self.registry = registry
         self.policy = policy
         self.locate = locate
-        self._wake = threading.Condition()
-        self._jobs: dict[tuple[str, str], None] = {}
-        self._busy = 0
-        self._stop = False
-        self._thread: threading.Thread | None = None
+        self._jobs = Jobs(
+            "references", log, (FloorlessError, pygit2.GitError, KeyError, ValueError, OSError)
+        )
 
     # -- text ---------------------------------------------------------------------------------
 
@@ -196,9 +193,8 @@ class References:
 
     def queue(self, repo: Repo, snapshot: RefSnapshot | None = None) -> None:
         """Read the commits new on ``repo``'s branches soon (for ``ref_listeners``)."""
-        with self._wake:
-            self._jobs[repo.owner, repo.name] = None
-            self._wake.notify_all()
+        owner, name = repo.owner, repo.name
+        self._jobs.queue((owner, name), lambda: self.read_commits(owner, name))
 
     def read_commits(self, owner: str, name: str) -> int:
         """Read the commits each branch of ``owner/name`` got since it was last read for
@@ -289,37 +285,14 @@ class References:
     # -- the thread ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = start_thread(self._run, "references")
+        self._jobs.start()
 
     def stop(self) -> None:
-        with self._wake:
-            self._stop = True
-            self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._jobs.stop()
 
     def idle(self) -> bool:
         """Whether no work is queued or running (for tests)."""
-        with self._wake:
-            return not self._jobs and not self._busy
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._jobs and not self._stop:
-                    self._wake.wait()
-                if self._stop:
-                    return
-                key = next(iter(self._jobs))
-                del self._jobs[key]
-                self._busy += 1
-            try:
-                self.read_commits(*key)
-            except (FloorlessError, pygit2.GitError, KeyError, ValueError, OSError) as exc:
-                log.warning("references: %s/%s: %s", *key, exc)
-            finally:
-                with self._wake:
-                    self._busy -= 1
+        return self._jobs.idle()
 
 
 def _present(handle: pygit2.Repository, oid: str) -> bool:

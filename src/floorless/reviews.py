@@ -29,7 +29,6 @@ Who may review, and who may give a verdict, is ``access.py``'s to say.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ import pygit2
 from pygit2.enums import SortMode
 
 from floorless.accounts import Account
-from floorless.background import start as start_thread
+from floorless.background import Jobs
 from floorless.caches import Cache
 from floorless.db import Database, Row
 from floorless.errors import BadRequest, Conflict, FloorlessError, NotFound
@@ -181,11 +180,9 @@ class Reviews:
         self.merge_bases: Cache[tuple[str, str], str] = Cache.lru(4096)
         self.changed: Cache[tuple[str, str], lines.ChangedPaths] = Cache.lru(256)
         self.news: Cache[tuple[str, str, str], NewCommits] = Cache.lru(4096)
-        self._jobs: dict[Hashable, Callable[[], None]] = {}
-        self._busy = 0
-        self._wake = threading.Condition()
-        self._stop = False
-        self._thread: threading.Thread | None = None
+        self._jobs = Jobs(
+            "reviews", log, (FloorlessError, pygit2.GitError, KeyError, ValueError, OSError)
+        )
         pulls.on_head_moved.append(lambda pull: self.follow_soon(pull.owner, pull.name))
 
     # -- where the diff is --------------------------------------------------------------------
@@ -509,42 +506,17 @@ class Reviews:
     # -- the thread ---------------------------------------------------------------------------
 
     def _queue(self, key: Hashable, job: Callable[[], None]) -> None:
-        with self._wake:
-            self._jobs.setdefault(key, job)
-            self._wake.notify_all()
+        self._jobs.queue(key, job)
 
     def start(self) -> None:
-        self._thread = start_thread(self._run, "reviews")
+        self._jobs.start()
 
     def stop(self) -> None:
-        with self._wake:
-            self._stop = True
-            self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._jobs.stop()
 
     def idle(self) -> bool:
         """Whether no work is queued or running (for tests)."""
-        with self._wake:
-            return not self._jobs and not self._busy
-
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._jobs and not self._stop:
-                    self._wake.wait()
-                if self._stop:
-                    return
-                key = next(iter(self._jobs))
-                job = self._jobs.pop(key)
-                self._busy += 1
-            try:
-                job()
-            except (FloorlessError, pygit2.GitError, KeyError, ValueError, OSError) as exc:
-                log.warning("reviews: %s: %s", key, exc)
-            finally:
-                with self._wake:
-                    self._busy -= 1
+        return self._jobs.idle()
 
 
 def new_commits(handle: pygit2.Repository, seen: str, head: str, merge_base: str) -> NewCommits:
