@@ -225,7 +225,23 @@ def issues(
 ) -> str:
     """The issue list: ``state`` open, closed or all; a page of it after a cursor. Filtered by
     a label's name, a milestone's title and an assignee's name (each "" for any)."""
-    return f"{home(repo)}/issues" + query(
+    return _listing(repo, "issues", state, q, author, before, after, label, milestone, assignee)
+
+
+def _listing(
+    repo: Named,
+    kind: str,
+    state: str,
+    q: str,
+    author: str,
+    before: int | None,
+    after: int | None,
+    label: str,
+    milestone: str,
+    assignee: str,
+) -> str:
+    """The issue or pull request list (``kind``) with its filters and cursor."""
+    return f"{home(repo)}/{kind}" + query(
         {
             "state": state if state != "open" else None,
             "q": q or None,
@@ -278,20 +294,8 @@ def pulls(
     milestone: str = "",
     assignee: str = "",
 ) -> str:
-    """The pull request list, shaped as the issue list. Filtered by
-    a label's name, a milestone's title and an assignee's name (each "" for any)."""
-    return f"{home(repo)}/pulls" + query(
-        {
-            "state": state if state != "open" else None,
-            "q": q or None,
-            "author": author or None,
-            "label": label or None,
-            "milestone": milestone or None,
-            "assignee": assignee or None,
-            "before": before,
-            "after": after,
-        }
-    )
+    """The pull request list, shaped as the issue list."""
+    return _listing(repo, "pulls", state, q, author, before, after, label, milestone, assignee)
 
 
 def pull(repo: Named, number: int, tab: str = "", comment: int | None = None) -> str:
