@@ -76,6 +76,21 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Comment:
+    """A comment with what names it outside its issue's page (the API's comments)."""
+
+    id: int
+    issue_id: int
+    number: int  # of its issue or pull request
+    is_pull: bool
+    author: str  # "" when the account is gone
+    author_id: int | None
+    body: str
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
 class IssuePage:
     issues: list[Issue]
     counts: dict[str, int]  # open, closed: of the issues the search matches
@@ -302,6 +317,50 @@ class Issues:
         )
         return {int(row["number"]): bool(row["is_pull"]) for row in rows}
 
+    def comments(
+        self,
+        owner: str,
+        name: str,
+        number: int | None = None,
+        since: float | None = None,
+        before: float | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Comment]:
+        """Comments of issue (or pull request) ``number``, or of the whole repository, oldest
+        first: those updated at or after ``since`` and before ``before``, ``limit`` of them
+        from ``offset``. One statement."""
+        where = ["i.owner = ?", "i.name = ?"]
+        params: list[object] = [owner, name]
+        if number is not None:
+            where.append("i.number = ?")
+            params.append(number)
+        if since is not None:
+            where.append("c.updated_at >= ?")
+            params.append(since)
+        if before is not None:
+            where.append("c.updated_at < ?")
+            params.append(before)
+        page = ""
+        if limit is not None:
+            page = " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        rows = self.db.query(
+            f"{_COMMENT} WHERE {' AND '.join(where)} ORDER BY c.created_at, c.id{page}",
+            params,
+        )
+        return [comment_row(row) for row in rows]
+
+    def comment_by_id(self, owner: str, name: str, comment_id: int) -> Comment:
+        """Comment ``comment_id``, if it is on an issue or pull request of the repository."""
+        row = self.db.one(
+            f"{_COMMENT} WHERE c.id = ? AND i.owner = ? AND i.name = ?",
+            (comment_id, owner, name),
+        )
+        if row is None:
+            raise NotFound("no such comment")
+        return comment_row(row)
+
     # -- writing ------------------------------------------------------------------------------
 
     def create(self, owner: str, name: str, author: Account, title: str, body: str) -> Issue:
@@ -472,6 +531,27 @@ class Issues:
 def _like(text: str) -> str:
     """``text`` matched literally by LIKE ... ESCAPE '!'."""
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
+_COMMENT = (
+    "SELECT c.id, c.issue_id, i.number, i.is_pull, a.name AS author, c.author_id, c.body,"
+    " c.created_at, c.updated_at FROM issue_comments c JOIN issues i ON i.id = c.issue_id"
+    " LEFT JOIN accounts a ON a.id = c.author_id"
+)
+
+
+def comment_row(row: Row) -> Comment:
+    return Comment(
+        id=int(row["id"]),
+        issue_id=int(row["issue_id"]),
+        number=int(row["number"]),
+        is_pull=bool(row["is_pull"]),
+        author=row["author"] or "",
+        author_id=row["author_id"],
+        body=row["body"],
+        created_at=float(row["created_at"]),
+        updated_at=float(row["updated_at"]),
+    )
 
 
 def issue_row(row: Row) -> Issue:

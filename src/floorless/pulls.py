@@ -152,6 +152,22 @@ class Pulls:
     def of_issue(self, issue: Issue) -> Pull:
         return self.get(issue.owner, issue.name, issue.number)
 
+    def merges_of(self, issue_ids: list[int]) -> dict[int, float | None]:
+        """Of the pull requests among ``issue_ids``, when each was merged (None: not yet), in
+        one statement: what a list of issues shows of the pull requests in it."""
+        if not issue_ids:
+            return {}
+        marks = ", ".join("?" * len(issue_ids))
+        rows = self.db.query(
+            "SELECT issue_id, merged, merged_at FROM pulls"  # noqa: S608
+            f" WHERE issue_id IN ({marks})",
+            issue_ids,
+        )
+        return {
+            int(row["issue_id"]): float(row["merged_at"] or 0) if row["merged"] else None
+            for row in rows
+        }
+
     def page(
         self,
         owner: str,

@@ -396,6 +396,19 @@ class Triage:
         )
         return None if row is None else _milestone(row)
 
+    def milestones_of(self, issue_ids: list[int]) -> dict[int, Milestone]:
+        """The milestone of each of ``issue_ids`` that is in one, with its counts, in one
+        statement (for a page of issues: never one per issue)."""
+        if not issue_ids:
+            return {}
+        marks = ", ".join("?" * len(issue_ids))
+        select = _MILESTONE.replace("SELECT m.*,", "SELECT x.id AS issue_id, m.*,", 1)
+        rows = self.db.query(
+            f"{select} JOIN issues x ON x.milestone_id = m.id WHERE x.id IN ({marks})",
+            issue_ids,
+        )
+        return {int(row["issue_id"]): _milestone(row) for row in rows}
+
     def set_milestone(self, issue: Issue, actor: Account, milestone_id: int | None) -> bool:
         """Put ``issue`` in a milestone of its repository (None: in none), with a
         ``milestone`` event from the old title to the new ("" for none)."""

@@ -19,6 +19,7 @@ from floorless import __version__
 from floorless.web import urls
 from floorless.web.api.base import JSON, Operation, Resource
 from floorless.web.api.gitshapes import SCHEMAS as GIT_SCHEMAS
+from floorless.web.api.issueshapes import SCHEMAS as ISSUE_SCHEMAS
 from floorless.web.views.base import public_url
 
 _USER = {
@@ -161,6 +162,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "SearchResults": {"ok": "boolean", "data": "[Repository]"},
     "APIError": {"message": "string", "url": "string"},
     **GIT_SCHEMAS,
+    **ISSUE_SCHEMAS,
 }
 _PRIMITIVES = {"string", "integer", "boolean", "date-time"}
 
