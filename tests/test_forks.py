@@ -237,7 +237,7 @@ def test_bad_fork_names_and_owners_are_refused_clearly(
     again = cat.post("/ann/plans/fork", {"owner": "cat", "name": "plans"})
     assert again.status_code == 409 and "already exists" in again.text
     stranger = cat.post("/ann/plans/fork", {"owner": "ann", "name": "copy"})
-    assert stranger.status_code == 400 and "cannot create repositories" in stranger.text
+    assert stranger.status_code == 403 and "cannot create repositories" in stranger.text
     no_csrf = cat.post("/ann/plans/fork", {"owner": "cat", "name": "other"}, csrf=None)
     assert 400 <= no_csrf.status_code < 500
     anonymous = Browser(client).get("/ann/plans/fork")

@@ -35,6 +35,12 @@ Pull requests, on a repository the viewer may read:
 Forks, of a repository the viewer may read (a private one's fork is private):
     fork it, as their own or an organisation's  any signed-in person; an owner of the org
 
+Collaborators (the settings page, and the API's ``collaborators``), of a repository the
+viewer may read:
+    list them, ask whether someone is one      any signed-in person (as Forgejo)
+    add, change, remove one                    ADMIN, write scope
+    ask what someone's access is               ADMIN, a site administrator, or that person
+
 A repository someone may not read does not exist for them: ``require`` answers as for an
 unknown name (404), or asks for credentials (401) when there are none, whichever name it is,
 and after the same lookups, so that not even the time taken tells the two apart.
@@ -305,13 +311,52 @@ class Policy:
 
     # -- collaborators ------------------------------------------------------------------------
 
-    def collaborators(self, repo: Repo) -> list[Collaborator]:
-        rows = self.db.query(
+    def collaborators(
+        self, repo: Repo, offset: int = 0, limit: int | None = None
+    ) -> list[Collaborator]:
+        """``repo``'s collaborators by name; ``limit`` of them from ``offset`` for a page."""
+        sql = (
             "SELECT a.name, c.role FROM collaborators c JOIN accounts a ON a.id = c.user_id"
-            " WHERE c.owner = ? AND c.name = ? ORDER BY a.name",
+            " WHERE c.owner = ? AND c.name = ? ORDER BY a.name"
+        )
+        params: list[object] = [repo.owner, repo.name]
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params += [limit, offset]
+        return [Collaborator(r["name"], r["role"]) for r in self.db.query(sql, params)]
+
+    def collaborator_count(self, repo: Repo) -> int:
+        row = self.db.one(
+            "SELECT COUNT(*) AS n FROM collaborators WHERE owner = ? AND name = ?",
             (repo.owner, repo.name),
         )
-        return [Collaborator(r["name"], r["role"]) for r in rows]
+        return int(row["n"]) if row else 0
+
+    def role(self, repo: Repo, user: Account) -> str | None:
+        """``user``'s role as a collaborator on ``repo`` (read, write, admin); None when they
+        are none."""
+        row = self.db.one(
+            "SELECT role FROM collaborators WHERE owner = ? AND name = ? AND user_id = ?",
+            (repo.owner, repo.name, user.id),
+        )
+        return None if row is None else str(row["role"])
+
+    def access_mode(self, repo: Repo, user: Account) -> str:
+        """What ``user`` may do with ``repo`` in Forgejo's words (its access modes): owner for
+        the repository's owner and the owners of its organisation, then admin, write, read or
+        none, as ``level`` gives it to a credential that may write."""
+        level = self._level(user, repo)
+        if level == Level.ADMIN and not user.is_org:
+            if user.name.lower() == repo.owner.lower():
+                return "owner"
+            owner = self.db.one(
+                "SELECT 1 AS found FROM org_members m JOIN accounts o ON o.id = m.org_id"
+                " WHERE o.name = ? AND m.user_id = ? AND m.role = 'owner'",
+                (repo.owner, user.id),
+            )
+            if owner is not None:
+                return "owner"
+        return level.name.lower()
 
     def set_collaborator(self, repo: Repo, user: Account, role: str) -> None:
         if role not in ROLES:

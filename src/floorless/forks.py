@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
-from floorless.errors import FloorlessError, NotFound
+from floorless.errors import FloorlessError, Forbidden, NotFound
 from floorless.git.refs import HEADS, TAGS
 
 if TYPE_CHECKING:
+    from floorless.access import Level, Viewer
+    from floorless.accounts import Account
     from floorless.forge import Forge
     from floorless.repos import Repo
 
@@ -88,6 +90,26 @@ def forks_of(forge: Forge, owner: str, name: str) -> list[ForkRow]:
         (owner, name),
     )
     return [ForkRow(r["owner"], r["name"], r["parent_owner"], r["parent_name"]) for r in rows]
+
+
+def owners_for(forge: Forge, account: Account) -> list[str]:
+    """Who ``account`` may fork into: themselves, and each organisation they own."""
+    return [account.name] + [org.name for org in forge.accounts.owned_orgs(account)]
+
+
+def fork_for(
+    forge: Forge, viewer: Viewer, level: Level, parent: Repo, owner: str, name: str
+) -> Repo:
+    """The fork ``viewer`` (at ``level`` on ``parent``) asks for, through the web's form or
+    the API alike: into their own name or an organisation they own, named as the parent
+    unless they name it. Refused (Forbidden) before anything is written when the policy does
+    not let them fork, or ``owner`` is no one they may create repositories for."""
+    account = viewer.account
+    if account is None or not forge.policy.may_fork(viewer, level):
+        raise Forbidden("you may not fork this repository")
+    if owner not in owners_for(forge, account):
+        raise Forbidden(f"you cannot create repositories for {owner[:100]!r}")
+    return fork(forge, parent, owner, name.strip() or parent.name)
 
 
 def fork(forge: Forge, parent: Repo, owner: str, name: str) -> Repo:

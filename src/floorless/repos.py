@@ -284,9 +284,10 @@ class Registry:
         offset: int = 0,
         limit: int = 30,
         visible: tuple[str, list[object]] = ("1 = 1", []),
+        parent: tuple[str, str] | None = None,
     ) -> tuple[list[Repo], int]:
         """One page of repositories matching ``query`` in their name and the ``visible``
-        condition (the access policy's), and how many match."""
+        condition (the access policy's), and how many match; ``parent``: only its forks."""
         where = ["(lower(name) LIKE ? ESCAPE '\\' OR lower(owner) LIKE ? ESCAPE '\\')", visible[0]]
         escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         like = "%" + escaped + "%"
@@ -294,6 +295,9 @@ class Registry:
         if owner is not None:
             where.append("owner = ?")
             params.append(owner)
+        if parent is not None:
+            where.append("parent_owner = ? AND parent_name = ?")
+            params += [*parent]
         order = {
             "name": "owner, name",
             "recent": "updated_at IS NULL, updated_at DESC, owner, name",

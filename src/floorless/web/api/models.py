@@ -182,6 +182,7 @@ class RepoFacts:
         self.features: dict[tuple[str, str], Features] = {}
         self.open: dict[tuple[str, str, bool], int] = {}
         self.parents: dict[tuple[str, str], tuple[str, str]] = {}
+        self.forks: dict[tuple[str, str], int] = {}  # how many forks of each the viewer sees
         if keys:
             for row in db.query(f"SELECT * FROM repo_features WHERE {where}", params):  # noqa: S608
                 styles = str(row["merge_styles"]).split(",")
@@ -202,6 +203,19 @@ class RepoFacts:
                     row["parent_owner"],
                     row["parent_name"],
                 )
+            # forks the viewer may see, as ``forks`` lists them: a private one is not counted
+            # for who may not read it (its number would tell that it exists)
+            of, _ = _pairs(keys, "parent_")
+            visible, seen = forge.policy.visible_clause(viewer)
+            for row in db.query(
+                "SELECT parent_owner, parent_name, COUNT(*) AS n FROM ("  # noqa: S608
+                " SELECT f.owner, f.name, f.parent_owner, f.parent_name,"
+                " COALESCE(a.private, 0) AS private FROM forks f LEFT JOIN repo_access a"
+                " ON a.owner = f.owner AND a.name = f.name) AS repos"
+                f" WHERE ({of}) AND {visible} GROUP BY parent_owner, parent_name",
+                [*params, *seen],
+            ):
+                self.forks[(row["parent_owner"], row["parent_name"])] = int(row["n"])
         self.owners = people(db, [r.owner for r in repos])
         self.levels = forge.policy.levels(viewer, repos)
 
@@ -221,8 +235,9 @@ class RepoFacts:
         return parent if self.level(parent) >= Level.READ else None
 
 
-def _pairs(keys: Sequence[tuple[str, str]]) -> tuple[str, list[object]]:
-    clause = " OR ".join("(owner = ? AND name = ?)" for _ in keys) or "1 = 0"
+def _pairs(keys: Sequence[tuple[str, str]], prefix: str = "") -> tuple[str, list[object]]:
+    pair = f"({prefix}owner = ? AND {prefix}name = ?)"
+    clause = " OR ".join(pair for _ in keys) or "1 = 0"
     return clause, [part for key in keys for part in key]
 
 
@@ -268,7 +283,7 @@ def repo_json(repo: Repo, facts: RepoFacts, public: str, nested: bool = False) -
         "original_url": "",
         "website": "",
         "stars_count": 0,
-        "forks_count": 0,
+        "forks_count": facts.forks.get((repo.owner, repo.name), 0),
         "watchers_count": 0,
         "open_issues_count": facts.open.get((repo.owner, repo.name, False), 0),
         "open_pr_counter": facts.open.get((repo.owner, repo.name, True), 0),

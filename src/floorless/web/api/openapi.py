@@ -160,6 +160,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "Permission": {"admin": "boolean", "push": "boolean", "pull": "boolean"},
     "Repository": _REPO,
     "SearchResults": {"ok": "boolean", "data": "[Repository]"},
+    "RepoCollaboratorPermission": {"permission": "string", "role_name": "string", "user": "User"},
     "APIError": {"message": "string", "url": "string"},
     **GIT_SCHEMAS,
     **ISSUE_SCHEMAS,

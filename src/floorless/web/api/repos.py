@@ -58,7 +58,7 @@ _STYLE_SWITCHES = {
     "allow_squash_merge": "squash",
     "allow_fast_forward_only_merge": "fast-forward-only",
 }
-_LIST = Operation("list repositories", "[Repository]", query=dict(PAGED), paged=True)
+LIST = Operation("list repositories", "[Repository]", query=dict(PAGED), paged=True)
 
 
 class RepoResource(Resource):
@@ -73,9 +73,11 @@ class RepoResource(Resource):
         mine: bool = False,
         private: bool | None = None,
         sort: str = "name",
+        parent: tuple[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """One page of the repositories the caller may see (of ``owner``; matching
-        ``query``; ``mine``: only those they own or were given), with the paging headers."""
+        ``query``; ``mine``: only those they own or were given; forks of ``parent``), with
+        the paging headers."""
         paging = self.paging(req)
         viewer = self.viewer(req)
         clause, params = self.forge.policy.visible_clause(viewer)
@@ -91,6 +93,7 @@ class RepoResource(Resource):
             offset=paging.offset,
             limit=paging.limit,
             visible=(clause, params),
+            parent=parent,
         )
         self.paged(req, resp, self.forge, paging, total)
         return self.shown(req, repos)
@@ -126,7 +129,7 @@ def _check_branch_name(branch: str) -> None:
 class MyRepos(RepoResource):
     operations = {
         "get": replace(
-            _LIST, summary="the repositories the caller owns or was given", signed_in=True
+            LIST, summary="the repositories the caller owns or was given", signed_in=True
         ),
         "post": Operation(
             "create a repository", "Repository", status=201, body=_CREATE, signed_in=True
@@ -142,7 +145,7 @@ class MyRepos(RepoResource):
 
 
 class UserRepos(RepoResource):
-    operations = {"get": replace(_LIST, summary="a person's repositories the caller may see")}
+    operations = {"get": replace(LIST, summary="a person's repositories the caller may see")}
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         who = person(self.forge.db, name)
@@ -153,7 +156,7 @@ class UserRepos(RepoResource):
 
 class OrgRepos(RepoResource):
     operations = {
-        "get": replace(_LIST, summary="an organisation's repositories the caller may see"),
+        "get": replace(LIST, summary="an organisation's repositories the caller may see"),
         "post": Operation(
             "create a repository in an organisation",
             "Repository",

@@ -4,7 +4,7 @@ description (``openapi.py``) is made from it."""
 from __future__ import annotations
 
 from floorless.forge import Forge
-from floorless.web.api import contents, git, misc, openapi, repos, users
+from floorless.web.api import collaborators, contents, forks, git, misc, openapi, repos, users
 from floorless.web.api.base import Resource
 from floorless.web.auth import Authenticator
 
@@ -42,6 +42,11 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/media/{tail:path}", contents.RawFile),
     (REPO + "/archive/{tail:path}", contents.Archive),
     (REPO + "/compare/{tail:path}", git.Compare),
+    (REPO + "/collaborators", collaborators.Collaborators),
+    (REPO + "/collaborators/{user}", collaborators.Collaborator),
+    (REPO + "/collaborators/{user}/permission", collaborators.Permission),
+    (REPO + "/assignees", collaborators.Assignees),
+    (REPO + "/forks", forks.Forks),
 )
 
 

@@ -12,7 +12,7 @@ import falcon
 
 from floorless import forks
 from floorless.accounts import Account
-from floorless.errors import BadRequest, FloorlessError, Forbidden
+from floorless.errors import FloorlessError, Forbidden
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.account import FormView
@@ -26,9 +26,6 @@ class Fork(FormView):
             raise Forbidden("you may not fork this repository")
         return view, account
 
-    def owners(self, account: Account) -> list[str]:
-        return [account.name] + [o.name for o in self.forge.accounts.owned_orgs(account)]
-
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, account = self.allowed(req, owner, repo)
         self.show(resp, view, account, {"name": view.repo.name})
@@ -41,18 +38,17 @@ class Fork(FormView):
         form: dict[str, str],
         error: str = "",
     ) -> None:
-        context = view.template_context(owners=self.owners(account), form=form, error=error)
+        owners = forks.owners_for(self.forge, account)
+        context = view.template_context(owners=owners, form=form, error=error)
         self.html(resp, "fork.html", **context)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, account = self.allowed(req, owner, repo)
         form = self.form(req)
-        target = form.get("owner", account.name)
-        name = form.get("name", "").strip() or view.repo.name
+        viewer = auth.viewer_of(req)
+        target, name = form.get("owner", account.name), form.get("name", "")
         try:
-            if target not in self.owners(account):
-                raise BadRequest(f"you cannot create repositories for {target[:100]!r}")
-            made = forks.fork(self.forge, view.repo, target, name)
+            made = forks.fork_for(self.forge, viewer, view.level, view.repo, target, name)
         except FloorlessError as exc:
             resp.status = exc.status
             self.show(resp, view, account, form, str(exc))

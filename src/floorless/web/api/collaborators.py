@@ -1,0 +1,149 @@
+"""A repository's collaborators, and who issues may be assigned to, in Forgejo's shapes.
+
+The rules are the settings page's, kept in ``access.py`` (its table says who may do what): a
+private repository is a 404 to whoever may not read it, before anything else is asked; a
+signed-in reader may list the collaborators and ask whether someone is one; only the
+repository's admins may add, change or remove one; what someone may do (``permission``) is
+told to the repository's admins, to site administrators and to that person alone.
+
+Forgejo answers a name that is no account with 422 where it is the object of the request
+(check, add, remove) and 404 where it asks about them (``permission``); so does floorless.
+"""
+
+from __future__ import annotations
+
+import falcon
+
+from floorless.access import ROLES, Level, Viewer
+from floorless.accounts import Account
+from floorless.errors import Forbidden, NotFound
+from floorless.repos import Repo
+from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
+from floorless.web.api.models import people, user_json
+from floorless.web.views.base import public_url
+
+_SIGNED_IN_LIST = Operation(
+    "a repository's collaborators", "[User]", query=dict(PAGED), paged=True, signed_in=True
+)
+
+
+class CollaboratorResource(Resource):
+    def signed_in_reader(self, req: falcon.Request, owner: str, name: str) -> Repo:
+        """The repository, for a signed-in caller who may read it (404 first, then 401)."""
+        found, _ = self.repo(req, owner, name)
+        self.caller(req)
+        return found
+
+    def users(self, req: falcon.Request, names: list[str]) -> list[dict[str, object]]:
+        """Forgejo's ``User`` for each of ``names``, in their order, read in one statement."""
+        found = people(self.forge.db, names)
+        viewer, public = self.viewer(req), public_url(self.forge.settings, req)
+        return [user_json(found[n.lower()], viewer, public) for n in names if n.lower() in found]
+
+    def named(self, name: str, missing: type[Exception] = Unprocessable) -> Account:
+        """The person ``name`` names; ``missing`` (Forgejo's status for the operation) when no
+        account has that name."""
+        account = self.forge.accounts.get(name)
+        if account is None:
+            raise missing(f"user does not exist [name: {name[:100]}]")
+        return account
+
+
+class Collaborators(CollaboratorResource):
+    operations = {"get": _SIGNED_IN_LIST}
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found = self.signed_in_reader(req, owner, repo)
+        paging = self.paging(req)
+        policy = self.forge.policy
+        page = policy.collaborators(found, paging.offset, paging.limit)
+        self.paged(req, resp, self.forge, paging, policy.collaborator_count(found))
+        self.send(resp, self.users(req, [c.name for c in page]))
+
+
+class Collaborator(CollaboratorResource):
+    operations = {
+        "get": Operation(
+            "whether someone is a collaborator (204 yes, 404 no)", None, 204, signed_in=True
+        ),
+        "put": Operation(
+            "add a collaborator, or change their permission (the repository's admins)",
+            None,
+            204,
+            body={"permission": Field("string", "read, write (the default) or admin")},
+            signed_in=True,
+        ),
+        "delete": Operation(
+            "remove a collaborator (the repository's admins)", None, 204, signed_in=True
+        ),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
+    ) -> None:
+        found = self.signed_in_reader(req, owner, repo)
+        if self.forge.policy.role(found, self.named(user)) is None:
+            raise NotFound(f"{user[:100]} is not a collaborator of {found.full_name}")
+        self.nothing(resp)
+
+    def admin(self, req: falcon.Request, owner: str, name: str) -> Repo:
+        found, _ = self.repo(req, owner, name)  # 404 first for whoever may not read it
+        self.writer(req)
+        found, _ = self.repo(req, owner, name, Level.ADMIN)
+        return found
+
+    def on_put(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
+    ) -> None:
+        found = self.admin(req, owner, repo)
+        body = self.body(req)
+        role = body.get("permission", "write")
+        if role not in ROLES:
+            raise Unprocessable(f"[permission]: must be one of {', '.join(ROLES)}")
+        person = self.named(user)
+        if person.is_org:
+            raise Unprocessable(f"{person.name} is an organisation: a collaborator is a person")
+        self.forge.policy.set_collaborator(found, person, role)
+        self.nothing(resp)
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
+    ) -> None:
+        found = self.admin(req, owner, repo)
+        self.forge.policy.remove_collaborator(found, self.named(user))
+        self.nothing(resp)
+
+
+class Permission(CollaboratorResource):
+    operations = {
+        "get": Operation(
+            "what someone may do with a repository (its admins, or that person)",
+            "RepoCollaboratorPermission",
+            signed_in=True,
+        )
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
+    ) -> None:
+        found = self.signed_in_reader(req, owner, repo)
+        caller = self.caller(req)
+        person = self.named(user, NotFound)
+        policy = self.forge.policy
+        asking_admin = policy.level(Viewer(caller), found) >= Level.ADMIN
+        if not (caller.is_admin or caller.id == person.id or asking_admin):
+            raise Forbidden(
+                "only the repository's admins may ask about others' permissions;"
+                " a collaborator may ask about their own"
+            )
+        mode = policy.access_mode(found, person)
+        (shown,) = self.users(req, [person.name])
+        self.send(resp, {"permission": mode, "role_name": mode, "user": shown})
+
+
+class Assignees(CollaboratorResource):
+    operations = {"get": Operation("who issues and pull requests may be assigned to", "[User]")}
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.repo(req, owner, repo)
+        self.send(resp, self.users(req, self.forge.policy.assignable(found)))

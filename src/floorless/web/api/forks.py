@@ -1,0 +1,54 @@
+"""A repository's forks: listed (those the caller may see), and made.
+
+A fork is made by ``floorless.forks.fork_for``, as the web's fork form makes one: into the
+caller's name or an organisation they own, as private as its parent, its objects borrowed
+(refs written, no process). Forgejo answers the new repository with 202 (its fork used to
+be made in the background); so does floorless, though the fork is complete when it answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import falcon
+
+from floorless import forks
+from floorless.web.api.base import Field, Operation, Unprocessable
+from floorless.web.api.models import person
+from floorless.web.api.repos import LIST, RepoResource
+
+
+class Forks(RepoResource):
+    operations = {
+        "get": replace(LIST, summary="a repository's forks that the caller may see"),
+        "post": Operation(
+            "fork a repository, as the caller's or an organisation's they own",
+            "Repository",
+            status=202,
+            body={
+                "organization": Field("string", "the organisation to own the fork"),
+                "name": Field("string", "the fork's name (the repository's when not given)"),
+            },
+            signed_in=True,
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.repo(req, owner, repo)
+        self.send(resp, self.page_of(req, resp, parent=(found.owner, found.name)))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, level = self.repo(req, owner, repo)  # 404 first for whoever may not read it
+        account = self.writer(req)
+        body = self.body(req)
+        target = account.name
+        if "organization" in body:
+            org = person(self.forge.db, str(body["organization"]))
+            if org is None or not org.is_org:
+                named = str(body["organization"])[:100]
+                raise Unprocessable(f"organisation does not exist [name: {named}]")
+            target = org.name
+        made = forks.fork_for(
+            self.forge, self.viewer(req), level, found, target, str(body.get("name", ""))
+        )
+        self.send(resp, self.shown(req, [made])[0], 202)
