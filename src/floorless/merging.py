@@ -237,12 +237,15 @@ class Merger:
         expected_head: str = "",
         delete_branch: bool = False,
         url: str = "",
+        message: str = "",
     ) -> str:
         """Merge ``pull`` (based in ``repo``) as ``style``; the commit the base branch is at
-        afterwards (hex). ``expected_base`` and ``expected_head`` are the commits the page
-        showed: if either branch moved since, nothing moves and ``Conflict`` says so. Merges
-        into one repository on this node take turns; one that finds its base moved by
-        another (or by a push) is computed again on the new base."""
+        afterwards (hex). ``message``, when given, is the merge or squash commit's message in
+        place of Forgejo's words (the API's ``MergeTitleField`` and ``MergeMessageField``).
+        ``expected_base`` and ``expected_head`` are the commits the page showed: if either
+        branch moved since, nothing moves and ``Conflict`` says so. Merges into one
+        repository on this node take turns; one that finds its base moved by another (or by a
+        push) is computed again on the new base."""
         features = self.forge.pulls.features(repo.owner, repo.name)
         if style not in engine.STYLES:
             raise BadRequest(f"no way to merge called {style[:40]!r}")
@@ -270,7 +273,7 @@ class Merger:
                 base = self._tip(handle, base_ref)
                 if not base:
                     raise Conflict(f"the base branch {pull.base_branch} is gone")
-                result = self._compute(handle, pull, style, base, head, actor, url)
+                result = self._compute(handle, pull, style, base, head, actor, url, message)
                 self.forge.pulls.intend_merge(pull, actor, result, style)
                 if self.swap(repo, base_ref, result, base):
                     break
@@ -296,14 +299,16 @@ class Merger:
         head: str,
         actor: Account,
         url: str,
+        message: str = "",
     ) -> str:
         who = signature(actor)
         try:
             if style == "merge":
-                return engine.make_merge(handle, base, head, merge_message(pull, url), who)
+                text = message or merge_message(pull, url)
+                return engine.make_merge(handle, base, head, text, who)
             if style == "squash":
-                message = squash_message(pull, handle, base, head, url)
-                return engine.make_squash(handle, base, head, message, who)
+                text = message or squash_message(pull, handle, base, head, url)
+                return engine.make_squash(handle, base, head, text, who)
             if style == "rebase":
                 return engine.make_rebase(handle, base, head, who)
             return engine.fast_forward(handle, base, head)

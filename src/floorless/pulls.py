@@ -121,6 +121,16 @@ _PULL = (
 )
 
 
+# Forgejo's ``sort`` of a list of pull requests (newest first when it names none of them)
+_ORDERS = {
+    "oldest": "i.number ASC",
+    "recentupdate": "i.updated_at DESC, i.number DESC",
+    "leastupdate": "i.updated_at ASC, i.number ASC",
+    "mostcomment": "i.comments DESC, i.number DESC",
+    "leastcomment": "i.comments ASC, i.number DESC",
+}
+
+
 def clean_branch(branch: str) -> str:
     if not branch or len(branch.encode()) > BRANCH_MAX or "\0" in branch:
         raise BadRequest("name a branch")
@@ -203,6 +213,50 @@ class Pulls:
         rows = self.db.query(f"{_PULL} WHERE i.id IN ({marks})", ids)
         pulls = {pull.number: pull for pull in map(_pull, rows)}
         return PullPage(found, pulls)
+
+    def listing(
+        self,
+        owner: str,
+        name: str,
+        state: str = "open",
+        sort: str = "",
+        milestone_id: int | None = None,
+        label_ids: tuple[int, ...] = (),
+        poster: str = "",
+        offset: int = 0,
+        limit: int = 30,
+    ) -> tuple[list[Pull], int]:
+        """A page of pull requests by offset, as Forgejo's API lists them (its ``state``,
+        ``sort``, ``milestone`` and ``labels`` by id, all of them, ``poster``), and how many
+        match: two statements along the (owner, name, is_pull, state, number) index."""
+        where = ["i.owner = ?", "i.name = ?", "i.is_pull = 1"]
+        params: list[object] = [owner, name]
+        if state in ("open", "closed"):
+            where.append("i.state = ?")
+            params.append(state)
+        if milestone_id is not None:
+            where.append("i.milestone_id = ?")
+            params.append(milestone_id)
+        for label_id in label_ids:
+            where.append(
+                "EXISTS (SELECT 1 FROM issue_labels il WHERE il.issue_id = i.id"
+                " AND il.label_id = ?)"
+            )
+            params.append(label_id)
+        if poster:
+            where.append("i.author_id IN (SELECT id FROM accounts WHERE lower(name) = lower(?))")
+            params.append(poster)
+        clause = " AND ".join(where)
+        counted = self.db.one(
+            f"SELECT COUNT(*) AS n FROM issues i WHERE {clause}",  # noqa: S608
+            params,
+        )
+        order = _ORDERS.get(sort, "i.number DESC")
+        rows = self.db.query(
+            f"{_PULL} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [_pull(row) for row in rows], int(counted["n"]) if counted else 0
 
     def open_with_head(self, owner: str, name: str) -> list[Pull]:
         """The open pull requests whose head is in repository ``owner/name`` (a branch of it,

@@ -20,6 +20,7 @@ from floorless.web import urls
 from floorless.web.api.base import JSON, Operation, Resource
 from floorless.web.api.gitshapes import SCHEMAS as GIT_SCHEMAS
 from floorless.web.api.issueshapes import SCHEMAS as ISSUE_SCHEMAS
+from floorless.web.api.pullshapes import SCHEMAS as PULL_SCHEMAS
 from floorless.web.views.base import public_url
 
 _USER = {
@@ -164,6 +165,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "APIError": {"message": "string", "url": "string"},
     **GIT_SCHEMAS,
     **ISSUE_SCHEMAS,
+    **PULL_SCHEMAS,
 }
 _PRIMITIVES = {"string", "integer", "boolean", "date-time"}
 

@@ -4,7 +4,17 @@ description (``openapi.py``) is made from it."""
 from __future__ import annotations
 
 from floorless.forge import Forge
-from floorless.web.api import collaborators, contents, forks, git, misc, openapi, repos, users
+from floorless.web.api import (
+    collaborators,
+    contents,
+    forks,
+    git,
+    misc,
+    openapi,
+    pulls,
+    repos,
+    users,
+)
 from floorless.web.api.base import Resource
 from floorless.web.auth import Authenticator
 
@@ -47,6 +57,13 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/collaborators/{user}/permission", collaborators.Permission),
     (REPO + "/assignees", collaborators.Assignees),
     (REPO + "/forks", forks.Forks),
+    (REPO + "/pulls", pulls.PullList),
+    (REPO + "/pulls/{index}", pulls.OnePull),
+    (REPO + "/pulls/{index}.{diff_type}", pulls.PullDiff),
+    (REPO + "/pulls/{index}/commits", pulls.PullCommits),
+    (REPO + "/pulls/{index}/files", pulls.PullFiles),
+    (REPO + "/pulls/{index}/merge", pulls.PullMerge),
+    (REPO + "/pulls/{index}/{head}", pulls.PullByBranches),
 )
 
 

@@ -16,14 +16,17 @@ budget is git's, as the commit page's is).
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import cast
+from typing import Protocol, cast
 
 import falcon
 import pygit2
 from pygit2.enums import ObjectType, SortMode
 
 from floorless import timing
+from floorless.accounts import Account
+from floorless.caches import Cache
 from floorless.config import Settings
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
@@ -35,13 +38,21 @@ from floorless.pulls import BRANCH_MAX, Pull
 from floorless.repos import Repo
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
-from floorless.web.render import Renderer, text
+from floorless.web.render import text
 from floorless.web.views.commit import Shown, diff_budget, diff_limits, shown_diff
 from floorless.web.views.issues import IssueView
 
 VARIANTS = (".diff", ".patch")
 PATCH_COMMITS = 100  # commits a .patch mails in-process; more, and git mails them
 _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?")
+
+
+class Caching(Protocol):
+    """What keeps a compare's commits and diffs: a page's ``Renderer``, or the API's own
+    caches (it renders no page); only ``caches["diff"]`` is used."""
+
+    @property
+    def caches(self) -> dict[str, Cache[Hashable, object]]: ...
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,7 @@ def parse_spec(raw: bytes, default_branch: str) -> Spec:
 
 
 def cached_range(
-    renderer: Renderer, handle: pygit2.Repository, base: str, head: str
+    renderer: Caching, handle: pygit2.Repository, base: str, head: str
 ) -> gitcompare.Range:
     """The merge base and the commits between, kept by the pair of commit ids."""
     return cast(
@@ -99,7 +110,7 @@ def cached_range(
 
 
 def cached_commits(
-    renderer: Renderer, handle: pygit2.Repository, hide: str, head: str, limit: int
+    renderer: Caching, handle: pygit2.Repository, hide: str, head: str, limit: int
 ) -> tuple[list[objects.CommitInfo], bool]:
     """The commits of ``head`` not in ``hide``, newest first, at most ``limit``, and whether
     there are more (kept by the pair of commit ids)."""
@@ -113,7 +124,7 @@ def cached_commits(
 
 
 def cached_diff(
-    renderer: Renderer, handle: pygit2.Repository, settings: Settings, old: str, new: str
+    renderer: Caching, handle: pygit2.Repository, settings: Settings, old: str, new: str
 ) -> Shown:
     """The diff of ``old`` to ``new`` (a merge base and a head) as a page shows it, kept by
     the pair of commit ids and the budgets."""
@@ -140,7 +151,7 @@ def send_diff(
     merge_base: str,
     head: str,
     variant: str,
-    renderer: Renderer,
+    renderer: Caching,
 ) -> None:
     """The ``.diff`` (merge base to head) or ``.patch`` (each commit mailed, oldest first) of
     a compare or a pull request: made in-process within the commit page's budget, by git
@@ -285,6 +296,64 @@ class Sides:
         return f"{repo.owner}/{repo.name}:{self.spec.head}"
 
 
+def resolve_sides(forge: Forge, req: falcon.Request, view: RepoView, spec: Spec) -> Sides:
+    """The two branches ``spec`` names, the head's in this repository or in a fork of it (a
+    fork the requester may not read, or none, is refused as a missing one: 404)."""
+    head_view = view
+    repo = view.repo
+    if spec.head_owner and (spec.head_owner, spec.head_name or repo.name) != (
+        repo.owner,
+        repo.name,
+    ):
+        fork = forge.pulls.fork_of(repo.owner, repo.name, spec.head_owner, spec.head_name)
+        if fork is None:
+            # as for a fork the reader may not see: not a word more
+            raise NotFound("repository not found")
+        head_view = repo_view(forge, req, *fork)  # 404 for whoever may not read it
+    return Sides(spec, view, head_view, tip(view, spec.base_branch), tip(head_view, spec.head))
+
+
+def refusal(forge: Forge, sides: Sides, found: gitcompare.Range) -> tuple[str, Pull | None] | None:
+    """Why no pull request can be opened of this compare (and the one already open of it, if
+    that is why); None when one can."""
+    if sides.same_repo and sides.spec.base_branch == sides.spec.head:
+        return "choose two different branches to compare", None
+    if found.unrelated:
+        return "these branches have no history in common: there is nothing to merge", None
+    if not found.commits:
+        return f"{sides.spec.base_branch} already has every commit of {sides.head_label}", None
+    head_repo, base_repo = sides.head_view.repo, sides.base_view.repo
+    pull = forge.pulls.open_between(
+        (base_repo.owner, base_repo.name, sides.spec.base_branch),
+        (head_repo.owner, head_repo.name, sides.spec.head),
+    )
+    if pull is not None:
+        return f"pull request #{pull.number} already asks for this", pull
+    return None
+
+
+def open_pull(
+    forge: Forge, author: Account, title: str, body: str, sides: Sides, found: gitcompare.Range
+) -> Pull:
+    """Open a pull request of ``sides`` (which ``refusal`` let through): its records, a
+    fork's head objects copied into the base repository, and ``refs/pull/{n}/head``."""
+    base = sides.base_view
+    pull = forge.pulls.create(
+        base.repo.owner,
+        base.repo.name,
+        author,
+        title,
+        body,
+        sides.spec.base_branch,
+        (sides.head_view.repo.owner, sides.head_view.repo.name, sides.spec.head),
+        sides.head_oid,
+    )
+    if not sides.same_repo:
+        copy_objects(sides.head_view.handle, base.handle, sides.head_oid, found.merge_base)
+    forge.set_pull_ref(base.repo, pull.number, sides.head_oid)
+    return pull
+
+
 class CompareChoose(IssueView):
     """``/compare``: two branches to choose (``?base=&head=`` goes to their compare)."""
 
@@ -350,27 +419,17 @@ class Compare(IssueView):
         if variant:
             raise NotFound("open a pull request from the compare page")
         found = cached_range(self.renderer, sides.head_view.handle, sides.base_oid, sides.head_oid)
-        refusal = self.refusal(sides, found)
-        if refusal is not None:
-            raise BadRequest(refusal[0])
+        refused = refusal(self.forge, sides, found)
+        if refused is not None:
+            raise BadRequest(refused[0])
         try:
-            pull = self.forge.pulls.create(
-                view.repo.owner,
-                view.repo.name,
-                account,
-                form.get("title", ""),
-                form.get("body", ""),
-                sides.spec.base_branch,
-                (sides.head_view.repo.owner, sides.head_view.repo.name, sides.spec.head),
-                sides.head_oid,
+            pull = open_pull(
+                self.forge, account, form.get("title", ""), form.get("body", ""), sides, found
             )
         except BadRequest as exc:
             resp.status = exc.status
             self.show(req, resp, sides, form, str(exc))
             return
-        if not sides.same_repo:
-            copy_objects(sides.head_view.handle, view.handle, sides.head_oid, found.merge_base)
-        self.forge.set_pull_ref(view.repo, pull.number, sides.head_oid)
         raise falcon.HTTPSeeOther(urls.pull(view.repo, pull.number))
 
     def sides(self, req: falcon.Request, view: RepoView) -> tuple[Sides, str]:
@@ -387,37 +446,9 @@ class Compare(IssueView):
 
     def resolve(self, req: falcon.Request, view: RepoView, raw: bytes) -> Sides:
         default = view.snapshot.default_branch
-        spec = parse_spec(raw, text(default) if default else "")
-        head_view = view
-        repo = view.repo
-        if spec.head_owner and (spec.head_owner, spec.head_name or repo.name) != (
-            repo.owner,
-            repo.name,
-        ):
-            fork = self.forge.pulls.fork_of(repo.owner, repo.name, spec.head_owner, spec.head_name)
-            if fork is None:
-                # as for a fork the reader may not see: not a word more
-                raise NotFound("repository not found")
-            head_view = repo_view(self.forge, req, *fork)  # 404 for whoever may not read it
-        return Sides(spec, view, head_view, tip(view, spec.base_branch), tip(head_view, spec.head))
-
-    def refusal(self, sides: Sides, found: gitcompare.Range) -> tuple[str, Pull | None] | None:
-        """Why no pull request can be opened of this compare (and the one already open of
-        it, if that is why); None when one can."""
-        if sides.same_repo and sides.spec.base_branch == sides.spec.head:
-            return "choose two different branches to compare", None
-        if found.unrelated:
-            return "these branches have no history in common: there is nothing to merge", None
-        if not found.commits:
-            return f"{sides.spec.base_branch} already has every commit of {sides.head_label}", None
-        head_repo, base_repo = sides.head_view.repo, sides.base_view.repo
-        pull = self.forge.pulls.open_between(
-            (base_repo.owner, base_repo.name, sides.spec.base_branch),
-            (head_repo.owner, head_repo.name, sides.spec.head),
+        return resolve_sides(
+            self.forge, req, view, parse_spec(raw, text(default) if default else "")
         )
-        if pull is not None:
-            return f"pull request #{pull.number} already asks for this", pull
-        return None
 
     def show(
         self,
@@ -430,7 +461,7 @@ class Compare(IssueView):
         view = sides.base_view
         handle = sides.head_view.handle
         found = cached_range(self.renderer, handle, sides.base_oid, sides.head_oid)
-        refusal = self.refusal(sides, found)
+        refused = refusal(self.forge, sides, found)
         shown = None
         if not found.unrelated and found.commits:
             shown = cached_diff(
@@ -445,7 +476,7 @@ class Compare(IssueView):
             "compare.html",
             sides=sides,
             found=found,
-            refusal=refusal,
+            refusal=refused,
             diff=shown.diff if shown else None,
             rows=shown.rows if shown else {},
             head_repo=sides.head_view.repo,

@@ -1,0 +1,476 @@
+"""Pull requests through the API: list, open, read, edit; their ``.diff`` and ``.patch``,
+commits and files; whether merged, and merging.
+
+Everything here calls the layer the web's pages call: opening is the compare page's
+(``views/compare.py``: the same checks, the same records, the same ``refs/pull/{n}/head``),
+the commits and the diff are those between the merge base and the head that the pull
+request's tabs show (``views/pulls.py``'s anchors, the same cached walks and diffs), and
+merging is ``forge.merger``'s, by compare-and-swap. Refusals are Forgejo's: 409 for a second
+pull request of the same head and base and for a head that moved since the caller looked,
+422 for branches that cannot make one, 405 for a pull request that cannot be merged (closed,
+merged, in conflict, a way of merging the repository does not allow).
+
+Every read is in-process: no process is started to answer one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import falcon
+import pygit2
+
+from floorless.access import Level
+from floorless.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
+from floorless.git import merge as engine
+from floorless.git.compare import COMMITS_LIMIT
+from floorless.issues import clean_body, clean_title
+from floorless.merging import NAMES
+from floorless.pulls import Pull
+from floorless.web import urls
+from floorless.web.api import pullshapes as shapes
+from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
+from floorless.web.api.gitbase import GitApi
+from floorless.web.api.gitshapes import Links
+from floorless.web.api.gitshapes import commit as commit_json
+from floorless.web.context import RepoView
+from floorless.web.views.base import public_url
+from floorless.web.views.compare import (
+    Spec,
+    branch_name,
+    cached_commits,
+    cached_range,
+    open_pull,
+    refusal,
+    resolve_sides,
+    send_diff,
+)
+from floorless.web.views.merge import STATE_WORDS
+
+_NUMBER = re.compile(r"[0-9]{1,9}")
+_OWNER_BRANCH = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,99}):(.+)")
+# Forgejo's ``Do`` of a merge, as floorless names the way (rebase-merge it has not)
+STYLES = {
+    "merge": "merge",
+    "rebase": "rebase",
+    "squash": "squash",
+    "fast-forward-only": "fast-forward-only",
+}
+FORGEJO_STYLES = (
+    "merge",
+    "rebase",
+    "rebase-merge",
+    "squash",
+    "fast-forward-only",
+    "manually-merged",
+)
+_CREATE = {
+    "head": Field("string", "the head: a branch, or owner:branch for a fork's", required=True),
+    "base": Field("string", "the branch to merge into", required=True),
+    "title": Field("string", "the pull request's title", required=True),
+    "body": Field("string", "its description"),
+}
+_EDIT = {
+    "title": Field("string", "a new title"),
+    "body": Field("string", "a new description"),
+    "state": Field("string", "open or closed"),
+}
+_MERGE = {
+    "Do": Field("string", "merge, rebase, squash or fast-forward-only", required=True),
+    "MergeTitleField": Field("string", "the merge or squash commit's first line"),
+    "MergeMessageField": Field("string", "the rest of its message"),
+    "head_commit_id": Field("string", "the head the caller saw: 409 if it moved since"),
+    "delete_branch_after_merge": Field("boolean", "delete the head branch once merged"),
+    "force_merge": Field("boolean", "accepted; floorless has no branch protection to override"),
+}
+_LIST_QUERY = {
+    "state": Field("string", "open, closed or all (open when not given)"),
+    "sort": Field("string", "oldest, recentupdate, leastupdate, mostcomment or leastcomment"),
+    "milestone": Field("integer", "a milestone's id"),
+    "labels": Field("integer", "a label's id (repeat for all of several)"),
+    "poster": Field("string", "the author's name"),
+    **PAGED,
+}
+
+
+def pull_number(text: str) -> int:
+    if not _NUMBER.fullmatch(text):
+        raise NotFound(f"no pull request {text[:20]!r}")
+    return int(text)
+
+
+class PullApi(GitApi):
+    """What every pull request resource shares: the repository (404 for whoever may not
+    read it, and where pull requests are turned off), its pull requests, their JSON."""
+
+    def pulls_view(
+        self, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
+    ) -> tuple[RepoView, Links]:
+        view, links = self.open(req, owner, name, needed)
+        if not view.repo.has_pulls:
+            raise NotFound("pull requests are turned off here")
+        return view, links
+
+    def pull(self, view: RepoView, number: str) -> Pull:
+        return self.forge.pulls.get(view.repo.owner, view.repo.name, pull_number(number))
+
+    def facts(self, req: falcon.Request, view: RepoView, pulls: list[Pull]) -> shapes.PullFacts:
+        return shapes.PullFacts(
+            self.forge,
+            self.viewer(req),
+            view.repo,
+            view.snapshot,
+            view.handle,
+            pulls,
+            public_url(self.forge.settings, req),
+        )
+
+    def shown(self, req: falcon.Request, view: RepoView, pulls: list[Pull]) -> list[Any]:
+        facts = self.facts(req, view, pulls)
+        return [shapes.pull_json(facts, pull) for pull in pulls]
+
+    def anchors(self, view: RepoView, pull: Pull) -> tuple[str, str]:
+        """The merge base and head the pull request's commits and diff are between (as its
+        pages show them)."""
+        tip = view.snapshot.branches.get(pull.base_branch.encode())
+        try:
+            found = self.forge.reviews.anchors(
+                view.handle, pull, None if tip is None else tip.hex()
+            )
+        except BadRequest as exc:
+            raise NotFound(str(exc)) from exc
+        return found.merge_base, found.head
+
+
+class PullList(PullApi):
+    """``GET/POST repos/{owner}/{repo}/pulls``."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list pull requests", "[PullRequest]", query=_LIST_QUERY, paged=True),
+        "post": Operation("open a pull request", "PullRequest", 201, body=_CREATE),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        paging = self.paging(req)
+        state = req.get_param("state") or "open"
+        if state not in ("open", "closed", "all"):
+            raise Unprocessable("state is open, closed or all")
+        milestone = req.get_param("milestone")
+        if milestone is not None and not _NUMBER.fullmatch(milestone):
+            raise Unprocessable("milestone is a milestone's id")
+        labels = req.get_param_as_list("labels") or []
+        if not all(_NUMBER.fullmatch(label) for label in labels) or len(labels) > 20:
+            raise Unprocessable("labels are label ids")
+        pulls, total = self.forge.pulls.listing(
+            view.repo.owner,
+            view.repo.name,
+            state,
+            req.get_param("sort") or "",
+            int(milestone) if milestone else None,
+            tuple(int(label) for label in labels),
+            (req.get_param("poster") or "")[:100],
+            paging.offset,
+            paging.limit,
+        )
+        self.paged(req, resp, self.forge, paging, total)
+        self.send(resp, self.shown(req, view, pulls))
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        account = self.writer(req)
+        if not self.forge.policy.may_take_part(self.viewer(req), view.level):
+            raise Forbidden("you may not open pull requests here")
+        body = self.body(req)
+        head, base = str(body["head"]), str(body["base"])
+        try:
+            title = clean_title(str(body["title"]))
+            text = clean_body(str(body.get("body", "")), "a description")
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
+        head_owner = ""
+        found = _OWNER_BRANCH.fullmatch(head)
+        if found is not None and not _branch_ok(head):
+            head_owner, head = found.group(1), found.group(2)
+        try:
+            spec = Spec(branch_name(base), branch_name(head), head_owner)
+            sides = resolve_sides(self.forge, req, view, spec)
+        except (BadRequest, NotFound) as exc:
+            raise Unprocessable(str(exc)) from exc
+        compared = cached_range(
+            shapes.DIFFS, sides.head_view.handle, sides.base_oid, sides.head_oid
+        )
+        refused = refusal(self.forge, sides, compared)
+        if refused is not None:
+            message, existing = refused
+            if existing is not None:
+                raise Conflict(message)
+            raise Unprocessable(message)
+        pull = open_pull(self.forge, account, title, text, sides, compared)
+        self.send(resp, self.shown(req, view, [pull])[0], 201)
+
+
+def _branch_ok(name: str) -> bool:
+    """Whether ``name`` is a branch name as it stands (``owner:branch`` is not one: git
+    allows no ``:`` in a ref)."""
+    return pygit2.reference_is_valid_name(f"refs/heads/{name}")
+
+
+class OnePull(PullApi):
+    """``GET/PATCH repos/{owner}/{repo}/pulls/{index}``."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a pull request", "PullRequest"),
+        "patch": Operation("edit a pull request", "PullRequest", 201, body=_EDIT),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        self.send(resp, self.shown(req, view, [self.pull(view, index)])[0])
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        account = self.writer(req)
+        pull = self.pull(view, index)
+        body = self.body(req)
+        issues, issue = self.forge.issues, pull.issue
+        if not self.forge.policy.may_change_issue(self.viewer(req), view.level, issue.author_id):
+            raise Forbidden("only its author and those who may push may edit a pull request")
+        state = body.get("state")
+        if state is not None and state not in ("open", "closed"):
+            raise Unprocessable("state is open or closed")
+        if state == "open" and pull.merged:
+            raise Conflict("a merged pull request cannot be reopened")
+        if "title" in body or "body" in body:
+            try:
+                issues.edit(
+                    issue, account, body.get("title", issue.title), body.get("body", issue.body)
+                )
+            except BadRequest as exc:
+                raise Unprocessable(str(exc)) from exc
+        if state == "closed" and issue.state == "open":
+            issues.close(issue, account, "completed")
+        elif state == "open" and issue.state == "closed":
+            issues.reopen(issue, account)
+        self.send(resp, self.shown(req, view, [self.pull(view, index)])[0], 201)
+
+
+class PullDiff(PullApi):
+    """``GET repos/{owner}/{repo}/pulls/{index}.{diff_type}``: the bytes the web's
+    ``.diff`` and ``.patch`` of the pull request are."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("a pull request's diff or patch", None),
+    }
+
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        index: str,
+        diff_type: str,
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        if diff_type not in ("diff", "patch"):
+            raise NotFound("a pull request is read as .diff or .patch")
+        pull = self.pull(view, index)
+        merge_base, head = self.anchors(view, pull)
+        send_diff(
+            self.forge, req, resp, view.repo, view.handle, merge_base, head, diff_type, shapes.DIFFS
+        )
+
+
+class PullCommits(PullApi):
+    """``GET repos/{owner}/{repo}/pulls/{index}/commits``: its commits, oldest first (as
+    Forgejo lists them), as many as its commits tab counts."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "a pull request's commits",
+            "[Commit]",
+            query={
+                **PAGED,
+                "verification": Field("boolean", "include verification"),
+                "files": Field("boolean", "include the files each changes"),
+            },
+            paged=True,
+        ),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, links = self.pulls_view(req, owner, repo)
+        pull = self.pull(view, index)
+        merge_base, head = self.anchors(view, pull)
+        listed, _ = cached_commits(shapes.DIFFS, view.handle, merge_base, head, COMMITS_LIMIT)
+        oldest_first = list(reversed(listed))
+        paging = self.paging(req)
+        files = _flag(req, "files", True)
+        verification = _flag(req, "verification", True)
+        shown: list[Any] = []
+        for info in oldest_first[paging.offset : paging.offset + paging.limit]:
+            found = view.handle.get(pygit2.Oid(hex=info.id))
+            assert isinstance(found, pygit2.Commit)
+            shown.append(
+                commit_json(links, view.handle, found, files=files, verification=verification)
+            )
+        self.paged(req, resp, self.forge, paging, len(oldest_first))
+        self.send(resp, shown)
+
+
+def _flag(req: falcon.Request, name: str, default: bool) -> bool:
+    raw = req.get_param(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("true", "1"):
+        return True
+    if raw.lower() in ("false", "0"):
+        return False
+    raise Unprocessable(f"{name} must be true or false")
+
+
+class PullFiles(PullApi):
+    """``GET repos/{owner}/{repo}/pulls/{index}/files``: what it changes, from the merge base
+    to the head (Forgejo's ``ChangedFile``s)."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "a pull request's changed files", "[ChangedFile]", query=PAGED, paged=True
+        ),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        pull = self.pull(view, index)
+        merge_base, head = self.anchors(view, pull)
+        changes = shapes.range_changes(view.handle, merge_base, head)
+        paging = self.paging(req)
+        public = public_url(self.forge.settings, req)
+        page = changes.files[paging.offset : paging.offset + paging.limit]
+        self.paged(req, resp, self.forge, paging, len(changes.files))
+        self.send(resp, [shapes.changed_file(public, view.repo, head, f) for f in page])
+
+
+class PullByBranches(PullApi):
+    """``GET repos/{owner}/{repo}/pulls/{base}/{head}``: the newest pull request of the
+    branch ``head`` of this repository into ``base`` (Forgejo's route names its first
+    part ``index``, as the router wants it named alike)."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("the pull request of a head into a base", "PullRequest"),
+    }
+
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        index: str,
+        head: str,
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        found = self.forge.pulls.open_between(
+            (view.repo.owner, view.repo.name, index), (view.repo.owner, view.repo.name, head)
+        )
+        if found is None:
+            raise NotFound(f"no open pull request of {head[:80]!r} into {index[:80]!r}")
+        self.send(resp, self.shown(req, view, [found])[0])
+
+
+class PullMerge(PullApi):
+    """``GET repos/{owner}/{repo}/pulls/{index}/merge`` (204 merged, 404 not) and ``POST``:
+    merge it (Forgejo's ``MergePullRequestOption``)."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("whether a pull request is merged", None, 204),
+        "post": Operation("merge a pull request", None, body=_MERGE),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        if not self.pull(view, index).merged:
+            raise NotFound("the pull request is not merged")
+        self.nothing(resp)
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        account = self.writer(req)
+        pull = self.pull(view, index)
+        body = self.body(req)
+        if not self.forge.policy.may_merge(self.viewer(req), view.level):
+            raise Forbidden(f"only those who may push to {view.repo.full_name} may merge")
+        if body["Do"] not in FORGEJO_STYLES:
+            raise Unprocessable(f"Do is one of {', '.join(FORGEJO_STYLES)}")
+        style = STYLES.get(str(body["Do"]))
+        features = self.forge.pulls.features(view.repo.owner, view.repo.name)
+        if style is None or style not in features.merge_styles:
+            raise NotAllowed(f"this repository does not allow merging by {body['Do']!r}"[:200])
+        if pull.merged:
+            raise NotAllowed("the pull request is merged already")
+        if pull.issue.state != "open":
+            raise NotAllowed("the pull request is closed")
+        expected = str(body.get("head_commit_id") or "").lower()
+        if expected and expected != pull.head_oid:
+            raise Conflict("the head has moved since: look again, then merge")
+        snapshot = self.forge.snapshot(view.repo)
+        state = self.forge.merger.check(view.repo, pull, snapshot)
+        pull = self.pull(view, index)
+        if pull.merged or state == "merged":
+            raise NotAllowed("the pull request is merged already")
+        if state != "mergeable":
+            words = STATE_WORDS.get(state or "base_gone", "")
+            if pull.conflicts and state == "conflict":
+                words += " Conflicting files: " + ", ".join(pull.conflicts[:20])
+            raise NotAllowed(words or "the pull request cannot be merged now")
+        tip = snapshot.branches.get(pull.base_branch.encode())
+        if style == "fast-forward-only" and (tip is None or pull.merge_base != tip.hex()):
+            raise NotAllowed(f"{NAMES[style]}: the base has commits the head lacks")
+        message = _message(body)
+        try:
+            self.forge.merger.merge(
+                view.repo,
+                pull,
+                account,
+                style,
+                expected_head=expected,
+                delete_branch=bool(body.get("delete_branch_after_merge")),
+                url=public_url(self.forge.settings, req) + urls.pull(view.repo, pull.number),
+                message=message,
+            )
+        except BadRequest as exc:
+            raise NotAllowed(str(exc)) from exc
+        except engine.MergeRefused as exc:
+            raise NotAllowed(str(exc)) from exc
+        resp.status = falcon.HTTP_200
+        resp.text = None
+
+
+def _message(body: dict[str, Any]) -> str:
+    """The commit message the caller gave (title, then the rest), or "" for Forgejo's."""
+    title = str(body.get("MergeTitleField") or "").strip()
+    rest = str(body.get("MergeMessageField") or "").strip()
+    if not title and not rest:
+        return ""
+    return f"{title}\n\n{rest}\n" if rest else f"{title}\n"
+
+
+class NotAllowed(FloorlessError):
+    """Forgejo's 405 for a merge it refuses: closed, merged, in conflict, a style the
+    repository does not allow."""
+
+    status = 405

@@ -1,0 +1,399 @@
+"""Pull requests through the API, driven by pyforgejo (whose models validate every answer)
+over an in-process WSGI transport, against branches pushed with git: open, list, read and
+edit one; its commits, files, ``.diff`` and ``.patch`` against what git and the web answer;
+merging in each way floorless has, checked with ``git log``; Forgejo's refusals (409, 422,
+405); a private repository a missing one to others; no process started by a read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import start_forge
+from gitfixtures import _run, git, git_text
+from pyforgejo.core.api_error import ApiError
+from test_accounts import PASSWORD
+from test_api_core import BASE, api, error_of, token_for
+from test_merge import commit, push, settle, tip
+from test_spawns import counting
+
+from floorless.forge import Forge
+from floorless.pulls import Features
+from floorless.web.app import create_app
+
+PULLS = "/api/v1/repos/ann/plans/pulls"
+
+
+@pytest.fixture
+def forge(tmp_path: Path) -> Iterator[Forge]:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+    forge.accounts.create_user("ben", "ben@example.org", PASSWORD)
+    forge.registry.create("ann", "plans")
+    yield forge
+    forge.stop()
+
+
+@pytest.fixture
+def http(forge: Forge) -> Iterator[httpx.Client]:
+    with httpx.Client(transport=httpx.WSGITransport(app=create_app(forge)), base_url=BASE) as c:
+        yield c
+
+
+@pytest.fixture
+def work(forge: Forge, tmp_path: Path) -> Path:
+    """A clone of ann/plans: ``main``, and ``topic`` two commits ahead of where ``main`` was
+    before it moved on (no conflict), both pushed with git."""
+    path = tmp_path / "work"
+    _run(["init", "-q", "-b", "main", str(path)], cwd=tmp_path)
+    git(path, "remote", "add", "origin", str(forge.registry.get("ann", "plans").path))
+    lines = "".join(f"line {n}\n" for n in range(1, 21))
+    commit(path, "Start", a=lines, b="b\n", c="c\n")
+    git(path, "checkout", "-q", "-b", "topic")
+    commit(path, "Topic one\n\nWhy one.", a=lines.replace("line 2\n", "line two\n"), d="d\n")
+    commit(path, "Topic two", b="b, better\n", c=None)  # type: ignore[arg-type]
+    git(path, "checkout", "-q", "main")
+    commit(path, "Main moves", a=lines.replace("line 19\n", "line nineteen\n"), e="e\n")
+    push(forge, path, "main", "topic")
+    return path
+
+
+def bare(forge: Forge) -> Path:
+    return forge.registry.get("ann", "plans").path
+
+
+def branch_from(work: Path, forge: Forge, name: str, start: str, **files: str) -> str:
+    """A new branch ``name`` from ``start`` with one commit of ``files``, pushed."""
+    git(work, "checkout", "-q", "-b", name, start)
+    made = commit(work, f"Change on {name}", **files)
+    git(work, "checkout", "-q", "main")
+    push(forge, work, name)
+    return made
+
+
+def opened(http: httpx.Client, token: str, head: str = "topic", title: str = "Topic") -> int:
+    made = api(http, token).repository.repo_create_pull_request(
+        "ann", "plans", head=head, base="main", title=title, body="Why: **because**."
+    )
+    assert made.number is not None
+    return made.number
+
+
+def test_open_list_read_and_edit_a_pull_request(
+    forge: Forge, http: httpx.Client, work: Path
+) -> None:
+    token = token_for(http, "ann")
+    client = api(http, token).repository
+    made = client.repo_create_pull_request(
+        "ann", "plans", head="topic", base="main", title="Topic", body="Why: **because**."
+    )
+    assert made.number == 1 and made.state == "open" and made.title == "Topic"
+    assert made.head and made.head.ref == "topic" and made.head.sha == tip(forge, "topic")
+    assert made.base and made.base.ref == "main" and made.base.sha == tip(forge, "main")
+    assert made.base.repo and made.base.repo.full_name == "ann/plans"
+    assert made.user and made.user.login == "ann"
+    assert made.html_url == "http://forge.test/ann/plans/pulls/1"
+    assert made.diff_url == "http://forge.test/ann/plans/pulls/1.diff"
+    merge_base = git_text(bare(forge), "merge-base", "main", "topic")
+    assert made.merge_base == merge_base
+    numstat = git_text(bare(forge), "diff", "--numstat", merge_base, "topic").splitlines()
+    assert made.changed_files == len(numstat) == 4
+    assert made.additions == sum(int(line.split()[0]) for line in numstat)
+    assert made.deletions == sum(int(line.split()[1]) for line in numstat)
+    assert forge.pulls.get("ann", "plans", 1).head_oid == tip(forge, "topic")
+    assert git_text(bare(forge), "rev-parse", "refs/pull/1/head") == tip(forge, "topic")
+    settle(forge)
+    got = client.repo_get_pull_request("ann", "plans", 1)
+    assert got.mergeable is True and got.merged is False and got.merge_commit_sha is None
+
+    # a second one of the same head into the same base: 409, as Forgejo
+    again = http.post(
+        PULLS,
+        headers={"Authorization": f"token {token}"},
+        json={"head": "topic", "base": "main", "title": "Again"},
+    )
+    assert again.status_code == 409 and "#1" in error_of(again)
+    # a branch into itself, a branch that is not there, unrelated histories: 422
+    git(work, "checkout", "-q", "--orphan", "alone")
+    commit(work, "Alone", z="z\n")
+    git(work, "checkout", "-q", "main")
+    push(forge, work, "alone")
+    for head in ("main", "nothing-here", "alone", "no:such:thing", "../x"):
+        refused = http.post(
+            PULLS,
+            headers={"Authorization": f"token {token}"},
+            json={"head": head, "base": "main", "title": "No"},
+        )
+        assert refused.status_code == 422, (head, refused.text)
+        error_of(refused)
+    assert forge.pulls.listing("ann", "plans", "all")[1] == 1  # nothing else was written
+
+    branch_from(work, forge, "second", "main", f="f\n")
+    opened(http, token, "second", "Second")
+    listed = http.get(PULLS, params={"limit": 1})
+    assert listed.status_code == 200 and listed.headers["x-total-count"] == "2"
+    assert 'rel="next"' in listed.headers["link"]
+    assert [p.number for p in client.repo_list_pull_requests("ann", "plans")] == [2, 1]
+    assert [p.number for p in client.repo_list_pull_requests("ann", "plans", sort="oldest")] == [
+        1,
+        2,
+    ]
+    assert client.repo_list_pull_requests("ann", "plans", poster="ben") == []
+
+    edited = client.repo_edit_pull_request(
+        "ann", "plans", 1, title="Topic, renamed", body="Better words."
+    )
+    assert edited.title == "Topic, renamed" and edited.body == "Better words."
+    closed = client.repo_edit_pull_request("ann", "plans", 1, state="closed")
+    assert closed.state == "closed" and closed.closed_at is not None and not closed.mergeable
+    assert [p.number for p in client.repo_list_pull_requests("ann", "plans", state="closed")] == [1]
+    assert [p.number for p in client.repo_list_pull_requests("ann", "plans")] == [2]
+    reopened = client.repo_edit_pull_request("ann", "plans", 1, state="open")
+    assert reopened.state == "open"
+    kinds = [e.kind for e in forge.issues.timeline(forge.pulls.get("ann", "plans", 1).issue)]
+    assert {"title", "closed", "reopened"} <= set(kinds)
+
+    by_branches = client.repo_get_pull_request_by_base_head("ann", "plans", "main", "topic")
+    assert by_branches.number == 1
+    with pytest.raises(ApiError) as missing:
+        client.repo_get_pull_request("ann", "plans", 99)
+    assert missing.value.status_code == 404
+
+
+def test_commits_files_diff_and_patch_as_git_and_the_web_have_them(
+    forge: Forge, http: httpx.Client, work: Path
+) -> None:
+    token = token_for(http, "ann")
+    number = opened(http, token)
+    client = api(http).repository
+    settle(forge)
+    merge_base = git_text(bare(forge), "merge-base", "main", "topic")
+    expected = git_text(bare(forge), "rev-list", "--reverse", f"{merge_base}..topic").split()
+    with counting() as events:
+        commits = client.repo_get_pull_request_commits("ann", "plans", number)
+        files = client.repo_get_pull_request_files("ann", "plans", number)
+        diff = http.get(f"{PULLS}/{number}.diff")
+        patch = http.get(f"{PULLS}/{number}.patch")
+        one = http.get(f"{PULLS}/{number}")
+        listed = http.get(PULLS)
+    assert events == []  # no process for any read
+    assert [c.sha for c in commits] == expected
+    assert commits[0].commit and commits[0].commit.message == "Topic one\n\nWhy one.\n"
+    status = git_text(bare(forge), "diff", "--name-status", merge_base, "topic").splitlines()
+    names = {"A": "added", "M": "changed", "D": "deleted"}  # Forgejo says "changed"
+    assert {f.filename: f.status for f in files} == {
+        line.split("\t")[1]: names[line[0]] for line in status
+    }
+    numstat = git_text(bare(forge), "diff", "--numstat", merge_base, "topic").splitlines()
+    assert {f.filename: (f.additions, f.deletions) for f in files} == {
+        line.split("\t")[2]: (int(line.split("\t")[0]), int(line.split("\t")[1]))
+        for line in numstat
+    }
+    assert diff.status_code == 200 and diff.headers["content-type"].startswith("text/plain")
+    assert diff.content == http.get(f"/ann/plans/pulls/{number}.diff").content
+    assert diff.content.startswith(b"diff --git a/a b/a")
+    assert patch.status_code == 200
+    assert patch.content == http.get(f"/ann/plans/pulls/{number}.patch").content
+    assert patch.content.count(b"\nSubject: [PATCH") == 2
+    assert one.status_code == 200 and listed.status_code == 200
+    paged = http.get(f"{PULLS}/{number}/commits", params={"limit": 1, "page": 2})
+    assert [c["sha"] for c in paged.json()] == expected[1:2]
+    assert paged.headers["x-total-count"] == "2"
+    assert http.get(f"{PULLS}/{number}.tar").status_code == 404
+    assert http.get(f"{PULLS}/7/files").status_code == 404
+
+
+def _merged(forge: Forge, http: httpx.Client, token: str, number: int, do: str, **more: object):
+    return http.post(
+        f"{PULLS}/{number}/merge",
+        headers={"Authorization": f"token {token}"},
+        json={"Do": do, **more},
+    )
+
+
+@pytest.mark.parametrize("style", ["merge", "rebase", "squash", "fast-forward-only"])
+def test_each_way_of_merging_moves_the_base_as_git_sees_it(
+    forge: Forge, http: httpx.Client, work: Path, style: str
+) -> None:
+    token = token_for(http, "ann")
+    start = "main" if style == "fast-forward-only" else "main~1"
+    head = branch_from(work, forge, "change", start, g="g\n")
+    number = opened(http, token, "change", "Change")
+    settle(forge)
+    base = tip(forge, "main")
+    client = api(http, token).repository
+    with pytest.raises(ApiError) as not_yet:
+        client.repo_pull_request_is_merged("ann", "plans", number)
+    assert not_yet.value.status_code == 404
+    client.repo_merge_pull_request(
+        "ann",
+        "plans",
+        number,
+        do=style,
+        merge_title_field="Take the change",
+        merge_message_field="All of it.",
+        head_commit_id=head,
+    )
+    client.repo_pull_request_is_merged("ann", "plans", number)  # 204
+    git(work, "fetch", "-q", "origin")
+    now = git_text(work, "rev-parse", "origin/main")
+    parents = git_text(work, "log", "-1", "--format=%P", now).split()
+    message = git_text(work, "log", "-1", "--format=%B", now)
+    if style == "merge":
+        assert parents == [base, head] and message == "Take the change\n\nAll of it."
+    elif style == "squash":
+        assert parents == [base] and message == "Take the change\n\nAll of it."
+        assert git_text(work, "show", "-s", "--format=%T", now) != git_text(
+            work, "show", "-s", "--format=%T", base
+        )
+    elif style == "rebase":
+        assert parents == [base] and message == "Change on change"
+    else:
+        assert now == head
+    assert git_text(work, "show", f"{now}:g") == "g"
+    got = client.repo_get_pull_request("ann", "plans", number)
+    assert got.merged and got.merge_commit_sha == now and got.state == "closed"
+    assert got.merged_by and got.merged_by.login == "ann" and got.merged_at is not None
+    twice = _merged(forge, http, token, number, style)
+    assert twice.status_code == 405 and "merged" in error_of(twice)
+    assert tip(forge, "main") == now
+
+
+def test_merge_refusals_write_nothing(forge: Forge, http: httpx.Client, work: Path) -> None:
+    token = token_for(http, "ann")
+    number = opened(http, token)
+    settle(forge)
+    base = tip(forge, "main")
+
+    stale = _merged(forge, http, token, number, "merge", head_commit_id=tip(forge, "main"))
+    assert stale.status_code == 409, stale.text
+    error_of(stale)
+    # the head moves after the caller looked: their head_commit_id is stale
+    looked = tip(forge, "topic")
+    git(work, "checkout", "-q", "topic")
+    commit(work, "Topic three", h="h\n")
+    git(work, "checkout", "-q", "main")
+    push(forge, work, "topic")
+    moved = _merged(forge, http, token, number, "merge", head_commit_id=looked)
+    assert moved.status_code == 409
+    assert tip(forge, "main") == base and not forge.pulls.get("ann", "plans", number).merged
+
+    # the base moved too far for a fast-forward: 405, as Forgejo refuses a way it cannot take
+    ff = _merged(forge, http, token, number, "fast-forward-only")
+    assert ff.status_code == 405, ff.text
+    # a way the repository does not allow: 405; one Forgejo does not know: 422
+    forge.pulls.set_features("ann", "plans", Features(merge_styles=("merge",)))
+    assert _merged(forge, http, token, number, "squash").status_code == 405
+    assert _merged(forge, http, token, number, "rebase-merge").status_code == 405
+    assert _merged(forge, http, token, number, "octopus").status_code == 422
+    assert _merged(forge, http, token, number, 7).status_code == 422
+    # a conflict: 405, naming the file
+    branch_from(work, forge, "clash", "main~1", a="other\n")
+    clash = opened(http, token, "clash", "Clash")
+    settle(forge)
+    conflicted = _merged(forge, http, token, clash, "merge")
+    assert conflicted.status_code == 405
+    assert "Conflicting files: a" in error_of(conflicted)
+    # closed: 405
+    api(http, token).repository.repo_edit_pull_request("ann", "plans", clash, state="closed")
+    assert _merged(forge, http, token, clash, "merge").status_code == 405
+    assert tip(forge, "main") == base
+    assert forge.pulls.listing("ann", "plans", "all")[1] == 2
+
+
+def test_who_may_do_what(forge: Forge, http: httpx.Client, work: Path) -> None:
+    token = token_for(http, "ann")
+    number = opened(http, token)
+    ben = token_for(http, "ben")
+    reader = token_for(http, "ann", ["read:repository"])
+    # a read token reads, and may not write
+    assert http.get(PULLS, headers={"Authorization": f"token {reader}"}).status_code == 200
+    refused = http.post(
+        PULLS,
+        headers={"Authorization": f"token {reader}"},
+        json={"head": "topic", "base": "main", "title": "x"},
+    )
+    assert refused.status_code == 403
+    assert _merged(forge, http, reader, number, "merge").status_code == 403
+    # ben may read a public repository, not merge or edit another's pull request
+    assert _merged(forge, http, ben, number, "merge").status_code == 403
+    edit = http.patch(
+        f"{PULLS}/{number}", headers={"Authorization": f"token {ben}"}, json={"title": "Mine"}
+    )
+    assert edit.status_code == 403
+    anonymous = http.post(f"{PULLS}/{number}/merge", json={"Do": "merge"})
+    assert anonymous.status_code == 401
+    # private: a missing repository to ben and to anonymous callers, everywhere
+    made_private = http.patch(
+        "/api/v1/repos/ann/plans",
+        headers={"Authorization": f"token {token}"},
+        json={"private": True},
+    )
+    assert made_private.status_code == 200
+    for path in (
+        PULLS,
+        f"{PULLS}/{number}",
+        f"{PULLS}/{number}.diff",
+        f"{PULLS}/{number}/commits",
+        f"{PULLS}/{number}/files",
+        f"{PULLS}/{number}/merge",
+        f"{PULLS}/main/topic",
+    ):
+        for headers in ({"Authorization": f"token {ben}"}, {}):
+            answer = http.get(path, headers=headers)
+            assert answer.status_code == 404, (path, answer.status_code)
+            assert error_of(answer) == error_of(
+                http.get(path.replace("/plans/", "/nothing/").replace("/plans", "/nothing"))
+            ), path
+    assert _merged(forge, http, ben, number, "merge").status_code == 404
+    assert tip(forge, "main") != tip(forge, "topic")
+    assert http.get(PULLS, headers={"Authorization": f"token {token}"}).status_code == 200
+
+
+def test_bad_input_is_a_clear_4xx(forge: Forge, http: httpx.Client, work: Path) -> None:
+    token = token_for(http, "ann")
+    number = opened(http, token)
+    auth = {"Authorization": f"token {token}"}
+    cases = [
+        ("post", PULLS, b"{not json", 422),
+        ("post", PULLS, b"[1, 2]", 422),
+        ("post", PULLS, b'{"head": 1, "base": "main", "title": "x"}', 422),
+        ("post", PULLS, b'{"head": "topic", "base": "main"}', 422),
+        ("post", PULLS, b'{"head": "topic", "base": "main", "title": ""}', 422),
+        ("post", PULLS, b'{"head": "topic\\u0000", "base": "main", "title": "x"}', 422),
+        (
+            "post",
+            PULLS,
+            b'{"head": "topic", "base": "main", "title": "x", "body": "' + b"a" * (2 << 20) + b'"}',
+            413,
+        ),
+        ("patch", f"{PULLS}/{number}", b'{"state": "merged"}', 422),
+        ("patch", f"{PULLS}/{number}", b'{"title": ["x"]}', 422),
+        ("post", f"{PULLS}/{number}/merge", b"{}", 422),
+        ("post", f"{PULLS}/{number}/merge", b"nope", 422),
+        ("get", f"{PULLS}/abc", b"", 404),
+        ("get", f"{PULLS}/99999999999", b"", 404),
+        ("get", f"{PULLS}?state=everything", b"", 422),
+        ("get", f"{PULLS}?milestone=x", b"", 422),
+        ("get", f"{PULLS}?labels=x", b"", 422),
+    ]
+    for method, path, body, status in cases:
+        answer = http.request(
+            method.upper(),
+            path,
+            content=body,
+            headers={**auth, "Content-Type": "application/json"},
+        )
+        assert answer.status_code == status, (method, path, body[:60], answer.text[:200])
+        error_of(answer)
+    html = http.post(
+        PULLS,
+        headers=auth,
+        json={"head": "topic", "base": "main", "title": "<script>x</script>"},
+    )
+    assert html.status_code == 409  # already open; nothing else written
+    assert forge.pulls.listing("ann", "plans", "all")[1] == 1
+    pull = forge.pulls.get("ann", "plans", number)
+    assert pull.title == "Topic" and not pull.merged and pull.issue.state == "open"
