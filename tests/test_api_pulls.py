@@ -155,6 +155,25 @@ def test_open_list_read_and_edit_a_pull_request(
     kinds = [e.kind for e in forge.issues.timeline(forge.pulls.get("ann", "plans", 1).issue)]
     assert {"title", "closed", "reopened"} <= set(kinds)
 
+    # labels and assignees as the issue's JSON shows them
+    issue = forge.pulls.get("ann", "plans", 1).issue
+    label = forge.triage.create_label("ann", "plans", "bug", "#ee0701")
+    forge.triage.set_label(issue, forge.accounts.require("ann"), label.id, True)
+    forge.triage.set_assignee(
+        issue, forge.accounts.require("ann"), forge.accounts.require("ann"), True
+    )
+    shown = client.repo_get_pull_request("ann", "plans", 1)
+    assert [(x.name, x.color) for x in shown.labels or []] == [("bug", "ee0701")]
+    assert shown.assignee and shown.assignee.login == "ann"
+    assert [
+        p.number for p in client.repo_list_pull_requests("ann", "plans", labels=[label.id])
+    ] == [1]
+    # the OpenAPI description's PullRequest is what is answered, field for field
+    document = http.get("/swagger.v1.json").json()
+    answer = http.get(f"{PULLS}/1").json()
+    assert set(document["definitions"]["PullRequest"]["properties"]) == set(answer)
+    assert set(document["definitions"]["PRBranchInfo"]["properties"]) == set(answer["head"])
+
     by_branches = client.repo_get_pull_request_by_base_head("ann", "plans", "main", "topic")
     assert by_branches.number == 1
     with pytest.raises(ApiError) as missing:

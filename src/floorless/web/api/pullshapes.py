@@ -3,12 +3,13 @@ ChangedFile, PullReview and PullReviewComment. Field names and types follow Forg
 (pyforgejo's models check them in the tests); every URL is absolute.
 
 What a pull request's JSON needs besides its rows is read for a whole page at once (its
-people, its repositories and their facts, its labels and assignees, its review comment
-counts): a few statements whatever the page's length. ``mergeable`` is what the background
-check last found for the pair of commits now at the base and the head; a read never
-computes a merge (a pair not checked yet is queued, as the pull request's page queues it,
-and is not mergeable meanwhile). The line counts are the in-process diff's of the merge base
-to the head, kept by that pair of commit ids (``DIFFS``): a page of pull requests shown again
+repositories and their facts, its review comment counts, and its labels, milestone,
+assignees and people as ``issueshapes.IssueFacts`` reads them for issues): a few
+statements whatever the page's length. ``mergeable`` is what the background check last
+found for the pair of commits now at the base and the head; a read never computes a merge
+(a pair not checked yet is queued, as the pull request's page queues it, and is not
+mergeable meanwhile). The line counts are the in-process diff's of the merge base to the
+head, kept by that pair of commit ids (``DIFFS``): a page of pull requests shown again
 diffs nothing.
 """
 
@@ -30,7 +31,8 @@ from floorless.repos import Repo
 from floorless.reviews import Review, ReviewComment
 from floorless.web import urls
 from floorless.web.api.gitshapes import text
-from floorless.web.api.models import Person, RepoFacts, people, repo_json, rfc3339, user_json
+from floorless.web.api.issueshapes import DRAFT_PREFIXES, IssueFacts, label_json, milestone_json
+from floorless.web.api.models import RepoFacts, repo_json, rfc3339
 from floorless.web.views.compare import commit_of
 
 Json = dict[str, Any]
@@ -105,20 +107,15 @@ class PullFacts:
         self.repos = repos
         found = [r for r in repos.values() if r is not None]
         self.repo_facts = RepoFacts(forge, viewer, found)
-        ids = [pull.issue.id for pull in pulls]
-        self.assignees = forge.triage.assignees_of(ids)
-        names = [p.issue.author for p in pulls] + [p.merged_by for p in pulls]
-        names += [n for each in self.assignees.values() for n in each]
-        self.people = people(forge.db, [n for n in names if n])
-        self.review_comments = _review_comment_counts(forge, ids)
+        # labels, assignees, milestones and people as the issues' JSON reads them
+        self.issues = IssueFacts(
+            forge, viewer, repo, public, [p.issue for p in pulls], [p.merged_by for p in pulls]
+        )
+        self.review_comments = _review_comment_counts(forge, [p.issue.id for p in pulls])
         self._repo_json: dict[tuple[str, str], Json | None] = {}
 
-    def user(self, name: str) -> Json | None:
-        if not name:
-            return None
-        found = self.people.get(name.lower())
-        who = found if found is not None else Person(0, name, "user", "", False, None)
-        return user_json(who, self.viewer, self.public)
+    def user(self, name: str) -> Json:
+        return self.issues.user(name)
 
     def repository(self, owner: str, name: str) -> tuple[int, Json | None]:
         """A side's repository id and JSON; None for one gone, or one the caller may not
@@ -160,13 +157,9 @@ def mergeable(forge: Forge, repo: Repo, pull: Pull, base_tip: str) -> bool:
     return False
 
 
-def pull_json(
-    facts: PullFacts,
-    pull: Pull,
-    labels: list[Json] | None = None,
-    milestone: Json | None = None,
-) -> Json:
-    """Forgejo's ``PullRequest``."""
+def pull_json(facts: PullFacts, pull: Pull) -> Json:
+    """Forgejo's ``PullRequest``: its labels, milestone and people as its ``Issue`` shows
+    them (``issueshapes.py``)."""
     repo, issue = facts.repo, pull.issue
     html = facts.public + urls.pull(repo, pull.number)
     tip = facts.snapshot.branches.get(pull.base_branch.encode())
@@ -188,22 +181,25 @@ def pull_json(
             )
     base_id, base_repo = facts.repository(repo.owner, repo.name)
     head_id, head_repo = facts.repository(pull.head_owner, pull.head_name)
-    assignees = [facts.user(name) for name in facts.assignees.get(issue.id, [])]
+    assignees = [facts.user(name) for name in facts.issues.assignees.get(issue.id, [])]
+    milestone = facts.issues.milestones.get(issue.id)
     return {
         "id": issue.id,
         "url": html,
         "number": pull.number,
-        "user": facts.user(issue.author) or facts.user("ghost"),
+        "user": facts.user(issue.author),
         "title": issue.title,
         "body": issue.body,
-        "labels": labels or [],
-        "milestone": milestone,
+        "labels": [
+            label_json(label, repo, facts.public) for label in facts.issues.labels.get(issue.id, [])
+        ],
+        "milestone": None if milestone is None else milestone_json(milestone),
         "assignee": assignees[0] if assignees else None,
         "assignees": assignees,
         "requested_reviewers": [],
         "requested_reviewers_teams": [],
         "state": "open" if issue.state == "open" else "closed",
-        "draft": False,
+        "draft": issue.title.lower().startswith(DRAFT_PREFIXES),
         "is_locked": False,
         "comments": issue.comments,
         "review_comments": facts.review_comments.get(issue.id, 0),
