@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench import report
-from bench.run import CONTENDERS, PAGES, Options, run
+from bench.run import CONTENDERS, PAGES, SCENARIOS, Options, run
 
 
 def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
@@ -18,7 +18,12 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         default="small",
         help="small, medium, large, or the path of a repository (default small)",
     )
-    parser.add_argument("--scenarios", default="local,slow", help="local,slow")
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help="local, slow (every contender's pages on each storage), api (floorless's API "
+        "reads beside their pages)",
+    )
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument(
         "--slow-contenders",
@@ -82,6 +87,9 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     unknown = set(options.contenders) - set(CONTENDERS)
     if unknown:
         parser.error(f"unknown contenders: {', '.join(sorted(unknown))}")
+    unknown = set(options.scenarios) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
     return options, args
 
 

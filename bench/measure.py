@@ -38,6 +38,8 @@ class PageResult:
     throughput_rps: float | None = None
     server_timing: str | None = None
     notes: list[str] = field(default_factory=list)
+    # processes the server says it spawned (Server-Timing ``spawn``), per request, when counted
+    server_spawns_per_request: float | None = None
 
 
 def forks() -> int:
@@ -136,23 +138,31 @@ def measure_interleaved(
     slowfs_reset: Callable[[], None] | None = None,
     deadline_seconds: float = 120.0,
     on_slowfs: int = 0,
+    spawns_each: bool = False,
 ) -> list[PageResult]:
-    """``measure_page`` for several servers at once, one keep-alive connection each: every
+    """``measure_page`` for several URLs at once, one keep-alive connection each: every
     round sends one request to each, in turn, and the order flips every round, so drift and
     noise on the machine fall on all of them alike. Processes are averaged over all the
-    requests; slow-filesystem operations are counted for the server at index ``on_slowfs``
-    (the others' storage is not counted)."""
+    requests, or, with ``spawns_each``, counted around each request for its own URL (and the
+    server's ``Server-Timing`` count summed apart); slow-filesystem operations are counted
+    for the server at index ``on_slowfs`` (the others' storage is not counted)."""
     clients = [Client(url) for url in urls]
     samples: list[list[float]] = [[] for _ in urls]
     status = [0] * len(urls)
     headers: list[dict[str, str]] = [{} for _ in urls]
+    forked = [0] * len(urls)
+    reported = [0.0] * len(urls)
 
     def one_round(record: bool, flip: bool) -> None:
         order = list(enumerate(urls))
         for index, url in reversed(order) if flip else order:
+            before = forks() if record and spawns_each else 0
             elapsed, status[index], _, headers[index] = timed_get(clients[index], url)
             if record:
                 samples[index].append(elapsed)
+                if spawns_each:
+                    forked[index] += forks() - before
+                    reported[index] += timing_spawns(headers[index].get("server-timing", ""))
 
     try:
         warm_until = time.monotonic() + deadline_seconds
@@ -183,12 +193,26 @@ def measure_interleaved(
             p50_ms=statistics.median(samples[index]) * 1000,
             p95_ms=percentile(samples[index], 0.95) * 1000,
             p99_ms=percentile(samples[index], 0.99) * 1000,
-            spawns_per_request=spawned / (count * len(urls)),
+            spawns_per_request=forked[index] / count
+            if spawns_each
+            else spawned / (count * len(urls)),
             slowfs_ops_per_request=None if ops is None or index != on_slowfs else ops / count,
             server_timing=headers[index].get("server-timing"),
+            server_spawns_per_request=reported[index] / count if spawns_each else None,
         )
         for index, url in enumerate(urls)
     ]
+
+
+def timing_spawns(header: str) -> float:
+    """The processes a ``Server-Timing`` header says the request spawned (0 without one)."""
+    for item in header.split(","):
+        name, *params = (part.strip() for part in item.split(";"))
+        if name == "spawn":
+            for param in params:
+                if param.startswith("dur="):
+                    return float(param[4:])
+    return 0.0
 
 
 def first_request_ms(url: str) -> tuple[float, int]:

@@ -11,8 +11,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from bench import api as bench_api
+from bench.api import ApiRead
 from bench.measure import PageResult
-from bench.run import BROWSE_PAGES, PAGES, ContenderRun, PairedRun, Results
+from bench.run import BROWSE_PAGES, PAGES, STORAGES, ContenderRun, PairedRun, Results
 
 SPAWN_NOISE = 0.05  # forks per request below this are other activity on the machine
 
@@ -38,6 +40,7 @@ def evaluate(results: Results) -> list[Check]:
         *(_vs_cgit(results, peer) for peer in ("cgit", "cgit-cache")),
         _no_spawns(results),
         _no_slow_ops(results),
+        _no_api_spawns(results),
     ]
     return checks
 
@@ -162,10 +165,34 @@ def _no_slow_ops(results: Results) -> Check:
     )
 
 
+def _no_api_spawns(results: Results) -> Check:
+    """Judged on what the server says each request spawned (``Server-Timing``), counted for
+    that request alone; the kernel's fork counter, machine-wide, is shown beside it."""
+    target = "no process spawned on an API read"
+    if not results.api:
+        return Check(target, None, "needs the api scenario")
+    spawned = {r.read: r.api.server_spawns_per_request for r in results.api}
+    forked = ", ".join(f"{r.read} {r.api.spawns_per_request:.2f}" for r in results.api)
+    bad = {k: v for k, v in spawned.items() if v is None or v > 0}
+    return Check(
+        target,
+        not bad,
+        (
+            ", ".join(f"{k} {_num(v, '.2f')}/request" for k, v in bad.items())
+            or f"0 on {len(spawned)} reads by Server-Timing"
+        )
+        + f"; forks per request machine-wide: {forked}",
+    )
+
+
+def _storages(results: Results) -> list[str]:
+    return [s for s in results.options["scenarios"] if s in STORAGES]
+
+
 def table(results: Results) -> str:
     lines = []
     names = [c for c in results.options["contenders"]]
-    for scenario in results.options["scenarios"]:
+    for scenario in _storages(results):
         lines.append(f"\n{scenario}: p50 ms (spawns/request) by page")
         lines.append(f"{'page':9}" + "".join(f"{n:>20}" for n in names))
         for name in PAGES:
@@ -186,6 +213,18 @@ def table(results: Results) -> str:
                 continue
             lines.append(
                 f"{name:9}{local.p50_ms:10.3f}{slow.p50_ms:10.3f}{slow.p50_ms / local.p50_ms:9.2f}x"
+            )
+    if results.api:
+        lines.append(
+            "\nfloorless API reads beside their pages: p50 ms page, API (API / page),"
+            " processes per request page, API (Server-Timing)"
+        )
+        for read in results.api:
+            lines.append(
+                f"{read.read:9}{read.page.p50_ms:10.3f}{read.api.p50_ms:10.3f}"
+                f"{read.api.p50_ms / read.page.p50_ms:9.2f}x"
+                f"{_num(read.page.server_spawns_per_request, '8.1f')}"
+                f"{_num(read.api.server_spawns_per_request, '8.1f')}"
             )
     lines.append("")
     for check in evaluate(results):
@@ -243,9 +282,22 @@ def markdown(results: Results, command: str) -> str:
             "",
         ]
         out += _paired_table(results)
-    for scenario in results.options["scenarios"]:
+    for scenario in _storages(results):
         out += ["", f"## {scenario.capitalize()} storage", ""]
         out += _scenario_table(results, scenario)
+    if results.api:
+        out += [
+            "",
+            "## API reads beside their pages",
+            "",
+            "floorless alone on local disk: each `/api/v1` read measured with the page that "
+            "shows the same thing, one request to each in turn (the order flipping every "
+            "round). Processes per request are those the server reports spawning for each "
+            "request (`Server-Timing`); beside them, the kernel's fork counter read around each "
+            "request, which counts whatever else the machine starts meanwhile.",
+            "",
+        ]
+        out += _api_table(results.api)
     out += [
         "",
         "## Cold requests",
@@ -329,6 +381,31 @@ def _paired_table(results: Results) -> list[str]:
     return rows
 
 
+def _api_table(reads: list[ApiRead]) -> list[str]:
+    rows = [
+        "| API read | beside the page | page p50 ms | API p50 ms | API / page | page p95 ms "
+        "| API p95 ms | processes / request, page / API | forks / request machine-wide, "
+        "page / API |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for read in reads:
+        page, api = read.page, read.api
+        rows.append(
+            f"| {read.read} `{_api_path(api.url)}` | {read.page_name} | {page.p50_ms:.3f} | "
+            f"{api.p50_ms:.3f} | {api.p50_ms / page.p50_ms:.2f}x | {page.p95_ms:.3f} | "
+            f"{api.p95_ms:.3f} | {_num(page.server_spawns_per_request, '.1f')} / "
+            f"{_num(api.server_spawns_per_request, '.1f')} | {page.spawns_per_request:.2f} / "
+            f"{api.spawns_per_request:.2f} |"
+        )
+    return rows
+
+
+def _api_path(url: str) -> str:
+    """An API URL as the table shows it: from the repository on, without the server."""
+    tail = url.split("/api/v1/repos/", 1)[-1]
+    return tail.split("/", 2)[-1] if tail.count("/") >= 2 else tail
+
+
 def write(results: Results, json_path: Path, docs_path: Path | None, command: str) -> None:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(to_json(results))
@@ -337,12 +414,13 @@ def write(results: Results, json_path: Path, docs_path: Path | None, command: st
         docs_path.write_text(markdown(results, command))
 
 
-def _pages(raw: dict[str, Any]) -> dict[str, PageResult]:
+def _page(raw: Any) -> PageResult:
     known = {f.name for f in fields(PageResult)}
-    return {
-        name: PageResult(**{k: v for k, v in page.items() if k in known})
-        for name, page in raw.items()
-    }
+    return PageResult(**{k: v for k, v in raw.items() if k in known})
+
+
+def _pages(raw: dict[str, Any]) -> dict[str, PageResult]:
+    return {name: _page(page) for name, page in raw.items()}
 
 
 def from_json(text: str) -> Results:
@@ -356,6 +434,7 @@ def from_json(text: str) -> Results:
         for run in body["runs"]
     ]
     paired = body.get("paired")
+    api = body.get("api")
     return Results(
         repo=body["repo"],
         options=body["options"],
@@ -366,6 +445,7 @@ def from_json(text: str) -> Results:
         paired=None
         if paired is None
         else PairedRun(_pages(paired["local"]), _pages(paired["slow"])),
+        api=None if api is None else bench_api.from_json(api, _page),
     )
 
 

@@ -4,7 +4,9 @@ and each page is measured; the results become a table, a JSON file and docs/benc
 Scenarios put the repositories and the contenders' git HOME on (a) local disk and (b) the
 slow-storage simulator (``bench.slowfs``). floorless keeps its data directory (database and
 runtime directory, i.e. its git HOME) on local disk in both, as its documentation asks; the
-others get the HOME they would have on such a machine: the storage under test.
+others get the HOME they would have on such a machine: the storage under test. A third
+scenario, ``api`` (``bench.api``), measures floorless's ``/api/v1`` reads beside the pages
+that show the same thing, on local disk.
 """
 
 from __future__ import annotations
@@ -22,13 +24,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import api as bench_api
 from bench import measure
 from bench import repos as bench_repos
+from bench.api import ApiRead
 from bench.measure import PageResult
 
 PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "blame", "explore")
 BROWSE_PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "explore")
 CONTENDERS = ("floorless", "reference", "cgit", "cgit-cache", "gitweb", "klaus")
+STORAGES = ("local", "slow")  # the scenarios that measure every contender's pages
+SCENARIOS = (*STORAGES, "api")
 OWNER = "bench"
 ENV_CLEAN = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -41,7 +47,7 @@ ENV_CLEAN = {
 @dataclass
 class Options:
     repo: str = "small"  # a size from bench.repos.SIZES, or a path to a repository
-    scenarios: tuple[str, ...] = ("local", "slow")
+    scenarios: tuple[str, ...] = SCENARIOS
     contenders: tuple[str, ...] = CONTENDERS
     slow_contenders: tuple[str, ...] | None = None  # None: the same as ``contenders``
     requests: int = 200
@@ -305,6 +311,7 @@ class Results:
     started: str
     seconds: float
     paired: PairedRun | None = None
+    api: list[ApiRead] | None = None  # the api scenario's reads, each beside its page
 
 
 def prepare_store(store: Path, source_repo: Path, name: str) -> tuple[Path, Path]:
@@ -499,6 +506,33 @@ def run_paired(
     return paired
 
 
+def run_api(
+    options: Options,
+    base: Path,
+    data: Path,
+    repo: Target,
+    commit: str,
+    home: Path,
+    log: Callable[[str], None],
+) -> list[ApiRead]:
+    """The api scenario: floorless alone on local disk, its index complete; each API read
+    measured with the page that shows the same thing, requests alternating."""
+    repos, _ = prepare_store(base, repo.path, repo.name)
+    tree = git(repo.path, "rev-parse", f"refs/heads/{repo.branch}:{repo.directory}", home=home)
+    served, _ = start_floorless(repos, data, repo, commit)
+    try:
+        wait_listening(int(served.base_url.rsplit(":", 1)[1]), None, 120)
+        wait_floorless_indexed(served, 3600)
+        urls = bench_api.read_urls(
+            served.base_url, OWNER, repo.name, repo.branch, repo.file, repo.directory, tree
+        )
+        return bench_api.measure_reads(
+            urls, options.requests, options.warmup, options.page_deadline, log
+        )
+    finally:
+        served.stop()
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -538,10 +572,14 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
     commit = git(repo.path, "rev-parse", f"refs/heads/{repo.branch}~1", home=home)
     runs: list[ContenderRun] = []
     paired: PairedRun | None = None
+    api_reads: list[ApiRead] | None = None
     for scenario in options.scenarios:
         log(f"scenario {scenario}: {repo.kind} repository, {options.requests} requests a page")
         base = workdir / scenario
         data_root = workdir / f"{scenario}-floorless-data"
+        if scenario == "api":
+            api_reads = run_api(options, base, data_root, repo, commit, home, log)
+            continue
         if scenario == "local":
             repos, git_home = prepare_store(base, repo.path, repo.name)
             for name in options.contenders:
@@ -629,4 +667,5 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
         started=started,
         seconds=time.monotonic() - began,
         paired=paired,
+        api=api_reads,
     )

@@ -112,7 +112,7 @@ def test_outputs(results, tmp_path: Path) -> None:
     report.write(results, tmp_path / "r.json", tmp_path / "b.md", "python -m bench --smoke")
     body = json.loads((tmp_path / "r.json").read_text())
     assert {r["contender"] for r in body["runs"]} == {"floorless", "reference"}
-    assert len(body["checks"]) == 6
+    assert len(body["checks"]) == 7  # the API reads check: not measured without the api scenario
     page = (tmp_path / "b.md").read_text()
     assert "python -m bench --smoke" in page
     assert "## Slow storage" in page and "| raw | reference |" in page
