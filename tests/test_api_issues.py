@@ -3,16 +3,23 @@ whose models check that every answer is in Forgejo's shape."""
 
 from __future__ import annotations
 
+import datetime
+
+import httpx
 import pytest
+from pyforgejo import PyforgejoApi
+from pyforgejo.core.api_error import ApiError
 from pyforgejo.types import Comment as ForgejoComment
 from pyforgejo.types import Issue as ForgejoIssue
 from pyforgejo.types import Label as ForgejoLabel
 from pyforgejo.types import Milestone as ForgejoMilestone
-from test_api_core import BASE, forge, http  # noqa: F401
+from test_api_core import BASE, api, basic, error_of, forge, http, token_for  # noqa: F401
+from test_spawns import counting
 
 from floorless import timing
 from floorless.access import Viewer
 from floorless.forge import Forge
+from floorless.issues import Search
 from floorless.web.api.issueshapes import (
     SCHEMAS,
     IssueFacts,
@@ -21,6 +28,7 @@ from floorless.web.api.issueshapes import (
     label_json,
     milestone_json,
 )
+from floorless.web.api.routes import API_ROUTES
 
 pytestmark = pytest.mark.usefixtures("forge")
 
@@ -121,3 +129,488 @@ def test_a_page_of_issues_is_read_in_the_same_statements_whatever_its_length(
         return timer.queries
 
     assert 0 < statements(2) == statements(12) <= 5
+
+
+# -- through the API ------------------------------------------------------------------------
+
+
+def _setup(forge: Forge, http: httpx.Client) -> tuple[PyforgejoApi, PyforgejoApi]:  # noqa: F811
+    """ann's public repository ``work``; pyforgejo clients of ann (its owner) and ben (a
+    reader who is not a collaborator)."""
+    forge.registry.create("ann", "work")
+    return api(http, token_for(http, "ann")), api(http, token_for(http, "ben"))
+
+
+def test_open_list_filter_edit_close_and_reopen(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, ben = _setup(forge, http)
+    issues = ann.issue
+    bug = issues.create_label("ann", "work", color="d73a4a", name="bug", description="broken")
+    docs = issues.create_label("ann", "work", color="#0000ff", name="docs")
+    assert bug.color == "d73a4a" and docs.color == "0000ff"
+    first = issues.create_milestone("ann", "work", title="1.0", description="soon")
+    assert first.state == "open" and first.open_issues == 0
+    made = issues.create_issue(
+        "ann",
+        "work",
+        title="It breaks",
+        body="when it rains",
+        labels=[bug.id, docs.id],
+        milestone=first.id,
+        assignees=["ann"],
+    )
+    assert made.number == 1 and made.state == "open" and made.user and made.user.login == "ann"
+    assert {label.name for label in made.labels or []} == {"bug", "docs"}
+    assert made.milestone and made.milestone.id == first.id and made.milestone.open_issues == 1
+    assert [a.login for a in made.assignees or []] == ["ann"]
+    second = ben.issue.create_issue("ann", "work", title="A question", body="how?")
+    closed = ben.issue.create_issue("ann", "work", title="Done already", closed=True)
+    assert closed.state == "closed" and closed.closed_at is not None
+    pull = forge.pulls.create(
+        "ann",
+        "work",
+        forge.accounts.require("ben"),
+        "A change",
+        "",
+        "main",
+        ("ann", "work", "topic"),
+        "0" * 40,
+    )
+
+    def numbers(**query: object) -> list[int]:
+        return [i.number for i in issues.list_issues("ann", "work", **query)]  # type: ignore[arg-type]
+
+    assert numbers() == [pull.number, second.number, made.number]  # both kinds, as Forgejo
+    assert numbers(type="issues") == [second.number, made.number]
+    assert numbers(type="pulls") == [pull.number]
+    assert numbers(state="closed") == [closed.number]
+    assert numbers(state="all", type="issues") == [3, 2, 1]
+    assert numbers(labels="bug") == [1] and numbers(labels="bug,docs") == [1]
+    assert numbers(labels="nothing-like-it") == [4, 2, 1]  # unknown names are left out
+    assert numbers(milestones="1.0") == [1] and numbers(milestones=str(first.id)) == [1]
+    assert numbers(created_by="ben", state="all") == [4, 3, 2]
+    assert numbers(assigned_by="ann") == [1]
+    assert numbers(q="QUEST") == [2]
+    as_issue = issues.get_issue("ann", "work", pull.number)
+    assert as_issue.pull_request is not None and as_issue.pull_request.merged is False
+
+    edited = issues.edit_issue(
+        "ann", "work", 1, title="It breaks badly", state="closed", milestone=0, assignees=[]
+    )
+    assert edited.title == "It breaks badly" and edited.body == "when it rains"
+    assert edited.state == "closed" and edited.milestone is None and edited.assignees == []
+    reopened = issues.edit_issue("ann", "work", 1, state="open")
+    assert reopened.state == "open" and reopened.closed_at is None
+    kinds = [e.kind for e in forge.issues.timeline(forge.issues.get("ann", "work", 1))]
+    assert kinds.count("closed") == kinds.count("reopened") == 1
+    assert "title" in kinds and "milestone" in kinds and "unassigned" in kinds
+    # the author may edit and close their own issue; a reader may not touch another's
+    assert ben.issue.edit_issue("ann", "work", 2, state="closed").state == "closed"
+    with pytest.raises(ApiError) as refused:
+        ben.issue.edit_issue("ann", "work", 1, title="mine now")
+    assert refused.value.status_code == 403
+    assert forge.issues.get("ann", "work", 1).title == "It breaks badly"
+
+
+def test_a_reader_takes_part_but_does_not_sort(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, ben = _setup(forge, http)
+    bug = ann.issue.create_label("ann", "work", color="d73a4a", name="bug")
+    mine = ann.issue.create_issue("ann", "work", title="ann's")
+    # labels, milestone and assignees from a reader are ignored, as Forgejo does
+    theirs = ben.issue.create_issue(
+        "ann", "work", title="ben's", labels=[bug.id], assignees=["ann"]
+    )
+    assert theirs.labels == [] and theirs.assignees == []
+    comment = ben.issue.create_comment("ann", "work", mine.number, body="me too")
+    assert comment.user and comment.user.login == "ben"
+    for call in (
+        lambda: ben.issue.add_label("ann", "work", theirs.number, labels=[bug.id]),  # type: ignore[list-item]
+        lambda: ben.issue.create_label("ann", "work", color="000000", name="mine"),
+        lambda: ben.issue.create_milestone("ann", "work", title="mine"),
+        lambda: ben.issue.edit_issue("ann", "work", mine.number, state="closed"),
+        lambda: ben.issue.delete_label("ann", "work", bug.id),
+    ):
+        with pytest.raises(ApiError) as refused:
+            call()
+        assert refused.value.status_code == 403
+    assert ann.issue.get_issue("ann", "work", mine.number).state == "open"
+    assert [label.name for label in ann.issue.list_labels("ann", "work")] == ["bug"]
+    # a comment of ann's is not ben's to change; his own is
+    owned = ann.issue.create_comment("ann", "work", mine.number, body="first")
+    with pytest.raises(ApiError) as refused:
+        ben.issue.edit_comment("ann", "work", owned.id, body="changed")
+    assert refused.value.status_code == 403
+    assert ben.issue.edit_comment("ann", "work", comment.id, body="me three").body == "me three"
+
+
+def test_comments_round_trip(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, ben = _setup(forge, http)
+    one = ann.issue.create_issue("ann", "work", title="one")
+    two = ann.issue.create_issue("ann", "work", title="two")
+    made = [
+        ben.issue.create_comment("ann", "work", one.number, body="first <script>x</script>"),
+        ann.issue.create_comment("ann", "work", two.number, body="second"),
+        ann.issue.create_comment("ann", "work", one.number, body="third"),
+    ]
+    assert made[0].body == "first <script>x</script>"  # text, kept as written
+    assert made[0].html_url == f"{BASE}/ann/work/issues/1#issuecomment-{made[0].id}"
+    listed = ann.issue.get_comments("ann", "work", one.number)
+    assert [c.id for c in listed] == [made[0].id, made[2].id]
+    assert ann.issue.get_issue("ann", "work", one.number).comments == 2
+    everywhere = http.get("/api/v1/repos/ann/work/issues/comments", params={"limit": 2})
+    assert everywhere.headers["x-total-count"] == "3" and 'rel="next"' in everywhere.headers["link"]
+    assert [c["id"] for c in everywhere.json()] == [made[0].id, made[1].id]
+    assert [c.id for c in ann.issue.get_repo_comments("ann", "work", page=2, limit=2)] == [
+        made[2].id
+    ]
+    later = ann.issue.get_repo_comments(
+        "ann", "work", since=datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    )
+    assert later == []
+    got = ann.issue.get_comment("ann", "work", made[1].id)
+    assert got is not None and got.body == "second" and got.issue_url
+    edited = ann.issue.edit_comment("ann", "work", made[1].id, body="second, edited")
+    assert edited is not None and edited.body == "second, edited"
+    ann.issue.delete_comment("ann", "work", made[1].id)
+    assert ann.issue.get_issue("ann", "work", two.number).comments == 0
+    with pytest.raises(ApiError) as gone:
+        ann.issue.get_comment("ann", "work", made[1].id)
+    assert gone.value.status_code == 404
+    # a comment of another repository is not found through this one
+    forge.registry.create("ann", "other")
+    with pytest.raises(ApiError) as elsewhere:
+        ann.issue.get_comment("ann", "other", made[0].id)
+    assert elsewhere.value.status_code == 404
+
+
+def test_labels_round_trip(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, _ = _setup(forge, http)
+    issues = ann.issue
+    bug = issues.create_label("ann", "work", color="d73a4a", name="bug")
+    docs = issues.create_label("ann", "work", color="00ff00", name="docs")
+    ui = issues.create_label("ann", "work", color="0000ff", name="ui")
+    assert issues.get_label("ann", "work", bug.id).name == "bug"
+    by_name = http.get("/api/v1/repos/ann/work/labels/docs").json()
+    assert by_name["id"] == docs.id
+    changed = issues.edit_label("ann", "work", ui.id, name="UI", color="#123456")
+    assert changed.name == "UI" and changed.color == "123456" and changed.description == ""
+    number = issues.create_issue("ann", "work", title="labelled").number
+    added = issues.add_label("ann", "work", number, labels=[bug.id, "docs"])  # type: ignore[list-item]
+    assert [label.name for label in added] == ["bug", "docs"]
+    replaced = issues.replace_labels("ann", "work", number, labels=[ui.id, docs.id])  # type: ignore[list-item]
+    assert [label.name for label in replaced] == ["docs", "UI"]
+    issues.remove_label("ann", "work", number, str(docs.id))
+    assert [label.name for label in issues.get_labels("ann", "work", number)] == ["UI"]
+    issues.clear_labels("ann", "work", number)
+    assert issues.get_labels("ann", "work", number) == []
+    events = [e.body for e in forge.issues.timeline(forge.issues.get("ann", "work", number))]
+    assert events == ["+bug", "+docs", "-bug", "+UI", "-docs", "-UI"]
+    page = http.get("/api/v1/repos/ann/work/labels", params={"limit": 2})
+    assert page.headers["x-total-count"] == "3" and len(page.json()) == 2
+    issues.delete_label("ann", "work", docs.id)
+    assert [label.name for label in issues.list_labels("ann", "work")] == ["bug", "UI"]
+    # an unknown label: 422, and nothing of the request written
+    issues.add_label("ann", "work", number, labels=[bug.id])  # type: ignore[list-item]
+    for call in (
+        lambda: issues.add_label("ann", "work", number, labels=[ui.id, 99999]),  # type: ignore[list-item]
+        lambda: issues.replace_labels("ann", "work", number, labels=[ui.id, "nope"]),  # type: ignore[list-item]
+        lambda: issues.remove_label("ann", "work", number, "99999"),
+        lambda: issues.create_issue("ann", "work", title="x", labels=[bug.id, 99999]),
+    ):
+        with pytest.raises(ApiError) as refused:
+            call()
+        assert refused.value.status_code == 422
+    assert [label.name for label in issues.get_labels("ann", "work", number)] == ["bug"]
+    assert [i.number for i in issues.list_issues("ann", "work", state="all")] == [number]
+
+
+def test_milestones_round_trip(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, _ = _setup(forge, http)
+    issues = ann.issue
+    due = datetime.datetime(2031, 5, 6, 12, 0, tzinfo=datetime.UTC)
+    first = issues.create_milestone("ann", "work", title="1.0", due_on=due)
+    assert first.due_on == datetime.datetime(2031, 5, 6, tzinfo=datetime.UTC)  # the day kept
+    second = issues.create_milestone("ann", "work", title="2.0", state="closed")
+    assert second.state == "closed"
+    assert [m.title for m in issues.get_milestones_list("ann", "work")] == ["1.0"]
+    assert [m.title for m in issues.get_milestones_list("ann", "work", state="closed")] == ["2.0"]
+    assert {m.title for m in issues.get_milestones_list("ann", "work", state="all")} == {
+        "1.0",
+        "2.0",
+    }
+    assert [m.id for m in issues.get_milestones_list("ann", "work", state="all", name="2.0")] == [
+        second.id
+    ]
+    by_title = http.get("/api/v1/repos/ann/work/milestones/1.0").json()
+    assert by_title["id"] == first.id
+    changed = issues.edit_milestone("ann", "work", str(first.id), state="closed", title="1.0.0")
+    assert changed.state == "closed" and changed.title == "1.0.0" and changed.due_on
+    issue = issues.create_issue("ann", "work", title="in it", milestone=first.id)
+    assert issue.milestone and issue.milestone.open_issues == 1
+    issues.delete_milestone("ann", "work", str(first.id))
+    assert issues.get_issue("ann", "work", issue.number).milestone is None
+    with pytest.raises(ApiError) as gone:
+        issues.get_milestone("ann", "work", str(first.id))
+    assert gone.value.status_code == 404
+
+
+# -- who may, and bad input -----------------------------------------------------------------
+
+ROUTE_PARAMS = {"owner": "ann", "repo": "hidden", "index": "1", "id": "1"}
+
+
+def _issue_routes() -> list[tuple[str, str, dict[str, object]]]:
+    """Every (method, path template, a fine body) of this module's resources."""
+    found = []
+    for template, kind in API_ROUTES:
+        if kind.__module__.rsplit(".", 1)[-1] != "issues":
+            continue
+        for method, operation in kind.operations.items():
+            body = {f: _fine(spec.kind) for f, spec in (operation.body or {}).items()}
+            found.append((method, template, body))
+    return found
+
+
+def _fine(kind: str) -> object:
+    return {"string": "x", "integer": 1, "boolean": False, "array": [], "integers": []}.get(
+        kind, []
+    )
+
+
+def test_a_private_repository_is_missing_on_every_route(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    forge.registry.create("ann", "hidden", private=True)
+    ann = forge.accounts.require("ann")
+    issue = forge.issues.create("ann", "hidden", ann, "secret", "")
+    forge.issues.comment(issue, ann, "secret too")
+    label = forge.triage.create_label("ann", "hidden", "secret", "#000000")
+    forge.triage.save_milestone("ann", "hidden", None, "secret", "", "")
+    ben = {"Authorization": f"token {token_for(http, 'ben')}"}
+    routes = _issue_routes()
+    assert len(routes) >= 20
+    for method, template, body in routes:
+        hidden = template.format(**{**ROUTE_PARAMS, "id": str(label.id)})
+        missing = template.format(**{**ROUTE_PARAMS, "repo": "nothing"})
+        for headers in ({}, ben):
+            seen = http.request(method, hidden, headers=headers, json=body)
+            unseen = http.request(method, missing, headers=headers, json=body)
+            assert seen.status_code == unseen.status_code == 404, (method, hidden, seen.text)
+            assert seen.json()["message"] == unseen.json()["message"]
+    assert forge.issues.get("ann", "hidden", 1).title == "secret"
+    assert [c.body for c in forge.issues.comments("ann", "hidden", 1)] == ["secret too"]
+    assert [x.name for x in forge.triage.labels("ann", "hidden")] == ["secret"]
+    assert len(forge.triage.milestones("ann", "hidden")) == 1
+
+
+def test_a_read_token_and_anonymous_callers_may_not_write(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    forge.registry.create("ann", "hidden")  # public, despite its name: every route answers
+    ann = forge.accounts.require("ann")
+    issue = forge.issues.create("ann", "hidden", ann, "open", "")
+    comment = forge.issues.comment(issue, ann, "a comment")
+    label = forge.triage.create_label("ann", "hidden", "l", "#000000")
+    milestone = forge.triage.save_milestone("ann", "hidden", None, "m", "", "")
+    reader = {"Authorization": f"token {token_for(http, 'ann', ['read:repository', 'read:issue'])}"}
+    writes = 0
+    for method, template, body in _issue_routes():
+        if method == "get":
+            continue
+        path = template.format(**ROUTE_PARAMS)
+        if "/comments/" in template:
+            path = path.rsplit("/", 1)[0] + f"/{comment}"
+        elif "/milestones/" in template:
+            path = path.rsplit("/", 1)[0] + f"/{milestone}"
+        elif "/labels/" in template:
+            path = path.rsplit("/", 1)[0] + f"/{label.id}"
+        read_only = http.request(method, path, headers=reader, json=body)
+        assert read_only.status_code == 403, (method, path, read_only.text)
+        assert "scope" in error_of(read_only)
+        anonymous = http.request(method, path, json=body)
+        assert anonymous.status_code == 401, (method, path, anonymous.text)
+        writes += 1
+    assert writes >= 14
+    assert forge.issues.get("ann", "hidden", 1).title == "open"
+    assert [c.body for c in forge.issues.comments("ann", "hidden", 1)] == ["a comment"]
+    assert [x.name for x in forge.triage.labels("ann", "hidden")] == ["l"]
+    assert [m.title for m in forge.triage.milestones("ann", "hidden")] == ["m"]
+    assert forge.triage.labels_of([issue.id]) == {}
+
+
+def test_every_declared_field_of_a_wrong_type_is_a_422(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    forge.registry.create("ann", "box")
+    ann = forge.accounts.require("ann")
+    issue = forge.issues.create("ann", "box", ann, "kept", "")
+    comment = forge.issues.comment(issue, ann, "kept")
+    label = forge.triage.create_label("ann", "box", "kept", "#000000")
+    milestone = forge.triage.save_milestone("ann", "box", None, "kept", "", "")
+    token = {"Authorization": f"token {token_for(http, 'ann')}"}
+    wrong = {
+        "string": 5,
+        "integer": "5",
+        "boolean": "true",
+        "array": [1],
+        "integers": ["1"],
+        "ids": [True],
+    }
+    checked = 0
+    for method, template, fine in _issue_routes():
+        path = template.format(**{**ROUTE_PARAMS, "repo": "box"})
+        if "/comments/" in template:
+            path = path.rsplit("/", 1)[0] + f"/{comment}"
+        elif "/milestones/" in template:
+            path = path.rsplit("/", 1)[0] + f"/{milestone}"
+        elif "/labels/" in template:
+            path = path.rsplit("/", 1)[0] + f"/{label.id}"
+        kind = next(k for t, k in API_ROUTES if t == template)
+        body = kind.operations[method].body or {}
+        required = {f: fine[f] for f, spec in body.items() if spec.required}
+        for field, spec in body.items():
+            answer = http.request(
+                method, path, headers=token, json={**required, field: wrong[spec.kind]}
+            )
+            assert answer.status_code == 422, (method, path, field, answer.text)
+            assert field in error_of(answer)
+            checked += 1
+        if required:  # each required field left out
+            answer = http.request(method, path, headers=token, json={})
+            assert answer.status_code == 422 and "Required" in error_of(answer), (method, path)
+        for raw in (b"{not json", b"[1, 2]"):
+            answer = http.request(method, path, headers=token, content=raw) if body else None
+            assert answer is None or answer.status_code == 422, (method, path, raw)
+    assert checked >= 25
+    assert [i.title for i in forge.issues.listing("ann", "box", Search(state="all"), 0, 9)[0]] == [
+        "kept"
+    ]
+    assert [c.body for c in forge.issues.comments("ann", "box")] == ["kept"]
+    assert [x.name for x in forge.triage.labels("ann", "box")] == ["kept"]
+    assert [m.title for m in forge.triage.milestones("ann", "box")] == ["kept"]
+
+
+def test_bad_values_are_clear_4xx_and_write_nothing(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, _ = _setup(forge, http)
+    token = ann._client_wrapper.get_headers()
+    url = "/api/v1/repos/ann/work"
+    number = ann.issue.create_issue("ann", "work", title="kept", body="kept").number
+    for method, path, body, status in (
+        ("post", "/issues", {"title": "   "}, 400),
+        ("post", "/issues", {"title": "x" * 300}, 400),
+        ("post", "/issues", {"title": "x", "body": "y" * 60_000}, 400),
+        ("post", "/issues", {"title": "x", "milestone": 99999}, 422),
+        ("post", "/issues", {"title": "x", "assignees": ["nobody"]}, 422),
+        ("post", "/issues", {"title": "x", "assignees": ["ben"]}, 422),  # not a collaborator
+        ("patch", f"/issues/{number}", {"state": "sideways"}, 422),
+        ("patch", f"/issues/{number}", {"title": ""}, 400),
+        ("patch", f"/issues/{number}", {"milestone": 99999}, 422),
+        ("patch", "/issues/99999", {"title": "y"}, 404),
+        ("patch", "/issues/x1", {"title": "y"}, 404),
+        ("post", f"/issues/{number}/comments", {"body": "  "}, 400),
+        ("post", f"/issues/{number}/comments", {"body": "z" * 60_000}, 400),
+        ("post", "/labels", {"name": "l", "color": "red"}, 400),
+        ("post", "/labels", {"name": "", "color": "ff0000"}, 400),
+        ("post", "/milestones", {"title": "m", "due_on": "tomorrow"}, 422),
+        ("post", "/milestones", {"title": "m", "state": "done"}, 422),
+        ("get", "/issues?since=yesterday", None, 422),
+        ("get", "/issues?created_by=nobody", None, 404),
+    ):
+        answer = http.request(method, url + path, headers=token, json=body)
+        assert answer.status_code == status, (method, path, answer.text)
+        assert error_of(answer)
+    huge = http.post(
+        url + "/issues", headers=token, content=b'{"title": "' + b"x" * (2 << 20) + b'"}'
+    )
+    assert huge.status_code == 413 and error_of(huge)
+    kept = ann.issue.get_issue("ann", "work", number)
+    assert (kept.title, kept.body, kept.state, kept.comments) == ("kept", "kept", "open", 0)
+    assert [i.number for i in ann.issue.list_issues("ann", "work", state="all")] == [number]
+    assert ann.issue.list_labels("ann", "work") == []
+    assert ann.issue.get_milestones_list("ann", "work", state="all") == []
+
+
+def test_reads_spawn_no_process_and_a_list_costs_the_same_whatever_its_length(
+    forge: Forge,  # noqa: F811
+    http: httpx.Client,  # noqa: F811
+) -> None:
+    ann, _ = _setup(forge, http)
+    account = forge.accounts.require("ann")
+    label = forge.triage.create_label("ann", "work", "x", "#000000")
+    milestone = forge.triage.save_milestone("ann", "work", None, "m", "", "")
+    for n in range(24):
+        issue = forge.issues.create("ann", "work", account, f"issue {n}", "")
+        forge.triage.set_label(issue, account, label.id, True)
+        forge.triage.set_milestone(issue, account, milestone)
+        forge.triage.set_assignee(issue, account, account, True)
+        forge.issues.comment(issue, account, f"comment {n}")
+    forge.pulls.create("ann", "work", account, "a pull", "", "main", ("ann", "work", "t"), "0" * 40)
+    headers = ann._client_wrapper.get_headers()
+    reads = (
+        "/issues",
+        "/issues?state=all&type=issues",
+        "/issues/1",
+        "/issues/25",
+        "/issues/1/comments",
+        "/issues/comments",
+        "/issues/1/labels",
+        "/labels",
+        f"/labels/{label.id}",
+        "/milestones",
+        f"/milestones/{milestone}",
+    )
+    with counting() as events:
+        for path in reads:
+            answer = http.get("/api/v1/repos/ann/work" + path, headers=headers)
+            assert answer.status_code == 200, path
+    assert events == []
+
+    def statements(path: str, limit: int) -> int:
+        counts = set()
+        for _ in range(2):
+            answer = http.get(
+                "/api/v1/repos/ann/work" + path, params={"limit": limit}, headers=headers
+            )
+            assert len(answer.json()) == limit, path
+            timing_ = dict(
+                (part.split(";")[0].strip(), part)
+                for part in answer.headers["server-timing"].split(",")
+            )
+            counts.add(int(timing_["query"].rsplit("dur=", 1)[1]))
+        return min(counts)
+
+    for path in ("/issues", "/issues?labels=x", "/issues/comments"):
+        assert statements(path, 2) == statements(path, 20), path
+    # the kept totals, not a count, when only the state and the kind are asked for
+    assert (
+        http.get("/api/v1/repos/ann/work/issues", headers=headers).headers["x-total-count"] == "25"
+    )
+    assert (
+        http.get("/api/v1/repos/ann/work/issues?type=issues&state=closed", headers=headers).headers[
+            "x-total-count"
+        ]
+        == "0"
+    )
+
+
+def test_the_description_has_the_issue_routes_and_their_shapes(
+    forge: Forge,  # noqa: F811
+    http: httpx.Client,  # noqa: F811
+) -> None:
+    ann, _ = _setup(forge, http)
+    headers = ann._client_wrapper.get_headers()
+    url = "/api/v1/repos/ann/work"
+    label = http.post(url + "/labels", headers=headers, json={"name": "l", "color": "ffffff"})
+    milestone = http.post(url + "/milestones", headers=headers, json={"title": "m"})
+    issue = http.post(
+        url + "/issues",
+        headers=headers,
+        json={"title": "t", "labels": [label.json()["id"]], "milestone": milestone.json()["id"]},
+    )
+    comment = http.post(url + "/issues/1/comments", headers=headers, json={"body": "c"})
+    answers = {
+        "Label": label.json(),
+        "Milestone": milestone.json(),
+        "Issue": issue.json(),
+        "Comment": comment.json(),
+        "RepositoryMeta": issue.json()["repository"],
+    }
+    document = http.get("/swagger.v1.json").json()
+    for name, answer in answers.items():
+        assert set(document["definitions"][name]["properties"]) == set(answer), name
+    assert "/repos/{owner}/{repo}/issues/{index}/labels/{id}" in document["paths"]
+    body = document["paths"]["/repos/{owner}/{repo}/issues"]["post"]["parameters"][-1]
+    assert body["schema"]["properties"]["labels"]["items"] == {"type": "integer"}

@@ -76,6 +76,29 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Search:
+    """What a list of issues asks for (``Issues.listing``): the kind (None: both), the
+    state (anything else: both), words of the title, and ids of what they must have."""
+
+    state: str = "open"
+    pull: bool | None = None
+    q: str = ""
+    label_ids: tuple[int, ...] = ()
+    milestone_ids: tuple[int, ...] = ()
+    author_id: int | None = None
+    assignee_id: int | None = None
+    since: float | None = None
+    before: float | None = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether only the kind and the state are asked for: what the kept totals count."""
+        narrowed = self.label_ids or self.milestone_ids or self.q
+        people = self.author_id is not None or self.assignee_id is not None
+        return not (narrowed or people or self.since is not None or self.before is not None)
+
+
+@dataclass(frozen=True)
 class Comment:
     """A comment with what names it outside its issue's page (the API's comments)."""
 
@@ -247,6 +270,83 @@ class Issues:
             older = issues[-1].number if more else None
         return IssuePage(issues, counts, newer, older)
 
+    def find(self, owner: str, name: str, number: int) -> Issue:
+        """Issue or pull request ``number`` of the repository, whichever it is."""
+        row = self.db.one(
+            f"{_ISSUE} WHERE i.owner = ? AND i.name = ? AND i.number = ?", (owner, name, number)
+        )
+        if row is None:
+            raise NotFound(f"no issue #{number}")
+        return issue_row(row)
+
+    def listing(
+        self, owner: str, name: str, search: Search, offset: int, limit: int
+    ) -> tuple[list[Issue], int]:
+        """A page of issues and pull requests (or of one kind) newest first, by offset, as
+        the API pages them, and how many there are in all: the kept totals when nothing but
+        the state and the kind is asked for, a count of the matches otherwise."""
+        where = ["i.owner = ?", "i.name = ?"]
+        params: list[object] = [owner, name]
+        if search.pull is not None:
+            where.append("i.is_pull = ?")
+            params.append(int(search.pull))
+        if search.state in STATES:
+            where.append("i.state = ?")
+            params.append(search.state)
+        if search.q:
+            where.append("lower(i.title) LIKE ? ESCAPE '!'")
+            params.append("%" + _like(search.q.lower()) + "%")
+        for label_id in search.label_ids:  # all of them, as Forgejo's filter
+            where.append(
+                "EXISTS (SELECT 1 FROM issue_labels il WHERE il.issue_id = i.id"
+                " AND il.label_id = ?)"
+            )
+            params.append(label_id)
+        if search.milestone_ids:
+            where.append(f"i.milestone_id IN ({', '.join('?' * len(search.milestone_ids))})")
+            params.extend(search.milestone_ids)
+        if search.author_id is not None:
+            where.append("i.author_id = ?")
+            params.append(search.author_id)
+        if search.assignee_id is not None:
+            where.append(
+                "EXISTS (SELECT 1 FROM issue_assignees ia WHERE ia.issue_id = i.id"
+                " AND ia.account_id = ?)"
+            )
+            params.append(search.assignee_id)
+        if search.since is not None:
+            where.append("i.updated_at >= ?")
+            params.append(search.since)
+        if search.before is not None:
+            where.append("i.updated_at < ?")
+            params.append(search.before)
+        clause = " AND ".join(where)
+        if search.plain:  # the totals the database keeps (schema version 11)
+            kept = ["owner = ?", "name = ?"]
+            kept_params: list[object] = [owner, name]
+            if search.pull is not None:
+                kept.append("is_pull = ?")
+                kept_params.append(int(search.pull))
+            if search.state in STATES:
+                kept.append("state = ?")
+                kept_params.append(search.state)
+            row = self.db.one(
+                "SELECT COALESCE(SUM(total), 0) AS total FROM issue_totals"  # noqa: S608
+                f" WHERE {' AND '.join(kept)}",
+                kept_params,
+            )
+        else:
+            row = self.db.one(
+                f"SELECT COUNT(*) AS total FROM issues i WHERE {clause}",  # noqa: S608
+                params,
+            )
+        total = int(row["total"]) if row else 0
+        rows = self.db.query(
+            f"{_ISSUE} WHERE {clause} ORDER BY i.number DESC LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [issue_row(row) for row in rows], total
+
     def timeline(self, issue: Issue, first: int | None = None, last: int = 0) -> list[Entry]:
         """The comments and events of ``issue``, in the order they were written: all of them,
         or the ``first`` and the ``last`` (read along the (issue_id, seq) index, so that an
@@ -350,6 +450,26 @@ class Issues:
             params,
         )
         return [comment_row(row) for row in rows]
+
+    def count_comments(
+        self, owner: str, name: str, since: float | None = None, before: float | None = None
+    ) -> int:
+        """How many comments ``comments`` would list for the whole repository (no total is
+        kept of them: the API's list of a repository's comments counts them)."""
+        where = "i.owner = ? AND i.name = ?"
+        params: list[object] = [owner, name]
+        if since is not None:
+            where += " AND c.updated_at >= ?"
+            params.append(since)
+        if before is not None:
+            where += " AND c.updated_at < ?"
+            params.append(before)
+        row = self.db.one(
+            "SELECT COUNT(*) AS total FROM issue_comments c"  # noqa: S608
+            f" JOIN issues i ON i.id = c.issue_id WHERE {where}",
+            params,
+        )
+        return int(row["total"]) if row else 0
 
     def comment_by_id(self, owner: str, name: str, comment_id: int) -> Comment:
         """Comment ``comment_id``, if it is on an issue or pull request of the repository."""

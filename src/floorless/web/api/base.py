@@ -39,6 +39,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "integer": (int,),
     "boolean": (bool,),
     "array": (list,),
+    "integers": (list,),
+    "ids": (list,),
     "object": (dict,),
 }
 
@@ -53,7 +55,9 @@ class Unprocessable(FloorlessError):
 class Field:
     """A field of a request body, or a query parameter: its JSON type."""
 
-    kind: str  # string, integer, boolean, array (of strings) or object
+    # string, integer, boolean, array (of strings), integers (an array of them), ids (an
+    # array of integers or strings: ids or names, as Forgejo's labels of an issue) or object
+    kind: str
     description: str = ""
     required: bool = False
 
@@ -167,6 +171,11 @@ class Resource:
             )
             if spec.kind == "array" and not wrong:
                 wrong = not all(isinstance(item, str) for item in value)
+            if spec.kind in ("integers", "ids") and not wrong:
+                allowed = (int, str) if spec.kind == "ids" else (int,)
+                wrong = not all(
+                    isinstance(item, allowed) and not isinstance(item, bool) for item in value
+                )
             if wrong:
                 raise Unprocessable(f"[{name}]: must be of type {spec.kind}")
             found[name] = value

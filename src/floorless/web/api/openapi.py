@@ -168,6 +168,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
     **PULL_SCHEMAS,
 }
 _PRIMITIVES = {"string", "integer", "boolean", "date-time"}
+# a body field's array kinds (``base.Field``) as schemas: ids may be names too, as Forgejo's
+_ARRAYS = {"array": "[string]", "integers": "[integer]", "ids": "[integer]"}
 
 
 def _schema(kind: str) -> dict[str, Any]:
@@ -192,7 +194,7 @@ def _parameters(template: str, operation: Operation) -> list[dict[str, Any]]:
     if operation.body is not None:
         properties = {
             name: {
-                **_schema(spec.kind if spec.kind != "array" else "[string]"),
+                **_schema(_ARRAYS.get(spec.kind, spec.kind)),
                 "description": spec.description,
             }
             for name, spec in operation.body.items()

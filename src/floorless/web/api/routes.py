@@ -9,6 +9,7 @@ from floorless.web.api import (
     contents,
     forks,
     git,
+    issues,
     misc,
     openapi,
     pulls,
@@ -64,6 +65,17 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/pulls/{index}/files", pulls.PullFiles),
     (REPO + "/pulls/{index}/merge", pulls.PullMerge),
     (REPO + "/pulls/{index}/{head}", pulls.PullByBranches),
+    (REPO + "/issues", issues.RepoIssues),
+    (REPO + "/issues/comments", issues.RepoComments),
+    (REPO + "/issues/comments/{id}", issues.RepoComment),
+    (REPO + "/issues/{index}", issues.RepoIssue),
+    (REPO + "/issues/{index}/comments", issues.IssueComments),
+    (REPO + "/issues/{index}/labels", issues.IssueLabels),
+    (REPO + "/issues/{index}/labels/{id}", issues.IssueLabel),
+    (REPO + "/labels", issues.Labels),
+    (REPO + "/labels/{id}", issues.OneLabel),
+    (REPO + "/milestones", issues.Milestones),
+    (REPO + "/milestones/{id}", issues.OneMilestone),
 )
 
 

@@ -1,0 +1,845 @@
+"""Issues, their comments and labels, and a repository's labels and milestones, in Forgejo's
+paths and shapes.
+
+Every change is made by the domain layer the web pages use (``issues.py``, ``triage.py``),
+each in its transaction with its timeline event, and allowed by the same rules
+(``access.py``): whoever may read a public repository may open an issue and comment; its
+author and those who may push may edit, close and reopen it; only those who may push may
+label, assign and set milestones. As on Forgejo, labels, milestone and assignees sent by
+someone who may not set them are ignored when an issue is opened or edited (its other fields
+are taken), while the routes that do nothing else (an issue's labels, the repository's
+labels and milestones) refuse them with a 403.
+
+What a request names (labels, a milestone, assignees) is all checked before anything is
+written, so that a refusal writes nothing. A list is one page of rows and a bounded number of
+statements for what it shows (``issueshapes.IssueFacts``); its total is the one the database
+keeps when nothing but the state and the kind is asked for.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import falcon
+
+from floorless.access import Level
+from floorless.accounts import Account
+from floorless.errors import Conflict, Forbidden, NotFound
+from floorless.issues import Comment, Issue, Search
+from floorless.repos import Repo
+from floorless.triage import Label, Milestone
+from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
+from floorless.web.api.issueshapes import (
+    IssueFacts,
+    comment_json,
+    issue_json,
+    label_json,
+    milestone_json,
+)
+from floorless.web.api.models import people
+from floorless.web.views.base import public_url
+
+_NUMBER = re.compile(r"[0-9]{1,12}")
+_HEX = re.compile(r"[0-9a-fA-F]{6}")
+_SINCE = {
+    "since": Field("string", "only those updated at or after this time (RFC 3339)"),
+    "before": Field("string", "only those updated before this time (RFC 3339)"),
+}
+_ISSUE_FIELDS = {
+    "title": Field("string", "the title"),
+    "body": Field("string", "the description (Markdown)"),
+    "assignee": Field("string", "one person to assign (deprecated: assignees)"),
+    "assignees": Field("array", "the people to assign, by name"),
+    "milestone": Field("integer", "the milestone's id (0: none)"),
+    "due_date": Field("string", "not kept by floorless: ignored"),
+    "ref": Field("string", "not kept by floorless: ignored"),
+}
+_LABEL_FIELDS = {
+    "name": Field("string", "the label's name"),
+    "color": Field("string", "its colour, rrggbb or #rrggbb"),
+    "description": Field("string", "what it means"),
+    "exclusive": Field("boolean", "not kept by floorless: ignored"),
+    "is_archived": Field("boolean", "not kept by floorless: ignored"),
+}
+_MILESTONE_FIELDS = {
+    "title": Field("string", "the milestone's title"),
+    "description": Field("string", "what it is about"),
+    "due_on": Field("string", "when it is due (RFC 3339; floorless keeps the day, in UTC)"),
+    "state": Field("string", "open or closed"),
+}
+_LABELS_BODY = {"labels": Field("ids", "the labels, by id or by name")}
+
+
+def number_of(text: str, what: str = "issue") -> int:
+    """A number in a path; anything else names nothing (404)."""
+    if not _NUMBER.fullmatch(text):
+        raise NotFound(f"{what} does not exist")
+    return int(text)
+
+
+def moment(req: falcon.Request, name: str) -> float | None:
+    """A query parameter holding an RFC 3339 time, as seconds; 422 when it is not one."""
+    text = req.get_param(name)
+    if not text:
+        return None
+    return _parse_time(text, name)
+
+
+def _parse_time(text: str, name: str) -> float:
+    try:
+        when = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise Unprocessable(f"{name} is not a time as RFC 3339 writes it") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()
+
+
+def _day(text: str) -> str:
+    """A due time sent as RFC 3339 (or a bare date) as the day, in UTC, floorless keeps."""
+    if not text.strip():
+        return ""
+    seconds = _parse_time(text, "due_on")
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%d")
+
+
+def _color(text: str) -> str:
+    """Forgejo takes a colour with or without its ``#``."""
+    text = text.strip()
+    return "#" + text if _HEX.fullmatch(text) else text
+
+
+class IssueResource(Resource):
+    """What the issue resources share: finding the repository, an issue, who may act."""
+
+    def public(self, req: falcon.Request) -> str:
+        return public_url(self.forge.settings, req)
+
+    def facts(
+        self,
+        req: falcon.Request,
+        repo: Repo,
+        issues: Sequence[Issue] = (),
+        names: Iterable[str] = (),
+    ) -> IssueFacts:
+        return IssueFacts(self.forge, self.viewer(req), repo, self.public(req), issues, names)
+
+    def sorting(self, req: falcon.Request, owner: str, name: str) -> tuple[Repo, Level]:
+        """A repository whose labels and milestones exist: it has issues or pull requests."""
+        repo, level = self.repo(req, owner, name)
+        if not (repo.has_issues or repo.has_pulls):
+            raise NotFound("this repository has no issues")
+        return repo, level
+
+    def issue(self, repo: Repo, index: str) -> Issue:
+        """Issue (or pull request) ``index``, if that kind is on in the repository."""
+        issue = self.forge.issues.find(repo.owner, repo.name, number_of(index))
+        if not (repo.has_pulls if issue.is_pull else repo.has_issues):
+            raise NotFound("issue does not exist")
+        return issue
+
+    def may_sort(self, req: falcon.Request, level: Level) -> bool:
+        """Whether the caller may label, assign and set milestones (those who may push)."""
+        return self.forge.policy.may_label(self.viewer(req), level)
+
+    def must_sort(self, req: falcon.Request, level: Level) -> None:
+        if not self.may_sort(req, level):
+            raise Forbidden("only those who may push may change labels and milestones")
+
+    def labels_named(self, repo: Repo, wanted: Sequence[int | str]) -> list[Label]:
+        """The repository's labels ``wanted`` names, by id or by name; 422 for one it has
+        not (nothing is written then)."""
+        labels = self.forge.triage.labels(repo.owner, repo.name)
+        by_id = {label.id: label for label in labels}
+        by_name = {label.name.lower(): label for label in labels}
+        found: dict[int, Label] = {}
+        for item in wanted:
+            label = by_id.get(item) if isinstance(item, int) else by_name.get(item.lower())
+            if label is None:
+                raise Unprocessable(f"label {str(item)[:50]!r} does not exist")
+            found[label.id] = label
+        return list(found.values())
+
+    def milestone_of(self, repo: Repo, milestone_id: int) -> Milestone | None:
+        """Milestone ``milestone_id`` of the repository (0: none); 422 for an unknown one."""
+        if milestone_id == 0:
+            return None
+        try:
+            return self.forge.triage.milestone(repo.owner, repo.name, milestone_id)
+        except NotFound:
+            raise Unprocessable(f"milestone {milestone_id} does not exist") from None
+
+    def assignees(self, repo: Repo, data: dict[str, Any]) -> list[Account] | None:
+        """The people ``assignees`` (and the older ``assignee``) name, each one who may be
+        assigned in the repository (``Policy.assignable``); None when neither is sent."""
+        names = list(data.get("assignees", []))
+        if data.get("assignee"):
+            names.append(data["assignee"])
+        if "assignees" not in data and "assignee" not in data:
+            return None
+        allowed = {name.lower(): name for name in self.forge.policy.assignable(repo)}
+        chosen: dict[str, Account] = {}
+        for name in names:
+            if name.lower() not in allowed:
+                raise Unprocessable(f"{name[:50]!r} may not be assigned here")
+            chosen[name.lower()] = self.forge.accounts.require(allowed[name.lower()])
+        return list(chosen.values())
+
+    def assign(self, issue: Issue, actor: Account, people_: list[Account]) -> None:
+        """Make ``people_`` the assignees of ``issue``, with an event for each change."""
+        triage = self.forge.triage
+        current = set(triage.assignees_of([issue.id]).get(issue.id, []))
+        wanted = {person.name for person in people_}
+        with self.forge.db.transaction():
+            for name in sorted(current - wanted):
+                triage.set_assignee(issue, actor, self.forge.accounts.require(name), False)
+            for person in people_:
+                if person.name not in current:
+                    triage.set_assignee(issue, actor, person, True)
+
+    def send_issue(
+        self, req: falcon.Request, resp: falcon.Response, repo: Repo, number: int, status: int
+    ) -> None:
+        issue = self.forge.issues.find(repo.owner, repo.name, number)
+        self.send(resp, issue_json(issue, self.facts(req, repo, [issue])), status)
+
+
+# -- issues ---------------------------------------------------------------------------------
+
+
+class RepoIssues(IssueResource):
+    """``/repos/{owner}/{repo}/issues``: list them, open one."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "list a repository's issues and pull requests",
+            "[Issue]",
+            query={
+                "state": Field("string", "open (the default), closed or all"),
+                "labels": Field("string", "label names, comma separated: those with all"),
+                "q": Field("string", "words of the title"),
+                "type": Field("string", "issues or pulls (both when not given)"),
+                "milestones": Field("string", "milestone titles or ids, comma separated"),
+                "created_by": Field("string", "only those this person opened"),
+                "assigned_by": Field("string", "only those assigned to this person"),
+                **_SINCE,
+                **PAGED,
+            },
+            paged=True,
+        ),
+        "post": Operation(
+            "open an issue",
+            "Issue",
+            status=201,
+            body={
+                **_ISSUE_FIELDS,
+                "title": Field("string", "the title", required=True),
+                "labels": Field("integers", "the labels' ids"),
+                "closed": Field("boolean", "close it at once"),
+            },
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.repo(req, owner, repo)
+        kind = {"issues": False, "pulls": True}.get(req.get_param("type") or "")
+        if not found.has_issues and not found.has_pulls:
+            raise NotFound("this repository has no issues")
+        if not found.has_issues or not found.has_pulls:  # only the kind that is on
+            kind = found.has_pulls if kind in (None, found.has_pulls) else None
+            if kind is None:
+                raise NotFound("this repository has no issues")
+        state = req.get_param("state") or "open"
+        search = Search(
+            state=state if state in ("closed", "all") else "open",
+            pull=kind,
+            q=(req.get_param("q") or "").strip()[:200],
+            label_ids=self._labels(found, req.get_param("labels") or ""),
+            milestone_ids=self._milestones(found, req.get_param("milestones") or ""),
+            author_id=self._person(req, "created_by"),
+            assignee_id=self._person(req, "assigned_by"),
+            since=moment(req, "since"),
+            before=moment(req, "before"),
+        )
+        paging = self.paging(req)
+        issues, total = self.forge.issues.listing(
+            found.owner, found.name, search, paging.offset, paging.limit
+        )
+        facts = self.facts(req, found, issues)
+        self.paged(req, resp, self.forge, paging, total)
+        self.send(resp, [issue_json(issue, facts) for issue in issues])
+
+    def _labels(self, repo: Repo, text: str) -> tuple[int, ...]:
+        """Label names as ids; names the repository has not are left out (as Forgejo)."""
+        names = {part.strip().lower() for part in text.split(",") if part.strip()}
+        if not names:
+            return ()
+        labels = self.forge.triage.labels(repo.owner, repo.name)
+        return tuple(label.id for label in labels if label.name.lower() in names)
+
+    def _milestones(self, repo: Repo, text: str) -> tuple[int, ...]:
+        """Milestone titles or ids as ids; unknown ones are left out (as Forgejo)."""
+        parts = {part.strip().lower() for part in text.split(",") if part.strip()}
+        if not parts:
+            return ()
+        found = self.forge.triage.milestones(repo.owner, repo.name)
+        return tuple(m.id for m in found if m.title.lower() in parts or str(m.id) in parts)
+
+    def _person(self, req: falcon.Request, name: str) -> int | None:
+        text = (req.get_param(name) or "").strip()
+        if not text:
+            return None
+        who = people(self.forge.db, [text]).get(text.lower())
+        if who is None:
+            raise NotFound(f"user {text[:40]!r} does not exist")
+        return who.id
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, level = self.repo(req, owner, repo)
+        account = self.writer(req)
+        data = self.body(req)
+        if not found.has_issues:
+            raise NotFound("this repository has no issues")
+        if not self.forge.policy.may_take_part(self.viewer(req), level):
+            raise Forbidden("you may not open issues here")
+        labels: list[Label] = []
+        milestone = None
+        assignees = None
+        if self.may_sort(req, level):  # ignored from others, as Forgejo does
+            labels = self.labels_named(found, data.get("labels", []))
+            milestone = self.milestone_of(found, data.get("milestone", 0))
+            assignees = self.assignees(found, data)
+        issue = self.forge.issues.create(
+            found.owner, found.name, account, data["title"], data.get("body", "")
+        )
+        triage = self.forge.triage
+        with self.forge.db.transaction():
+            for label in labels:
+                triage.set_label(issue, account, label.id, True)
+            if milestone is not None:
+                triage.set_milestone(issue, account, milestone.id)
+        if assignees:
+            self.assign(issue, account, assignees)
+        if data.get("closed"):
+            self.forge.issues.close(issue, account, "completed")
+        self.send_issue(req, resp, found, issue.number, 201)
+
+
+class RepoIssue(IssueResource):
+    """``/repos/{owner}/{repo}/issues/{index}``: an issue, or a pull request as an issue."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get an issue (or a pull request as one)", "Issue"),
+        "patch": Operation(
+            "edit an issue",
+            "Issue",
+            status=201,  # as Forgejo answers
+            body={
+                **_ISSUE_FIELDS,
+                "state": Field("string", "open or closed"),
+                "unset_due_date": Field("boolean", "not kept by floorless: ignored"),
+            },
+        ),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, _ = self.repo(req, owner, repo)
+        issue = self.issue(found, index)
+        self.send(resp, issue_json(issue, self.facts(req, found, [issue])))
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, level = self.repo(req, owner, repo)
+        account = self.writer(req)
+        data = self.body(req)
+        issue = self.issue(found, index)
+        viewer = self.viewer(req)
+        if not self.forge.policy.may_change_issue(viewer, level, issue.author_id):
+            raise Forbidden("only its author and those who may push may edit it")
+        state = data.get("state")
+        if state not in (None, "open", "closed"):
+            raise Unprocessable("state is open or closed")
+        reopening = state == "open" and issue.is_pull and issue.closed
+        if reopening and self.forge.pulls.of_issue(issue).merged:
+            raise Conflict("a merged pull request cannot be reopened")
+        milestone: Milestone | None = None
+        assignees = None
+        sorting = self.may_sort(req, level)
+        if sorting:  # ignored from others, as Forgejo does
+            if "milestone" in data:
+                milestone = self.milestone_of(found, data["milestone"])
+            assignees = self.assignees(found, data)
+        title, body = data.get("title", issue.title), data.get("body", issue.body)
+        if (title, body) != (issue.title, issue.body):
+            self.forge.issues.edit(issue, account, title, body)
+        if sorting and "milestone" in data:
+            self.forge.triage.set_milestone(issue, account, milestone.id if milestone else None)
+        if assignees is not None:
+            self.assign(issue, account, assignees)
+        if state == "closed":
+            self.forge.issues.close(issue, account, "completed")
+        elif state == "open":
+            self.forge.issues.reopen(issue, account)
+        self.send_issue(req, resp, found, issue.number, 201)
+
+
+# -- comments -------------------------------------------------------------------------------
+
+
+class IssueComments(IssueResource):
+    """``/repos/{owner}/{repo}/issues/{index}/comments``: its comments, oldest first."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list an issue's comments", "[Comment]", query=dict(_SINCE)),
+        "post": Operation(
+            "comment on an issue",
+            "Comment",
+            status=201,
+            body={"body": Field("string", "the comment (Markdown)", required=True)},
+        ),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, _ = self.repo(req, owner, repo)
+        issue = self.issue(found, index)
+        comments = self.forge.issues.comments(
+            found.owner,
+            found.name,
+            issue.number,
+            since=moment(req, "since"),
+            before=moment(req, "before"),
+        )
+        self.send(resp, _comments(self.facts(req, found, names=_authors(comments)), comments))
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, level = self.repo(req, owner, repo)
+        account = self.writer(req)
+        data = self.body(req)
+        issue = self.issue(found, index)
+        if not self.forge.policy.may_take_part(self.viewer(req), level):
+            raise Forbidden("you may not comment here")
+        made = self.forge.issues.comment(issue, account, data["body"])
+        comment = self.forge.issues.comment_by_id(found.owner, found.name, made)
+        facts = self.facts(req, found, names=[comment.author])
+        self.send(resp, comment_json(comment, facts), 201)
+
+
+class RepoComments(IssueResource):
+    """``/repos/{owner}/{repo}/issues/comments``: all comments of the repository, oldest
+    first, a page at a time."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "list a repository's comments",
+            "[Comment]",
+            query={**_SINCE, **PAGED},
+            paged=True,
+        )
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.sorting(req, owner, repo)
+        since, before = moment(req, "since"), moment(req, "before")
+        paging = self.paging(req)
+        issues = self.forge.issues
+        comments = issues.comments(
+            found.owner,
+            found.name,
+            since=since,
+            before=before,
+            offset=paging.offset,
+            limit=paging.limit,
+        )
+        total = issues.count_comments(found.owner, found.name, since, before)
+        self.paged(req, resp, self.forge, paging, total)
+        self.send(resp, _comments(self.facts(req, found, names=_authors(comments)), comments))
+
+
+class RepoComment(IssueResource):
+    """``/repos/{owner}/{repo}/issues/comments/{id}``: one comment, edited or deleted by
+    its author or by those who may push."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a comment", "Comment"),
+        "patch": Operation(
+            "edit a comment",
+            "Comment",
+            body={"body": Field("string", "the comment (Markdown)", required=True)},
+        ),
+        "delete": Operation("delete a comment", None, status=204),
+    }
+
+    def find(self, repo: Repo, comment_id: str) -> Comment:
+        comment = self.forge.issues.comment_by_id(
+            repo.owner, repo.name, number_of(comment_id, "comment")
+        )
+        if not (repo.has_pulls if comment.is_pull else repo.has_issues):
+            raise NotFound("comment does not exist")
+        return comment
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, _ = self.repo(req, owner, repo)
+        comment = self.find(found, id)
+        self.send(resp, comment_json(comment, self.facts(req, found, names=[comment.author])))
+
+    def changing(
+        self, req: falcon.Request, owner: str, repo: str, id: str
+    ) -> tuple[Repo, Account, Comment, Issue]:
+        found, level = self.repo(req, owner, repo)
+        account = self.writer(req)
+        comment = self.find(found, id)
+        if not self.forge.policy.may_edit_comment(self.viewer(req), level, comment.author_id):
+            raise Forbidden("only its author and those who may push may change a comment")
+        issue = self.forge.issues.find(found.owner, found.name, comment.number)
+        return found, account, comment, issue
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, account, comment, issue = self.changing(req, owner, repo, id)
+        data = self.body(req)
+        self.forge.issues.edit_comment(issue, comment.id, account, data["body"])
+        changed = self.forge.issues.comment_by_id(found.owner, found.name, comment.id)
+        self.send(resp, comment_json(changed, self.facts(req, found, names=[changed.author])))
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        _, _, comment, issue = self.changing(req, owner, repo, id)
+        self.forge.issues.delete_comment(issue, comment.id)
+        self.nothing(resp)
+
+
+def _authors(comments: Sequence[Comment]) -> set[str]:
+    return {comment.author for comment in comments if comment.author}
+
+
+def _comments(facts: IssueFacts, comments: Sequence[Comment]) -> list[dict[str, Any]]:
+    return [comment_json(comment, facts) for comment in comments]
+
+
+# -- an issue's labels ----------------------------------------------------------------------
+
+
+class LabelChanges(IssueResource):
+    """What changing an issue's labels takes: the issue, the right, the labels named."""
+
+    def answer(self, req: falcon.Request, resp: falcon.Response, repo: Repo, issue: Issue) -> None:
+        labels = self.forge.triage.labels_of([issue.id]).get(issue.id, [])
+        public = self.public(req)
+        self.send(resp, [label_json(label, repo, public) for label in labels])
+
+    def change(
+        self, req: falcon.Request, owner: str, repo: str, index: str, labels: bool = True
+    ) -> tuple[Repo, Account, Issue, list[Label]]:
+        found, level = self.repo(req, owner, repo)
+        account = self.writer(req)
+        data = self.body(req) if labels else {}
+        issue = self.issue(found, index)
+        self.must_sort(req, level)
+        return found, account, issue, self.labels_named(found, data.get("labels", []))
+
+    def put_on(self, issue: Issue, actor: Account, labels: list[Label], only: bool) -> None:
+        """Put ``labels`` on ``issue`` (and, ``only``, take the others off), one transaction."""
+        triage = self.forge.triage
+        wanted = {label.id for label in labels}
+        with self.forge.db.transaction():
+            if only:
+                for label in triage.labels_of([issue.id]).get(issue.id, []):
+                    if label.id not in wanted:
+                        triage.set_label(issue, actor, label.id, False)
+            for label in labels:
+                triage.set_label(issue, actor, label.id, True)
+
+
+class IssueLabels(LabelChanges):
+    """``/repos/{owner}/{repo}/issues/{index}/labels``: list, add, replace, clear."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list an issue's labels", "[Label]"),
+        "post": Operation("add labels to an issue", "[Label]", body=_LABELS_BODY),
+        "put": Operation("replace an issue's labels", "[Label]", body=_LABELS_BODY),
+        "delete": Operation("take every label off an issue", None, status=204),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, _ = self.repo(req, owner, repo)
+        self.answer(req, resp, found, self.issue(found, index))
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, account, issue, labels = self.change(req, owner, repo, index)
+        self.put_on(issue, account, labels, only=False)
+        self.answer(req, resp, found, issue)
+
+    def on_put(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, account, issue, labels = self.change(req, owner, repo, index)
+        self.put_on(issue, account, labels, only=True)
+        self.answer(req, resp, found, issue)
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        _, account, issue, _ = self.change(req, owner, repo, index, labels=False)
+        self.put_on(issue, account, [], only=True)
+        self.nothing(resp)
+
+
+class IssueLabel(LabelChanges):
+    """``DELETE /repos/{owner}/{repo}/issues/{index}/labels/{id}``: take one label off (named
+    by its id, or by its name as newer Forgejo also takes it; 422 for one the repository has
+    not, as Forgejo)."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "delete": Operation("take a label off an issue", None, status=204)
+    }
+
+    def on_delete(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        index: str,
+        id: str,
+    ) -> None:
+        found, account, issue, _ = self.change(req, owner, repo, index, labels=False)
+        (label,) = self.labels_named(found, [int(id) if _NUMBER.fullmatch(id) else id])
+        self.forge.triage.set_label(issue, account, label.id, False)
+        self.nothing(resp)
+
+
+# -- a repository's labels ------------------------------------------------------------------
+
+
+class Labels(IssueResource):
+    """``/repos/{owner}/{repo}/labels``: list them, make one."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list a repository's labels", "[Label]", query=dict(PAGED), paged=True),
+        "post": Operation(
+            "create a label",
+            "Label",
+            status=201,
+            body={
+                **_LABEL_FIELDS,
+                "name": Field("string", "the label's name", required=True),
+                "color": Field("string", "its colour, rrggbb or #rrggbb", required=True),
+            },
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.sorting(req, owner, repo)
+        labels = self.forge.triage.labels(found.owner, found.name)
+        paging = self.paging(req)
+        chosen = labels[paging.offset : paging.offset + paging.limit]
+        public = self.public(req)
+        self.paged(req, resp, self.forge, paging, len(labels))
+        self.send(resp, [label_json(label, found, public) for label in chosen])
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, level = self.sorting(req, owner, repo)
+        self.writer(req)
+        data = self.body(req)
+        self.must_sort(req, level)
+        label = self.forge.triage.create_label(
+            found.owner,
+            found.name,
+            data["name"],
+            _color(data["color"]),
+            data.get("description", ""),
+        )
+        self.send(resp, label_json(label, found, self.public(req)), 201)
+
+
+class OneLabel(IssueResource):
+    """``/repos/{owner}/{repo}/labels/{id}``: one label (by id, or by name as Forgejo also
+    takes it), edited or deleted."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a label", "Label"),
+        "patch": Operation("edit a label", "Label", body=_LABEL_FIELDS),
+        "delete": Operation("delete a label", None, status=204),
+    }
+
+    def find(self, repo: Repo, id: str) -> Label:
+        triage = self.forge.triage
+        if _NUMBER.fullmatch(id):
+            return triage.label(repo.owner, repo.name, int(id))
+        for label in triage.labels(repo.owner, repo.name):
+            if label.name.lower() == id.lower():
+                return label
+        raise NotFound("label does not exist")
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, _ = self.sorting(req, owner, repo)
+        self.send(resp, label_json(self.find(found, id), found, self.public(req)))
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, level = self.sorting(req, owner, repo)
+        self.writer(req)
+        data = self.body(req)
+        self.must_sort(req, level)
+        label = self.forge.triage.label(found.owner, found.name, number_of(id, "label"))
+        self.forge.triage.edit_label(
+            found.owner,
+            found.name,
+            label.id,
+            data.get("name", label.name),
+            _color(data.get("color", label.color)),
+            data.get("description", label.description),
+        )
+        changed = self.forge.triage.label(found.owner, found.name, label.id)
+        self.send(resp, label_json(changed, found, self.public(req)))
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, level = self.sorting(req, owner, repo)
+        self.writer(req)
+        self.must_sort(req, level)
+        self.forge.triage.delete_label(found.owner, found.name, number_of(id, "label"))
+        self.nothing(resp)
+
+
+# -- milestones -----------------------------------------------------------------------------
+
+
+class Milestones(IssueResource):
+    """``/repos/{owner}/{repo}/milestones``: list them (open ones unless asked), make one."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "list a repository's milestones",
+            "[Milestone]",
+            query={
+                "state": Field("string", "open (the default), closed or all"),
+                "name": Field("string", "only the one of this title"),
+                **PAGED,
+            },
+            paged=True,
+        ),
+        "post": Operation(
+            "create a milestone",
+            "Milestone",
+            status=201,
+            body={**_MILESTONE_FIELDS, "title": Field("string", "its title", required=True)},
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, _ = self.sorting(req, owner, repo)
+        state = req.get_param("state") or "open"
+        milestones = self.forge.triage.milestones(
+            found.owner,
+            found.name,
+            None if state == "all" else state if state == "closed" else "open",
+        )
+        name = (req.get_param("name") or "").strip().lower()
+        if name:
+            milestones = [m for m in milestones if m.title.lower() == name]
+        paging = self.paging(req)
+        self.paged(req, resp, self.forge, paging, len(milestones))
+        chosen = milestones[paging.offset : paging.offset + paging.limit]
+        self.send(resp, [milestone_json(m) for m in chosen])
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        found, level = self.sorting(req, owner, repo)
+        self.writer(req)
+        data = self.body(req)
+        self.must_sort(req, level)
+        state = data.get("state", "open")
+        if state not in ("open", "closed"):
+            raise Unprocessable("state is open or closed")
+        due = _day(data.get("due_on", ""))
+        triage = self.forge.triage
+        with self.forge.db.transaction():
+            made = triage.save_milestone(
+                found.owner, found.name, None, data["title"], data.get("description", ""), due
+            )
+            if state == "closed":
+                triage.set_milestone_state(found.owner, found.name, made, state)
+        self.send(resp, milestone_json(triage.milestone(found.owner, found.name, made)), 201)
+
+
+class OneMilestone(IssueResource):
+    """``/repos/{owner}/{repo}/milestones/{id}``: one milestone (by id, or by title as
+    Forgejo also takes it), edited or deleted."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a milestone", "Milestone"),
+        "patch": Operation("edit a milestone", "Milestone", body=_MILESTONE_FIELDS),
+        "delete": Operation("delete a milestone", None, status=204),
+    }
+
+    def find(self, repo: Repo, id: str) -> Milestone:
+        triage = self.forge.triage
+        if _NUMBER.fullmatch(id):
+            return triage.milestone(repo.owner, repo.name, int(id))
+        found = triage.milestone_named(repo.owner, repo.name, id)
+        if found is None:
+            raise NotFound("milestone does not exist")
+        return found
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, _ = self.sorting(req, owner, repo)
+        self.send(resp, milestone_json(self.find(found, id)))
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, level = self.sorting(req, owner, repo)
+        self.writer(req)
+        data = self.body(req)
+        self.must_sort(req, level)
+        milestone = self.find(found, id)
+        state = data.get("state", milestone.state)
+        if state not in ("open", "closed"):
+            raise Unprocessable("state is open or closed")
+        due = _day(data["due_on"]) if "due_on" in data else milestone.due
+        triage = self.forge.triage
+        with self.forge.db.transaction():
+            triage.save_milestone(
+                found.owner,
+                found.name,
+                milestone.id,
+                data.get("title", milestone.title),
+                data.get("description", milestone.description),
+                due,
+            )
+            if state != milestone.state:
+                triage.set_milestone_state(found.owner, found.name, milestone.id, state)
+        self.send(resp, milestone_json(triage.milestone(found.owner, found.name, milestone.id)))
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+    ) -> None:
+        found, level = self.sorting(req, owner, repo)
+        self.writer(req)
+        self.must_sort(req, level)
+        self.forge.triage.delete_milestone(found.owner, found.name, self.find(found, id).id)
+        self.nothing(resp)
