@@ -14,6 +14,7 @@ import pytest
 from conftest import start_forge
 from gitfixtures import _run, git, git_text
 from pyforgejo.core.api_error import ApiError
+from pyforgejo.types import CreatePullReviewComment
 from test_accounts import PASSWORD
 from test_api_core import BASE, api, error_of, token_for
 from test_merge import commit, push, settle, tip
@@ -416,3 +417,116 @@ def test_bad_input_is_a_clear_4xx(forge: Forge, http: httpx.Client, work: Path) 
     assert forge.pulls.listing("ann", "plans", "all")[1] == 1
     pull = forge.pulls.get("ann", "plans", number)
     assert pull.title == "Topic" and not pull.merged and pull.issue.state == "open"
+
+
+def test_review_with_a_line_comment_then_approve(
+    forge: Forge, http: httpx.Client, work: Path
+) -> None:
+    token = token_for(http, "ann")
+    number = opened(http, token)
+    ben_token = token_for(http, "ben")
+    ben = api(http, ben_token).repository
+    head = tip(forge, "topic")
+    # a pending review with a line comment on the head's file "a", line 2
+    pending = ben.repo_create_pull_review(
+        "ann",
+        "plans",
+        number,
+        event="PENDING",
+        comments=[CreatePullReviewComment(path="a", body="Why *two*?", new_position=2)],
+    )
+    assert pending.state == "PENDING" and pending.comments_count == 1
+    assert pending.user and pending.user.login == "ben" and pending.commit_id == head
+    # another's pending review is no review to ann, nor is it in her list
+    mine = api(http, token).repository
+    assert mine.repo_list_pull_reviews("ann", "plans", number) == []
+    with pytest.raises(ApiError) as hidden:
+        mine.repo_get_pull_review("ann", "plans", number, pending.id or 0)
+    assert hidden.value.status_code == 404
+    comments = ben.repo_get_pull_review_comments("ann", "plans", number, pending.id or 0)
+    assert len(comments) == 1
+    assert comments[0].path == "a" and comments[0].position == 2
+    assert comments[0].original_position == 0 and comments[0].commit_id == head
+    assert comments[0].diff_hunk == "+line two"
+    assert comments[0].user and comments[0].user.login == "ben"
+    # submitted as an approval: one review event on the timeline
+    approved = ben.repo_submit_pull_review(
+        "ann", "plans", number, pending.id or 0, event="APPROVED", body="Fine by me."
+    )
+    assert approved.state == "APPROVED" and approved.body == "Fine by me."
+    assert approved.official and approved.submitted_at is not None and not approved.stale
+    listed = mine.repo_list_pull_reviews("ann", "plans", number)
+    assert [(r.id, r.state) for r in listed] == [(pending.id, "APPROVED")]
+    events = forge.issues.timeline(forge.pulls.get("ann", "plans", number).issue)
+    assert [(e.kind, e.body) for e in events if e.kind == "review"] == [("review", "approve")]
+    got = mine.repo_get_pull_request("ann", "plans", number)
+    assert got.review_comments == 1
+    # the author may only comment: an approval of her own is Forgejo's 422
+    own = http.post(
+        f"{PULLS}/{number}/reviews",
+        headers={"Authorization": f"token {token}"},
+        json={"event": "APPROVED", "body": "Mine is good"},
+    )
+    assert own.status_code == 422, own.text
+    said = mine.repo_create_pull_review(
+        "ann", "plans", number, event="COMMENT", body="Thanks.", commit_id=head
+    )
+    assert said.state == "COMMENT" and not said.official
+    # a line the file has not, a file the pull request does not change, a stale commit: 422,
+    # and nothing of the request is kept
+    for bad in (
+        {"event": "COMMENT", "comments": [{"path": "a", "body": "x", "new_position": 999}]},
+        {"event": "COMMENT", "comments": [{"path": "zzz", "body": "x", "new_position": 1}]},
+        {
+            "event": "COMMENT",
+            "comments": [
+                {"path": "a", "body": "fine", "new_position": 1},
+                {"path": "a", "body": "x", "new_position": 0},
+            ],
+        },
+        {"event": "COMMENT", "body": "x", "commit_id": tip(forge, "main")},
+        {"event": "MAYBE", "body": "x"},
+        {"event": "COMMENT", "comments": "x"},
+        {"event": "COMMENT", "comments": [{"path": "a", "body": "x", "new_position": True}]},
+    ):
+        refused = http.post(
+            f"{PULLS}/{number}/reviews", headers={"Authorization": f"token {ben_token}"}, json=bad
+        )
+        assert refused.status_code == 422, (bad, refused.text)
+        error_of(refused)
+    assert len(forge.reviews.of_pull(forge.pulls.get("ann", "plans", number), None).comments) == 1
+    # a pending review deleted; a submitted one stays
+    again = ben.repo_create_pull_review(
+        "ann",
+        "plans",
+        number,
+        comments=[CreatePullReviewComment(path="d", body="New file?", new_position=1)],
+    )
+    assert again.state == "PENDING"
+    ben.repo_delete_pull_review("ann", "plans", number, again.id or 0)
+    with pytest.raises(ApiError) as gone:
+        ben.repo_get_pull_review("ann", "plans", number, again.id or 0)
+    assert gone.value.status_code == 404
+    kept = http.delete(
+        f"{PULLS}/{number}/reviews/{approved.id}", headers={"Authorization": f"token {ben_token}"}
+    )
+    assert kept.status_code == 422
+    # reads start no process; a reader with a read token may not review
+    with counting() as spawned:
+        assert http.get(f"{PULLS}/{number}/reviews").status_code == 200
+        assert http.get(f"{PULLS}/{number}/reviews/{approved.id}/comments").status_code == 200
+    assert spawned == []
+    reader = token_for(http, "ben", ["read:repository"])
+    assert (
+        http.post(
+            f"{PULLS}/{number}/reviews",
+            headers={"Authorization": f"token {reader}"},
+            json={"event": "COMMENT", "body": "x"},
+        ).status_code
+        == 403
+    )
+    document = http.get("/swagger.v1.json").json()
+    answer = http.get(f"{PULLS}/{number}/reviews/{approved.id}").json()
+    assert set(document["definitions"]["PullReview"]["properties"]) == set(answer)
+    one = http.get(f"{PULLS}/{number}/reviews/{approved.id}/comments").json()[0]
+    assert set(document["definitions"]["PullReviewComment"]["properties"]) == set(one)

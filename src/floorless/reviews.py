@@ -395,6 +395,23 @@ class Reviews:
         assert found is not None
         return _review(found)
 
+    def discard(self, pull: Pull, author: Account, review_id: int) -> None:
+        """Delete ``author``'s pending review ``review_id`` with its comments: no one else
+        has seen it, and it left nothing on the timeline. A submitted review stays."""
+        with self.db.transaction():
+            self.db.execute(
+                "DELETE FROM review_comments WHERE review_id IN (SELECT id FROM reviews"
+                " WHERE id = ? AND issue_id = ? AND author_id = ? AND state = 'pending')",
+                (review_id, pull.issue.id, author.id),
+            )
+            deleted = self.db.execute(
+                "DELETE FROM reviews WHERE id = ? AND issue_id = ? AND author_id = ?"
+                " AND state = 'pending'",
+                (review_id, pull.issue.id, author.id),
+            )
+            if not deleted:  # the comments' deletion goes with the transaction
+                raise NotFound("no pending review of yours with that id")
+
     def saw(self, pull: Pull, account: Account, head: str) -> None:
         """``account`` looked at the pull request's files at ``head``."""
         self.db.execute(

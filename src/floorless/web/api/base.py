@@ -41,6 +41,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "array": (list,),
     "integers": (list,),
     "ids": (list,),
+    "objects": (list,),
     "object": (dict,),
 }
 
@@ -56,7 +57,8 @@ class Field:
     """A field of a request body, or a query parameter: its JSON type."""
 
     # string, integer, boolean, array (of strings), integers (an array of them), ids (an
-    # array of integers or strings: ids or names, as Forgejo's labels of an issue) or object
+    # array of integers or strings: ids or names, as Forgejo's labels of an issue), objects
+    # (an array of them, each checked by its operation) or object
     kind: str
     description: str = ""
     required: bool = False
@@ -171,6 +173,8 @@ class Resource:
             )
             if spec.kind == "array" and not wrong:
                 wrong = not all(isinstance(item, str) for item in value)
+            if spec.kind == "objects" and not wrong:
+                wrong = not all(isinstance(item, dict) for item in value)
             if spec.kind in ("integers", "ids") and not wrong:
                 allowed = (int, str) if spec.kind == "ids" else (int,)
                 wrong = not all(

@@ -167,9 +167,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
     **ISSUE_SCHEMAS,
     **PULL_SCHEMAS,
 }
-_PRIMITIVES = {"string", "integer", "boolean", "date-time"}
+_PRIMITIVES = {"string", "integer", "boolean", "date-time", "object"}
 # a body field's array kinds (``base.Field``) as schemas: ids may be names too, as Forgejo's
-_ARRAYS = {"array": "[string]", "integers": "[integer]", "ids": "[integer]"}
+_ARRAYS = {
+    "array": "[string]",
+    "integers": "[integer]",
+    "ids": "[integer]",
+    "objects": "[object]",
+}
 
 
 def _schema(kind: str) -> dict[str, Any]:

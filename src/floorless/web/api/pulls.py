@@ -16,6 +16,7 @@ Every read is in-process: no process is started to answer one.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import falcon
@@ -115,7 +116,10 @@ class PullApi(GitApi):
     def pull(self, view: RepoView, number: str) -> Pull:
         return self.forge.pulls.get(view.repo.owner, view.repo.name, pull_number(number))
 
-    def facts(self, req: falcon.Request, view: RepoView, pulls: list[Pull]) -> shapes.PullFacts:
+    def facts(
+        self, req: falcon.Request, view: RepoView, pulls: list[Pull], names: Sequence[str] = ()
+    ) -> shapes.PullFacts:
+        """What the JSON of ``pulls`` needs, and of the people ``names`` (their reviewers)."""
         return shapes.PullFacts(
             self.forge,
             self.viewer(req),
@@ -124,6 +128,7 @@ class PullApi(GitApi):
             view.handle,
             pulls,
             public_url(self.forge.settings, req),
+            names,
         )
 
     def shown(self, req: falcon.Request, view: RepoView, pulls: list[Pull]) -> list[Any]:

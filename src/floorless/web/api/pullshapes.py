@@ -15,7 +15,7 @@ diffs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, cast
 
 import pygit2
@@ -89,6 +89,7 @@ class PullFacts:
         handle: pygit2.Repository,
         pulls: Sequence[Pull],
         public: str,
+        names: Iterable[str] = (),
     ) -> None:
         self.forge = forge
         self.viewer = viewer
@@ -109,7 +110,12 @@ class PullFacts:
         self.repo_facts = RepoFacts(forge, viewer, found)
         # labels, assignees, milestones and people as the issues' JSON reads them
         self.issues = IssueFacts(
-            forge, viewer, repo, public, [p.issue for p in pulls], [p.merged_by for p in pulls]
+            forge,
+            viewer,
+            repo,
+            public,
+            [p.issue for p in pulls],
+            [*names, *(p.merged_by for p in pulls)],
         )
         self.review_comments = _review_comment_counts(forge, [p.issue.id for p in pulls])
         self._repo_json: dict[tuple[str, str], Json | None] = {}

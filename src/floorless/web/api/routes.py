@@ -14,6 +14,7 @@ from floorless.web.api import (
     openapi,
     pulls,
     repos,
+    reviews,
     users,
 )
 from floorless.web.api.base import Resource
@@ -64,6 +65,9 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/pulls/{index}/commits", pulls.PullCommits),
     (REPO + "/pulls/{index}/files", pulls.PullFiles),
     (REPO + "/pulls/{index}/merge", pulls.PullMerge),
+    (REPO + "/pulls/{index}/reviews", reviews.Reviews),
+    (REPO + "/pulls/{index}/reviews/{review}", reviews.OneReview),
+    (REPO + "/pulls/{index}/reviews/{review}/comments", reviews.ReviewComments),
     (REPO + "/pulls/{index}/{head}", pulls.PullByBranches),
     (REPO + "/issues", issues.RepoIssues),
     (REPO + "/issues/comments", issues.RepoComments),
