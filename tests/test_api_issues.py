@@ -607,6 +607,7 @@ def test_the_description_has_the_issue_routes_and_their_shapes(
         "Issue": issue.json(),
         "Comment": comment.json(),
         "RepositoryMeta": issue.json()["repository"],
+        "TimelineComment": http.get(url + "/issues/1/timeline").json()[0],
     }
     document = http.get("/swagger.v1.json").json()
     for name, answer in answers.items():
@@ -614,3 +615,69 @@ def test_the_description_has_the_issue_routes_and_their_shapes(
     assert "/repos/{owner}/{repo}/issues/{index}/labels/{id}" in document["paths"]
     body = document["paths"]["/repos/{owner}/{repo}/issues"]["post"]["parameters"][-1]
     assert body["schema"]["properties"]["labels"]["items"] == {"type": "integer"}
+
+
+def test_the_timeline_in_forgejos_types_a_page_at_a_time(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, _ = _setup(forge, http)
+    issues = ann.issue
+    bug = issues.create_label("ann", "work", color="d73a4a", name="bug")
+    first = issues.create_milestone("ann", "work", title="1.0")
+    number = issues.create_issue("ann", "work", title="old title", body="").number
+    issues.create_comment("ann", "work", number, body="a comment")
+    issues.add_label("ann", "work", number, labels=[bug.id])  # type: ignore[list-item]
+    issues.remove_label("ann", "work", number, "bug")
+    issues.edit_issue("ann", "work", number, title="new title", milestone=first.id)
+    issues.edit_issue("ann", "work", number, assignees=["ann"], state="closed")
+    issues.edit_issue("ann", "work", number, state="open")
+    issues.create_issue("ann", "work", title="see #1", body=f"as #{number} says")
+    timeline = issues.get_comments_and_timeline("ann", "work", number)
+    types = [(t.type, t.user.login if t.user else None) for t in timeline]
+    assert [t for t, _ in types] == [
+        "comment",
+        "label",
+        "label",
+        "change_title",
+        "milestone",
+        "assignees",
+        "close",
+        "reopen",
+        "issue_ref",
+    ]
+    assert {who for _, who in types} == {"ann"}
+    comment, added, removed, title, milestone, assigned = timeline[:6]
+    assert comment.body == "a comment" and comment.html_url and "#issuecomment-" in comment.html_url
+    assert added.label and added.label.name == "bug" and added.body == "1"
+    assert removed.label and removed.label.id == bug.id and removed.body == ""
+    assert (title.old_title, title.new_title) == ("old title", "new title")
+    assert milestone.milestone and milestone.milestone.title == "1.0"
+    assert milestone.old_milestone is None
+    assert assigned.assignee and assigned.assignee.login == "ann"
+    assert assigned.removed_assignee is False
+    assert timeline[-1].body == "ann/work#2"
+    page = http.get(
+        f"/api/v1/repos/ann/work/issues/{number}/timeline",
+        params={"limit": 3, "page": 2},
+        headers=ann._client_wrapper.get_headers(),
+    )
+    assert page.headers["x-total-count"] == "9"
+    assert [t["type"] for t in page.json()] == ["change_title", "milestone", "assignees"]
+    # a page is a range of places: as many statements for a long page as for a short one
+    account = forge.accounts.require("ann")
+    issue = forge.issues.get("ann", "work", number)
+    for n in range(20):
+        forge.issues.comment(issue, account, f"more {n}")
+
+    def statements(limit: int) -> int:
+        answer = http.get(
+            f"/api/v1/repos/ann/work/issues/{number}/timeline",
+            params={"limit": limit},
+            headers=ann._client_wrapper.get_headers(),
+        )
+        assert len(answer.json()) == limit
+        return int(answer.headers["server-timing"].rsplit("dur=", 1)[1])
+
+    assert statements(2) == statements(25)
+    with counting() as events:
+        second = issues.get_comments_and_timeline("ann", "work", number, page=2, limit=20)
+    assert [t.body for t in second] == [f"more {n}" for n in range(11, 20)]
+    assert events == []

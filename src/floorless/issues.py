@@ -73,6 +73,7 @@ class Entry:
     created_at: float
     edited: bool = False  # a comment changed since it was written
     author_id: int | None = None  # a comment's author, for who may edit it
+    updated_at: float | None = None  # a comment's last change, when read (``window``)
 
 
 @dataclass(frozen=True)
@@ -388,6 +389,51 @@ class Issues:
                 r["created_at"],
                 edited=float(r["updated_at"]) > float(r["created_at"]),
                 author_id=r["author_id"],
+            )
+            for r in comments
+        ] + [
+            Entry(
+                r["id"],
+                r["seq"],
+                r["kind"],
+                r["who"] or "",
+                r["value"],
+                r["old_value"],
+                r["created_at"],
+            )
+            for r in events
+        ]
+        return sorted(entries, key=lambda entry: entry.seq)
+
+    def window(self, issue: Issue, after: int, upto: int) -> list[Entry]:
+        """The entries of ``issue``'s timeline from place ``after`` (excluded) to ``upto``,
+        in order: a page of it, read as one range of the (issue_id, seq) index of comments
+        and one of events, whatever the issue's length. A deleted comment's place stays
+        empty, so a page may hold fewer entries than places."""
+        comments = self.db.query(
+            "SELECT c.id, c.seq, c.body, c.created_at, c.updated_at, c.author_id, a.name AS who"
+            " FROM issue_comments c LEFT JOIN accounts a ON a.id = c.author_id"
+            " WHERE c.issue_id = ? AND c.seq > ? AND c.seq <= ?",
+            (issue.id, after, upto),
+        )
+        events = self.db.query(
+            "SELECT e.id, e.seq, e.kind, e.old_value, e.value, e.created_at, a.name AS who"
+            " FROM issue_events e LEFT JOIN accounts a ON a.id = e.actor_id"
+            " WHERE e.issue_id = ? AND e.seq > ? AND e.seq <= ?",
+            (issue.id, after, upto),
+        )
+        entries = [
+            Entry(
+                r["id"],
+                r["seq"],
+                "comment",
+                r["who"] or "",
+                r["body"],
+                "",
+                r["created_at"],
+                edited=float(r["updated_at"]) > float(r["created_at"]),
+                author_id=r["author_id"],
+                updated_at=float(r["updated_at"]),
             )
             for r in comments
         ] + [

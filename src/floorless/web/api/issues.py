@@ -34,10 +34,13 @@ from floorless.triage import Label, Milestone
 from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
 from floorless.web.api.issueshapes import (
     IssueFacts,
+    Sorting,
     comment_json,
     issue_json,
     label_json,
     milestone_json,
+    timeline_json,
+    timeline_names,
 )
 from floorless.web.api.models import people
 from floorless.web.views.base import public_url
@@ -520,6 +523,34 @@ class RepoComment(IssueResource):
         _, _, comment, issue = self.changing(req, owner, repo, id)
         self.forge.issues.delete_comment(issue, comment.id)
         self.nothing(resp)
+
+
+class IssueTimeline(IssueResource):
+    """``/repos/{owner}/{repo}/issues/{index}/timeline``: its comments and events in the
+    order they happened, a page at a time. A page is a range of places on the timeline (each
+    entry takes the next), so that the last page of a long one costs what the first does;
+    the total is the number of places the issue keeps, a deleted comment's included."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "list an issue's comments and events",
+            "[TimelineComment]",
+            query=dict(PAGED),
+            paged=True,
+        )
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        found, _ = self.repo(req, owner, repo)
+        issue = self.issue(found, index)
+        paging = self.paging(req)
+        entries = self.forge.issues.window(issue, paging.offset, paging.offset + paging.limit)
+        facts = self.facts(req, found, names=timeline_names(entries))
+        sorting = Sorting(self.forge, found)
+        self.paged(req, resp, self.forge, paging, issue.entries)
+        self.send(resp, [timeline_json(entry, issue, facts, sorting) for entry in entries])
 
 
 def _authors(comments: Sequence[Comment]) -> set[str]:

@@ -9,12 +9,13 @@ follow Forgejo's swagger; pyforgejo's models check them in the tests.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from floorless.access import Viewer
 from floorless.forge import Forge
-from floorless.issues import Comment, Issue
+from floorless.issues import Comment, Entry, Issue
 from floorless.repos import Repo
 from floorless.triage import Label, Milestone
 from floorless.web import urls
@@ -167,6 +168,129 @@ def comment_json(comment: Comment, facts: IssueFacts) -> Json:
     }
 
 
+# floorless's timeline events as Forgejo's comment types (``TimelineComment.type``)
+TIMELINE_TYPES = {
+    "comment": "comment",
+    "closed": "close",
+    "reopened": "reopen",
+    "title": "change_title",
+    "label": "label",
+    "milestone": "milestone",
+    "assigned": "assignees",
+    "unassigned": "assignees",
+    "pushed": "pull_push",
+    "force_pushed": "pull_push",
+    "merged": "merge_pull",
+    "head_deleted": "delete_branch",
+    "review": "review",
+    "ref": "issue_ref",
+}
+_REF_TYPES = {"commit": "commit_ref", "pull": "pull_ref", "issue": "issue_ref"}
+
+
+class Sorting:
+    """The repository's labels and milestones by name, for a page of a timeline (whose
+    events name them): two statements for the page. One deleted since is shown by its name
+    alone (id 0), as the event recorded it."""
+
+    def __init__(self, forge: Forge, repo: Repo) -> None:
+        self.labels = {x.name.lower(): x for x in forge.triage.labels(repo.owner, repo.name)}
+        self.milestones = {
+            m.title.lower(): m for m in forge.triage.milestones(repo.owner, repo.name)
+        }
+
+    def label(self, name: str) -> Label:
+        return self.labels.get(name.lower()) or Label(0, name, "#000000")
+
+    def milestone(self, title: str) -> Json | None:
+        if not title:
+            return None
+        found = self.milestones.get(title.lower()) or Milestone(0, title, "", None, "open")
+        return milestone_json(found)
+
+
+def timeline_json(entry: Entry, issue: Issue, facts: IssueFacts, sorting: Sorting) -> Json:
+    """Forgejo's ``TimelineComment`` for an entry of ``issue``'s timeline: a comment, or an
+    event of the type Forgejo gives the same change, with what it names (a label, a
+    milestone, an assignee, a title, a commit)."""
+    kind = entry.kind
+    page = facts.page_url(issue.number, issue.is_pull)
+    anchor = f"#issuecomment-{entry.id}" if kind == "comment" else f"#event-{entry.id}"
+    shaped: Json = {
+        "id": entry.id,
+        "type": TIMELINE_TYPES.get(kind, kind),
+        "html_url": page + anchor,
+        "pull_request_url": page if issue.is_pull else "",
+        "issue_url": "" if issue.is_pull else page,
+        "user": facts.user(entry.who),
+        "body": "",
+        "created_at": rfc3339(entry.created_at),
+        "updated_at": rfc3339(entry.updated_at or entry.created_at),
+        "old_project_id": 0,
+        "project_id": 0,
+        "old_milestone": None,
+        "milestone": None,
+        "tracked_time": None,
+        "old_title": "",
+        "new_title": "",
+        "old_ref": "",
+        "new_ref": "",
+        "ref_issue": None,
+        "ref_comment": None,
+        "ref_action": "",
+        "ref_commit_sha": "",
+        "review_id": 0,
+        "label": None,
+        "assignee": None,
+        "assignee_team": None,
+        "removed_assignee": False,
+        "resolve_doer": None,
+        "dependent_issue": None,
+    }
+    if kind == "comment":
+        shaped["body"] = entry.body
+    elif kind == "title":
+        shaped["old_title"], shaped["new_title"] = entry.old_value, entry.body
+    elif kind == "label":  # "+name" put on, "-name" taken off: Forgejo's body "1" or ""
+        added = entry.body.startswith("+")
+        shaped["body"] = "1" if added else ""
+        shaped["label"] = label_json(sorting.label(entry.body[1:]), facts.repo, facts.public)
+    elif kind == "milestone":
+        shaped["old_milestone"] = sorting.milestone(entry.old_value)
+        shaped["milestone"] = sorting.milestone(entry.body)
+    elif kind in ("assigned", "unassigned"):
+        shaped["assignee"] = facts.user(entry.body)
+        shaped["removed_assignee"] = kind == "unassigned"
+    elif kind in ("pushed", "force_pushed"):  # the new head (and, forced, the old one)
+        commits = [entry.old_value, entry.body] if kind == "force_pushed" else [entry.body]
+        shaped["body"] = json.dumps(
+            {"is_force_push": kind == "force_pushed", "commit_ids": commits}
+        )
+    elif kind == "merged":
+        shaped["ref_commit_sha"] = entry.body
+    elif kind == "head_deleted":
+        shaped["old_ref"] = entry.body
+    elif kind == "review":
+        shaped["review_id"] = int(entry.old_value) if entry.old_value.isdigit() else 0
+    elif kind == "ref":  # where it was mentioned: "owner/name#M" or "owner/name@commit"
+        shaped["type"] = _REF_TYPES.get(entry.old_value, "issue_ref")
+        shaped["body"] = entry.body
+        if entry.old_value == "commit":
+            shaped["ref_commit_sha"] = entry.body.partition("@")[2]
+    elif kind == "closed" and entry.old_value:  # closed by a commit or a pull request
+        by, _, where = entry.old_value.partition(":")
+        if by == "commit":
+            shaped["ref_commit_sha"] = where.partition("@")[2]
+    return shaped
+
+
+def timeline_names(entries: Iterable[Entry]) -> set[str]:
+    """The people a page of a timeline names: who acted, who was (un)assigned."""
+    names = {entry.who for entry in entries if entry.who}
+    names |= {e.body for e in entries if e.kind in ("assigned", "unassigned") and e.body}
+    return names
+
+
 SCHEMAS: dict[str, dict[str, str]] = {
     "Label": {
         "id": "integer",
@@ -237,6 +361,44 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "pull_request": "PullRequestMeta",
         "repository": "RepositoryMeta",
         "pin_order": "integer",
+    },
+    "TrackedTime": {  # never one: floorless keeps no time spent
+        "id": "integer",
+        "created": "date-time",
+        "time": "integer",
+        "user_name": "string",
+        "issue_id": "integer",
+    },
+    "TimelineComment": {
+        "id": "integer",
+        "type": "string",
+        "html_url": "string",
+        "pull_request_url": "string",
+        "issue_url": "string",
+        "user": "User",
+        "body": "string",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+        "old_project_id": "integer",
+        "project_id": "integer",
+        "old_milestone": "Milestone",
+        "milestone": "Milestone",
+        "tracked_time": "TrackedTime",
+        "old_title": "string",
+        "new_title": "string",
+        "old_ref": "string",
+        "new_ref": "string",
+        "ref_issue": "Issue",
+        "ref_comment": "Comment",
+        "ref_action": "string",
+        "ref_commit_sha": "string",
+        "review_id": "integer",
+        "label": "Label",
+        "assignee": "User",
+        "assignee_team": "Team",
+        "removed_assignee": "boolean",
+        "resolve_doer": "User",
+        "dependent_issue": "Issue",
     },
     "Comment": {
         "id": "integer",

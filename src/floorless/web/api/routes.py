@@ -76,6 +76,7 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/issues/{index}/comments", issues.IssueComments),
     (REPO + "/issues/{index}/labels", issues.IssueLabels),
     (REPO + "/issues/{index}/labels/{id}", issues.IssueLabel),
+    (REPO + "/issues/{index}/timeline", issues.IssueTimeline),
     (REPO + "/labels", issues.Labels),
     (REPO + "/labels/{id}", issues.OneLabel),
     (REPO + "/milestones", issues.Milestones),
