@@ -530,3 +530,47 @@ def test_review_with_a_line_comment_then_approve(
     assert set(document["definitions"]["PullReview"]["properties"]) == set(answer)
     one = http.get(f"{PULLS}/{number}/reviews/{approved.id}/comments").json()[0]
     assert set(document["definitions"]["PullReviewComment"]["properties"]) == set(one)
+
+
+def test_labels_milestone_and_assignees_when_opening_and_editing(
+    forge: Forge, http: httpx.Client, work: Path
+) -> None:
+    token = token_for(http, "ann")
+    auth = {"Authorization": f"token {token}"}
+    bug = forge.triage.create_label("ann", "plans", "bug", "#ee0701")
+    docs = forge.triage.create_label("ann", "plans", "docs", "#0000ee")
+    due = forge.triage.save_milestone("ann", "plans", None, "v1", "", "")
+    # an unknown label, milestone or assignee: 422, and no pull request is opened
+    for wrong in ({"labels": [999]}, {"milestone": 999}, {"assignees": ["nobody"]}):
+        refused = http.post(
+            PULLS, headers=auth, json={"head": "topic", "base": "main", "title": "T", **wrong}
+        )
+        assert refused.status_code == 422, (wrong, refused.text)
+    assert forge.pulls.listing("ann", "plans", "all")[1] == 0
+    client = api(http, token).repository
+    made = client.repo_create_pull_request(
+        "ann",
+        "plans",
+        head="topic",
+        base="main",
+        title="Topic",
+        labels=[bug.id],
+        milestone=due,
+        assignees=["ann"],
+    )
+    assert [label.name for label in made.labels or []] == ["bug"]
+    assert made.milestone and made.milestone.title == "v1"
+    assert [a.login for a in made.assignees or []] == ["ann"]
+    assert [p.number for p in client.repo_list_pull_requests("ann", "plans", milestone=due)] == [1]
+    edited = client.repo_edit_pull_request("ann", "plans", 1, labels=[docs.id], milestone=0)
+    assert [label.name for label in edited.labels or []] == ["docs"]  # replaced, as Forgejo
+    assert edited.milestone is None and [a.login for a in edited.assignees or []] == ["ann"]
+    kinds = [e.kind for e in forge.issues.timeline(forge.pulls.get("ann", "plans", 1).issue)]
+    assert kinds.count("label") == 3
+    # from one who may not label, they are ignored (as Forgejo ignores them)
+    ben = token_for(http, "ben")
+    branch_from(work, forge, "bens", "main", b="ben's\n")
+    theirs = api(http, ben).repository.repo_create_pull_request(
+        "ann", "plans", head="bens", base="main", title="Ben's", labels=[bug.id]
+    )
+    assert theirs.labels == [] and theirs.user and theirs.user.login == "ben"

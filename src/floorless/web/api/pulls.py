@@ -17,24 +17,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import falcon
 import pygit2
 
 from floorless.access import Level
+from floorless.accounts import Account
 from floorless.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
 from floorless.git import merge as engine
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.issues import clean_body, clean_title
 from floorless.merging import NAMES
 from floorless.pulls import Pull
+from floorless.triage import Label, Milestone
 from floorless.web import urls
 from floorless.web.api import pullshapes as shapes
 from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
 from floorless.web.api.gitbase import GitApi
 from floorless.web.api.gitshapes import Links
 from floorless.web.api.gitshapes import commit as commit_json
+from floorless.web.api.issues import IssueResource
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
 from floorless.web.views.compare import (
@@ -66,16 +70,25 @@ FORGEJO_STYLES = (
     "fast-forward-only",
     "manually-merged",
 )
+# Set by those who may label and assign (ignored from others, as Forgejo ignores them)
+_TRIAGE = {
+    "labels": Field("integers", "label ids (on an edit: all the labels it keeps)"),
+    "milestone": Field("integer", "a milestone's id (0: none)"),
+    "assignees": Field("array", "the names of those it is assigned to"),
+    "assignee": Field("string", "one more of them (Forgejo's older field)"),
+}
 _CREATE = {
     "head": Field("string", "the head: a branch, or owner:branch for a fork's", required=True),
     "base": Field("string", "the branch to merge into", required=True),
     "title": Field("string", "the pull request's title", required=True),
     "body": Field("string", "its description"),
+    **_TRIAGE,
 }
 _EDIT = {
     "title": Field("string", "a new title"),
     "body": Field("string", "a new description"),
     "state": Field("string", "open or closed"),
+    **_TRIAGE,
 }
 _MERGE = {
     "Do": Field("string", "merge, rebase, squash or fast-forward-only", required=True),
@@ -95,15 +108,28 @@ _LIST_QUERY = {
 }
 
 
+@dataclass(frozen=True)
+class Triage:
+    """What a body asks of a pull request's labels, milestone and assignees (None: leave
+    them as they are)."""
+
+    labels: list[Label] | None = None
+    milestone: Milestone | None = None
+    set_milestone: bool = False
+    assignees: list[Account] | None = None
+
+
 def pull_number(text: str) -> int:
     if not _NUMBER.fullmatch(text):
         raise NotFound(f"no pull request {text[:20]!r}")
     return int(text)
 
 
-class PullApi(GitApi):
+class PullApi(GitApi, IssueResource):
     """What every pull request resource shares: the repository (404 for whoever may not
-    read it, and where pull requests are turned off), its pull requests, their JSON."""
+    read it, and where pull requests are turned off), its pull requests, their JSON; and the
+    issues' ways of reading labels, a milestone and assignees from a body (``IssueResource``:
+    a pull request's are its issue's)."""
 
     def pulls_view(
         self, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
@@ -116,7 +142,7 @@ class PullApi(GitApi):
     def pull(self, view: RepoView, number: str) -> Pull:
         return self.forge.pulls.get(view.repo.owner, view.repo.name, pull_number(number))
 
-    def facts(
+    def pull_facts(
         self, req: falcon.Request, view: RepoView, pulls: list[Pull], names: Sequence[str] = ()
     ) -> shapes.PullFacts:
         """What the JSON of ``pulls`` needs, and of the people ``names`` (their reviewers)."""
@@ -132,8 +158,39 @@ class PullApi(GitApi):
         )
 
     def shown(self, req: falcon.Request, view: RepoView, pulls: list[Pull]) -> list[Any]:
-        facts = self.facts(req, view, pulls)
+        facts = self.pull_facts(req, view, pulls)
         return [shapes.pull_json(facts, pull) for pull in pulls]
+
+    def triage_of(self, req: falcon.Request, view: RepoView, body: dict[str, Any]) -> Triage:
+        """The labels, milestone and assignees ``body`` names, all checked (422 for one the
+        repository has not, before anything is written); nothing from one who may not set
+        them."""
+        if not self.may_sort(req, view.level):
+            return Triage()
+        repo = view.repo
+        return Triage(
+            self.labels_named(repo, body["labels"]) if "labels" in body else None,
+            self.milestone_of(repo, body["milestone"]) if "milestone" in body else None,
+            "milestone" in body,
+            self.assignees(repo, body),
+        )
+
+    def sort(self, pull: Pull, actor: Account, triage: Triage) -> None:
+        """Set what ``triage_of`` read: the labels (all of them: others come off), the
+        milestone, the assignees; an event for each change."""
+        issue, sorting = pull.issue, self.forge.triage
+        if triage.labels is not None:
+            current = {label.id for label in sorting.labels_of([issue.id]).get(issue.id, [])}
+            wanted = {label.id for label in triage.labels}
+            with self.forge.db.transaction():
+                for label_id in sorted(current - wanted):
+                    sorting.set_label(issue, actor, label_id, False)
+                for label_id in sorted(wanted - current):
+                    sorting.set_label(issue, actor, label_id, True)
+        if triage.set_milestone:
+            sorting.set_milestone(issue, actor, triage.milestone.id if triage.milestone else None)
+        if triage.assignees is not None:
+            self.assign(issue, actor, triage.assignees)
 
     def anchors(self, view: RepoView, pull: Pull) -> tuple[str, str]:
         """The merge base and head the pull request's commits and diff are between (as its
@@ -194,6 +251,7 @@ class PullList(PullApi):
             text = clean_body(str(body.get("body", "")), "a description")
         except BadRequest as exc:
             raise Unprocessable(str(exc)) from exc
+        triage = self.triage_of(req, view, body)
         head_owner = ""
         found = _OWNER_BRANCH.fullmatch(head)
         if found is not None and not _branch_ok(head):
@@ -213,6 +271,8 @@ class PullList(PullApi):
                 raise Conflict(message)
             raise Unprocessable(message)
         pull = open_pull(self.forge, account, title, text, sides, compared)
+        self.sort(pull, account, triage)
+        pull = self.forge.pulls.get(pull.owner, pull.name, pull.number)
         self.send(resp, self.shown(req, view, [pull])[0], 201)
 
 
@@ -251,6 +311,7 @@ class OnePull(PullApi):
             raise Unprocessable("state is open or closed")
         if state == "open" and pull.merged:
             raise Conflict("a merged pull request cannot be reopened")
+        triage = self.triage_of(req, view, body)
         if "title" in body or "body" in body:
             try:
                 issues.edit(
@@ -258,6 +319,7 @@ class OnePull(PullApi):
                 )
             except BadRequest as exc:
                 raise Unprocessable(str(exc)) from exc
+        self.sort(pull, account, triage)
         if state == "closed" and issue.state == "open":
             issues.close(issue, account, "completed")
         elif state == "open" and issue.state == "closed":

@@ -90,7 +90,7 @@ class ReviewApi(PullApi):
         reviews: list[Review],
         found: PullReviews,
     ) -> list[Any]:
-        facts = self.facts(req, view, [pull], [r.author for r in reviews])
+        facts = self.pull_facts(req, view, [pull], [r.author for r in reviews])
         return [
             shapes.review_json(
                 facts,
@@ -272,5 +272,5 @@ class ReviewComments(ReviewApi):
         pull = self.pull(view, index)
         shown, found = self.one(req, pull, review)
         comments = found.of_review(shown.id)
-        facts = self.facts(req, view, [pull], [c.author for c in comments])
+        facts = self.pull_facts(req, view, [pull], [c.author for c in comments])
         self.send(resp, [shapes.review_comment_json(facts, pull, c) for c in comments])
