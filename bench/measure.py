@@ -139,13 +139,16 @@ def measure_interleaved(
     deadline_seconds: float = 120.0,
     on_slowfs: int = 0,
     spawns_each: bool = False,
+    prepare: Callable[[int], None] | None = None,
 ) -> list[PageResult]:
     """``measure_page`` for several URLs at once, one keep-alive connection each: every
     round sends one request to each, in turn, and the order flips every round, so drift and
     noise on the machine fall on all of them alike. Processes are averaged over all the
     requests, or, with ``spawns_each``, counted around each request for its own URL (and the
     server's ``Server-Timing`` count summed apart); slow-filesystem operations are counted
-    for the server at index ``on_slowfs`` (the others' storage is not counted)."""
+    for the server at index ``on_slowfs`` (the others' storage is not counted). ``prepare``,
+    if given, is called with a URL's index before each request to it, outside the time
+    measured."""
     clients = [Client(url) for url in urls]
     samples: list[list[float]] = [[] for _ in urls]
     status = [0] * len(urls)
@@ -156,6 +159,8 @@ def measure_interleaved(
     def one_round(record: bool, flip: bool) -> None:
         order = list(enumerate(urls))
         for index, url in reversed(order) if flip else order:
+            if prepare is not None:
+                prepare(index)
             before = forks() if record and spawns_each else 0
             elapsed, status[index], _, headers[index] = timed_get(clients[index], url)
             if record:

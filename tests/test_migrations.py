@@ -245,6 +245,10 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         "INSERT INTO issue_assignees (issue_id, account_id) VALUES (4, 3)",
         (),
     ),
+    "repo_activity": (
+        "INSERT INTO repo_activity (owner, name, version) VALUES ('ann', 'old', 7)",
+        (),
+    ),
     "branch_marks": (
         "INSERT INTO branch_marks (owner, name, branch, oid) VALUES ('ann', 'plans', '6d61696e',"
         " 'a1b2')",

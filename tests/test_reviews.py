@@ -601,7 +601,11 @@ def test_the_pages_show_reviews_with_no_process_and_fixed_statements(
     setup.comment("cat", "app.py", "new", 6, body="on *added*")
     forge.reviews.submit(setup.current(), cat, "request_changes", "Needs **work**")
     look()  # warm: what the database layer remembers (PostgreSQL) is read once
+    _, _, kept = look()  # from the page cache: nothing was written since
+    # any write to the conversation moves the repository's activity version: rendered again
+    forge.db.execute("UPDATE issues SET title = title WHERE owner = 'ann' AND name = 'plans'")
     text, spawns, few = look()
+    assert kept < few
     assert spawns == 0 and "<strong>work</strong>" in text and "<em>added</em>" in text
     assert "Changes requested by" in text and ">cat</a>" in text
     files, spawns, _ = look("files")

@@ -265,7 +265,7 @@ SETTINGS: tuple[Setting, ...] = (
         "page_cache_bytes",
         int,
         64 * 1024 * 1024,
-        "Bytes of rendered pages kept in memory (home, file, commits, commit and blame pages, keyed by the repository's refs, the path, the query parameters the page reads and the viewer; never the Host); 0 keeps none.",
+        "Bytes of rendered pages kept in memory (home, file, commits, commit, blame, issue and pull request pages, keyed by the repository's refs, the path, the query parameters the page reads and the viewer; never the Host); 0 keeps none.",
         minimum=0,
     ),
     Setting(

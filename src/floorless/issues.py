@@ -156,6 +156,17 @@ class Issues:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def activity(self, owner: str, name: str) -> int:
+        """The repository's activity version: it moves with every write to its issues, pull
+        requests and all they show (the database's triggers keep it, schema version 17), so
+        a page rendered at one version is still right while the version stays."""
+        rows = self.db.remembered(
+            "SELECT version FROM repo_activity WHERE owner = ? AND name = ?",
+            (owner, name),
+            ("repo_activity",),
+        )
+        return int(rows[0]["version"]) if rows else 0
+
     def get(self, owner: str, name: str, number: int, pull: bool = False) -> Issue:
         """Issue (or, with ``pull``, pull request) ``number`` of the repository."""
         row = self.db.one(

@@ -118,9 +118,9 @@ def open_source(url: str) -> Database:
     return db
 
 
-# Tables the database keeps itself, by triggers on others (schema version 11): copied last,
-# over what the triggers made of the rows copied before them.
-DERIVED = frozenset({"issue_totals"})
+# Tables the database keeps itself, by triggers on others (schema versions 11 and 17): copied
+# last, over what the triggers made of the rows copied before them.
+DERIVED = frozenset({"issue_totals", "repo_activity"})
 
 
 def tables(db: Database) -> list[Table]:

@@ -38,8 +38,8 @@ _REMEMBERED_8 = frozenset(
     ("repos", "repo_access", "accounts", "sessions", "org_members", "collaborators")
 )
 # and since version 12 what a repository offers (issues, pull requests), read with its row;
-# since version 14 what it was forked from, read with it too
-REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks"}
+# since version 14 what it was forked from, read with it too; since 17 its activity version
+REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks", "repo_activity"}
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,62 @@ _UNCOUNT_OLD = (
     "UPDATE issue_totals SET total = total - 1 WHERE owner = OLD.owner AND name = OLD.name"
     " AND is_pull = OLD.is_pull AND state = OLD.state;"
 )
+
+
+def _bump(rows: str) -> str:
+    """One more in ``repo_activity`` for each repository ``rows`` (a SELECT of owner and
+    name) names."""
+    return (
+        f"INSERT INTO repo_activity (owner, name, version) {rows}"
+        " ON CONFLICT (owner, name) DO UPDATE SET version = repo_activity.version + 1;"
+    )
+
+
+# What moves a repository's activity version: every table an issue's or a pull request's page
+# or list shows, but the per-person record of what each has seen (``review_views``), which a
+# visit writes. Tables named by owner and name, then tables hanging from an issue.
+_ACTIVITY_BY_NAME = ("issues", "labels", "milestones")
+_ACTIVITY_BY_ISSUE = (
+    "issue_comments",
+    "issue_events",
+    "issue_labels",
+    "issue_assignees",
+    "pulls",
+    "reviews",
+    "review_comments",
+)
+
+
+def _activity_of(row: str, table: str) -> str:
+    if table in _ACTIVITY_BY_NAME:
+        return _bump(f"SELECT {row}.owner, {row}.name, 1 WHERE true")
+    return _bump(f"SELECT owner, name, 1 FROM issues WHERE id = {row}.issue_id")  # noqa: S608
+
+
+def _sqlite_activity(table: str) -> tuple[Statement, ...]:
+    made: list[Statement] = []
+    for event, rows in (("INSERT", ("NEW",)), ("DELETE", ("OLD",)), ("UPDATE", ("OLD", "NEW"))):
+        body = "".join(_activity_of(row, table) for row in rows)
+        made.append(
+            Only(
+                "sqlite",
+                f"CREATE TRIGGER IF NOT EXISTS {table}_activity_{event.lower()}"
+                f" AFTER {event} ON {table} BEGIN {body} END",
+            )
+        )
+    return tuple(made)
+
+
+def _postgresql_activity(table: str) -> tuple[Statement, ...]:
+    kind = "name" if table in _ACTIVITY_BY_NAME else "issue"
+    return (
+        Only(
+            "postgresql",
+            f"CREATE TRIGGER {table}_activity AFTER INSERT OR UPDATE OR DELETE ON {table}"
+            f" FOR EACH ROW EXECUTE FUNCTION floorless_activity_by_{kind}()",
+        ),
+    )
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "the schema of the releases before PostgreSQL", _BASELINE),
@@ -565,6 +621,51 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        17,
+        "a version per repository that moves with every write its conversations show",
+        (
+            # Pages of issues and pull requests are kept rendered while their repository's
+            # version stays the same (``web/pages.py``); the database keeps the version, by
+            # triggers, so that every writer (any node, the command line) moves it.
+            """CREATE TABLE IF NOT EXISTS repo_activity (
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                version {bigint} NOT NULL,
+                PRIMARY KEY (owner, name)
+            )""",
+            *(
+                Only(
+                    "postgresql",
+                    f"""CREATE OR REPLACE FUNCTION floorless_activity_by_{kind}() RETURNS trigger
+                    LANGUAGE plpgsql AS $$
+                    BEGIN
+                        IF TG_OP IN ('DELETE', 'UPDATE') THEN {_activity_of("OLD", table)} END IF;
+                        IF TG_OP IN ('INSERT', 'UPDATE') THEN {_activity_of("NEW", table)} END IF;
+                        RETURN NULL;
+                    END $$""",
+                )
+                for kind, table in (("name", "issues"), ("issue", "pulls"))
+            ),
+            *(
+                statement
+                for table in _ACTIVITY_BY_NAME + _ACTIVITY_BY_ISSUE
+                for statement in (*_sqlite_activity(table), *_postgresql_activity(table))
+            ),
+            # Nodes remember a repository's version between writes, as they remember its row.
+            Only(
+                "postgresql",
+                "CREATE TRIGGER repo_activity_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
+                " ON repo_activity FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+            ),
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
+
+# The tables the triggers above write when a table is written (for ``Database`` to count
+# those writes with the statement's own).
+TRIGGERED: dict[str, frozenset[str]] = {
+    table: frozenset({"repo_activity"}) for table in _ACTIVITY_BY_NAME + _ACTIVITY_BY_ISSUE
+}

@@ -43,7 +43,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from floorless import timing
 from floorless.caches import Cache
-from floorless.db.schema import REMEMBERED
+from floorless.db.schema import REMEMBERED, TRIGGERED
 from floorless.errors import BadRequest, DatabaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -150,11 +150,14 @@ class Database:
         table = _written_table(sql)
         if table is None:
             return
+        # with the tables the database's triggers write in turn: this node knows of those
+        # writes as soon as of its own, not only once their notice comes back to it
+        tables = {table, *TRIGGERED.get(table, ())}
         pending: set[str] | None = getattr(self._writing, "tables", None)
         if pending is not None:
-            pending.add(table)  # counts once committed
+            pending.update(tables)  # counts once committed
         else:
-            self.changed({table})
+            self.changed(tables)
 
     def one(self, sql: str, params: Params = ()) -> Row | None:
         rows = self.query(sql, params)

@@ -9,7 +9,10 @@ address it was asked at, the forge's public URL (in the clone URL), is a mark in
 page, filled in for each request.
 
 Its value is valid only with the very ref snapshot it was rendered from: any ref change makes
-a new snapshot, so a hit can never show an old branch. What else ages, the relative dates,
+a new snapshot, so a hit can never show an old branch. A page that shows more than refs names
+what else it shows by a stamp read before it is rendered (issues and pull requests: their
+repository's activity version, which the database moves on every write to them), and is
+valid only while the stamp is the same. What else ages, the relative dates,
 ages at most ``page_cache_seconds``. Only pages whose content is final say so
 (``req.context.final_page``): not a tree whose last-commit column the index has yet to fill.
 The cache holds at most ``page_cache_bytes`` of pages, least recently used leaving first; a
@@ -47,6 +50,7 @@ def page_etag(text: str) -> str:
 @dataclass(frozen=True)
 class _Entry:
     snapshot: RefSnapshot
+    stamp: object  # what else the page shows, in one value (None: refs alone)
     parts: tuple[str, ...]  # the page split at each public URL mark
     etag: str  # of the page with its marks
 
@@ -102,11 +106,21 @@ class PageCache:
         params = _params(req, frozenset(query)) if req.query_string else ()
         return (view, repo, path, params, viewer.session, viewer.name, viewer.scope, level)
 
-    def serve(self, key: Key, snapshot: RefSnapshot, resp: falcon.Response, public: str) -> bool:
-        """Answer from the cache if it holds this page for this snapshot; True if it did."""
+    def serve(
+        self,
+        key: Key,
+        snapshot: RefSnapshot,
+        resp: falcon.Response,
+        public: str,
+        stamp: object = None,
+    ) -> bool:
+        """Answer from the cache if it holds this page for this snapshot and stamp; True if it
+        did."""
         if not self.entries.maxsize:
             return False
-        entry = self.entries.get(key, valid=lambda entry: entry.snapshot is snapshot)
+        entry = self.entries.get(
+            key, valid=lambda entry: entry.snapshot is snapshot and entry.stamp == stamp
+        )
         if entry is None:
             return False
         resp.content_type = "text/html; charset=utf-8"
@@ -120,6 +134,7 @@ class PageCache:
         req: falcon.Request,
         resp: falcon.Response,
         public: str,
+        stamp: object = None,
     ) -> None:
         """Fill in the public URL of the page just rendered, and keep the page if its view
         said it is final."""
@@ -133,7 +148,7 @@ class PageCache:
             return
         etag = page_etag(text)
         resp.text, resp.etag = _filled(parts, etag, public)
-        self.entries.put(key, _Entry(snapshot, parts, etag))
+        self.entries.put(key, _Entry(snapshot, stamp, parts, etag))
 
 
 def _repo_id(key: Key) -> int | None:

@@ -45,18 +45,24 @@ class View:
         resp.text = self.renderer.page(template, **context)
 
     def cached_page(
-        self, req: falcon.Request, resp: falcon.Response, view: RepoView, render: Callable[[], None]
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        render: Callable[[], None],
+        stamp: object = None,
     ) -> None:
         """Answer from the page cache; otherwise ``render``, and keep the page if the view
         marked it final (``req.context.final_page``). A page shows the public URL as
-        ``self.renderer.pages.public_mark``, filled in here for each request."""
+        ``self.renderer.pages.public_mark``, filled in here for each request. ``stamp``
+        names what the page shows besides refs (``web/pages.py``), read before rendering."""
         pages = self.renderer.pages
         key = pages.key(type(self).__name__, view.repo, req, self.query, viewer_of(req), view.level)
         public = self.public_url(req)
-        if pages.serve(key, view.snapshot, resp, public):
+        if pages.serve(key, view.snapshot, resp, public, stamp):
             return
         render()
-        pages.keep(key, view.snapshot, req, resp, public)
+        pages.keep(key, view.snapshot, req, resp, public, stamp)
 
     def public_url(self, req: falcon.Request) -> str:
         return public_url(self.settings, req)

@@ -165,6 +165,20 @@ class IssueView(FormView):
     def page(self, resp: falcon.Response, view: RepoView, template: str, **more: Any) -> None:
         self.html(resp, template, **view.template_context(**more))
 
+    def kept_page(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        render: Callable[[], None],
+    ) -> None:
+        """A page of issues or pull requests, from the page cache while the repository's refs
+        and its activity version (``Issues.activity``: one statement, none on a node that
+        hears every write) are as they were when it was rendered; ``render`` says whether
+        what it rendered is final (``req.context.final_page``)."""
+        stamp = self.forge.issues.activity(view.repo.owner, view.repo.name)
+        self.cached_page(req, resp, view, render, stamp)
+
 
 def list_filters(req: falcon.Request) -> dict[str, str]:
     """The filters of an issue or pull request list from its query: ``label`` (a label's
@@ -175,10 +189,19 @@ def list_filters(req: falcon.Request) -> dict[str, str]:
     }
 
 
+# The query parameters an issue or pull request list reads.
+LIST_QUERY = ("state", "q", "author", "label", "milestone", "assignee", "before", "after")
+
+
 class IssueList(IssueView):
+    query = LIST_QUERY
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
         issues_on(view)
+        self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
+
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         state = req.get_param("state") or "open"
         if state not in STATES:
             raise BadRequest("state is open, closed or all")
@@ -211,6 +234,7 @@ class IssueList(IssueView):
             assignees_of=self.forge.triage.assignees_of(ids),
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
         )
+        req.context.final_page = True
 
 
 class NewIssue(IssueView):
@@ -249,6 +273,7 @@ class IssueDetail(IssueView):
     same conversation for a pull request, with its own template, header and URLs."""
 
     template = "issue.html"
+    query = ("shown",)
 
     def find(self, req: falcon.Request, view: RepoView, number: str) -> Issue:
         """The issue; a pull request's number is sent to the pull request's page (as Forgejo
@@ -271,7 +296,8 @@ class IssueDetail(IssueView):
     def more(
         self, req: falcon.Request, view: RepoView, issue: Issue, timeline: list[Entry]
     ) -> dict[str, Any]:
-        """What the template needs besides the conversation itself."""
+        """What the template needs besides the conversation itself; ``final`` False when it
+        shows work still under way (the page is then not kept)."""
         return {}
 
     def refuse(self, issue: Issue, action: str) -> None:
@@ -281,7 +307,9 @@ class IssueDetail(IssueView):
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        self.show(req, resp, view, self.find(req, view, number))
+        self.kept_page(
+            req, resp, view, lambda: self.show(req, resp, view, self.find(req, view, number))
+        )
 
     def show(
         self,
@@ -300,6 +328,7 @@ class IssueDetail(IssueView):
         comments = [entry for entry in timeline if entry.kind == "comment"]
         body, *htmls = self.markdown(view, [issue.body, *(entry.body for entry in comments)])
         html_of = dict(zip(map(id, comments), htmls, strict=True))
+        more = self.more(req, view, issue, timeline)
         self.page(
             resp,
             view,
@@ -322,8 +351,9 @@ class IssueDetail(IssueView):
             here=urls.exact_path(req),
             sidebar=sidebar(self.forge, view, issue, viewer),
             action=self.target(view, issue),
-            **self.more(req, view, issue, timeline),
+            **more,
         )
+        req.context.final_page = more.get("final", True)
 
     def change_comment(
         self,

@@ -28,7 +28,14 @@ from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.render import text
 from floorless.web.views.compare import cached_commits, cached_diff, send_diff
-from floorless.web.views.issues import STATES, IssueDetail, IssueView, _cursor, list_filters
+from floorless.web.views.issues import (
+    LIST_QUERY,
+    STATES,
+    IssueDetail,
+    IssueView,
+    _cursor,
+    list_filters,
+)
 from floorless.web.views.merge import merge_box
 from floorless.web.views.reviews import (
     anchors_of,
@@ -49,9 +56,14 @@ def pulls_on(view: IssueView, repo_view_: RepoView) -> None:
 
 
 class PullList(IssueView):
+    query = LIST_QUERY
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
         pulls_on(self, view)
+        self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
+
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         state = req.get_param("state") or "open"
         if state not in STATES:
             raise BadRequest("state is open, closed or all")
@@ -83,6 +95,7 @@ class PullList(IssueView):
             assignees_of=self.forge.triage.assignees_of(ids),
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
         )
+        req.context.final_page = True
 
 
 class PullDetail(IssueDetail):
@@ -131,17 +144,21 @@ class PullDetail(IssueDetail):
                 self.renderer,
             )
             return
-        self.show(req, resp, view, self.find(req, view, number))
+        self.kept_page(
+            req, resp, view, lambda: self.show(req, resp, view, self.find(req, view, number))
+        )
 
     def more(
         self, req: falcon.Request, view: RepoView, issue: Issue, timeline: list[Entry]
     ) -> dict[str, Any]:
         pull: Pull = req.context.pull
-        return {
+        context = {
             **pull_context(self, req, view, pull, "conversation"),
             "pushes": self.pushes(view, timeline),
             **merge_box(self.forge, view, pull, auth.viewer_of(req)),
         }
+        context["final"] = context.get("final", True) and context["merge_state"] != "checking"
+        return context
 
     def pushes(self, view: RepoView, timeline: list[Entry]) -> dict[int, str]:
         """How many commits each ``pushed`` event of the page added (a walk from the new head
@@ -227,8 +244,13 @@ class PullCommits(IssueView):
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
         pulls_on(self, view)
+        self.kept_page(req, resp, view, lambda: self.show(req, resp, view, number))
+
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> None:
         pull = pull_or_issue(self, req, view, pull_number(number))
-        self.page(resp, view, "pull_commits.html", **pull_context(self, req, view, pull, "commits"))
+        context = pull_context(self, req, view, pull, "commits")
+        self.page(resp, view, "pull_commits.html", **context)
+        req.context.final_page = context.get("final", True)
 
 
 class PullFiles(IssueView):
@@ -240,6 +262,9 @@ class PullFiles(IssueView):
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
         pulls_on(self, view)
+        self.kept_page(req, resp, view, lambda: self.show(req, resp, view, number))
+
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> None:
         pull = pull_or_issue(self, req, view, pull_number(number))
         context = pull_context(self, req, view, pull, "files")
         merge_base = context["range_base"]
@@ -270,6 +295,7 @@ class PullFiles(IssueView):
             full_diff=urls.pull_diff(view.repo, pull.number, "diff"),
             **context,
         )
+        req.context.final_page = context.get("final", True)
 
 
 def pull_number(text_: str) -> int:

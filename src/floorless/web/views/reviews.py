@@ -69,7 +69,8 @@ def review_context(
     account = viewer.account if viewer.session is not None else None
     anchors = anchors_of(forge, view, pull)
     found = forge.reviews.of_pull(pull, account)
-    if found.behind(anchors):
+    behind = found.behind(anchors)
+    if behind:
         forge.reviews.follow_pull_soon(pull)
     htmls = markdown([r.body for r in found.reviews.values()] + [c.body for c in found.comments])
     review_html = dict(zip(found.reviews, htmls, strict=False))
@@ -77,11 +78,13 @@ def review_context(
         zip((c.id for c in found.comments), htmls[len(found.reviews) :], strict=True)
     )
     news = None
+    looked = False  # the files tab recorded this look: the next one shows nothing new
     if account is not None:
         seen = forge.reviews.last_seen(pull, account)
         news = forge.reviews.new_since(view.handle, pull, anchors, seen)
         if files_tab and seen != anchors.head:
             forge.reviews.saw(pull, account, anchors.head)
+            looked = True
     policy = forge.policy
     return {
         "reviews": found,
@@ -95,6 +98,10 @@ def review_context(
         "pending_review": found.pending(account.id if account else None),
         "may_review": policy.may_review(viewer, view.level),
         "may_judge": policy.may_judge(viewer, view.level, pull.issue.author_id),
+        # what the page shows stays true until a write moves the activity version or a
+        # push the refs: not while comments are being followed or new commits counted, nor
+        # a page that says what is new since a look (the next look makes it old)
+        "final": not behind and news is None and not looked,
     }
 
 
