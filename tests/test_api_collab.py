@@ -123,8 +123,9 @@ def test_a_collaborator_added_listed_checked_asked_about_and_removed(
     readme = ben.repository.repo_get_contents("ann", "secret", "README.md")
     assert readme.name == "README.md"  # type: ignore[union-attr]
 
-    # a new role replaces the old one
+    # a new role replaces the old one; none named leaves it as it is (as Forgejo)
     ann.repository.repo_add_collaborator("ann", "secret", "ben", permission="read")
+    ann.repository.repo_add_collaborator("ann", "secret", "ben")
     assert ann.repository.repo_get_repo_permissions("ann", "secret", "ben").permission == "read"
     assert ben.repository.repo_get("ann", "secret").permissions.push is False  # type: ignore[union-attr]
 

@@ -97,12 +97,14 @@ class Collaborator(CollaboratorResource):
     ) -> None:
         found = self.admin(req, owner, repo)
         body = self.body(req)
-        role = body.get("permission", "write")
-        if role not in ROLES:
+        role = body.get("permission")
+        if role is not None and role not in ROLES:
             raise Unprocessable(f"[permission]: must be one of {', '.join(ROLES)}")
         person = self.named(user)
         if person.is_org:
             raise Unprocessable(f"{person.name} is an organisation: a collaborator is a person")
+        # as Forgejo: no permission named adds with write, and leaves an existing role alone
+        role = role or self.forge.policy.role(found, person) or "write"
         self.forge.policy.set_collaborator(found, person, role)
         self.nothing(resp)
 
