@@ -574,3 +574,40 @@ def test_labels_milestone_and_assignees_when_opening_and_editing(
         "ann", "plans", head="bens", base="main", title="Ben's", labels=[bug.id]
     )
     assert theirs.labels == [] and theirs.user and theirs.user.login == "ben"
+
+
+def test_the_base_branch_changed_by_an_edit(forge: Forge, http: httpx.Client, work: Path) -> None:
+    token = token_for(http, "ann")
+    auth = {"Authorization": f"token {token}"}
+    number = opened(http, token)
+    git(work, "branch", "next", "main~1")
+    push(forge, work, "next")
+    client = api(http, token).repository
+    for base, status in (("nothing", 404), ("topic", 422), ("../x", 422)):
+        refused = http.patch(f"{PULLS}/{number}", headers=auth, json={"base": base, "title": "X"})
+        assert refused.status_code == status, (base, refused.text)
+    assert forge.pulls.get("ann", "plans", number).title == "Topic"  # nothing written
+    moved = client.repo_edit_pull_request("ann", "plans", number, base="next")
+    assert moved.base and moved.base.ref == "next" and moved.base.sha == tip(forge, "next")
+    settle(forge)
+    checked = client.repo_get_pull_request("ann", "plans", number)
+    assert checked.mergeable is True
+    assert checked.merge_base == git_text(bare(forge), "merge-base", "next", "topic")
+    entries = forge.issues.timeline(forge.pulls.get("ann", "plans", number).issue)
+    assert [(e.old_value, e.body) for e in entries if e.kind == "base_changed"] == [
+        ("main", "next")
+    ]
+    page = http.get(f"/ann/plans/pulls/{number}")
+    assert "changed the base branch from" in page.text
+    timeline = http.get(f"/api/v1/repos/ann/plans/issues/{number}/timeline").json()
+    changed = [t for t in timeline if t["type"] == "change_target_branch"]
+    assert [(t["old_ref"], t["new_ref"]) for t in changed] == [("main", "next")]
+    # another of the same head into main, then back to main: 409
+    second = opened(http, token, "topic", "Again into main")
+    back = http.patch(f"{PULLS}/{number}", headers=auth, json={"base": "main"})
+    assert back.status_code == 409
+    client.repo_merge_pull_request("ann", "plans", number, do="merge")
+    assert git_text(bare(forge), "rev-parse", "next^2") == tip(forge, "topic")
+    merged = http.patch(f"{PULLS}/{number}", headers=auth, json={"base": "main"})
+    assert merged.status_code == 409
+    assert forge.pulls.get("ann", "plans", second).base_branch == "main"

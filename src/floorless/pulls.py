@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from floorless.accounts import Account
 from floorless.db import Database, Row
-from floorless.errors import BadRequest, NotFound
+from floorless.errors import BadRequest, Conflict, NotFound
 from floorless.issues import Issue, IssuePage, Issues, clean_body, clean_title, issue_row
 
 # What the last check of (checked_base, checked_head) found.
@@ -443,6 +443,33 @@ class Pulls:
             " WHERE issue_id = ? AND merged = 0 AND merged_oid = ?",
             (pull.issue.id, merged_oid),
         )
+
+    def retarget(self, pull: Pull, actor: Account, base_branch: str) -> None:
+        """Point the open, unmerged pull request at another base branch of its repository,
+        with a ``base_changed`` event (old base, new base); what the last check found was
+        about the old base, so it is checked again (the caller queues that). ``Conflict``
+        when an open pull request of the same head into that base exists, or the pull
+        request was merged or closed meanwhile."""
+        base_branch = clean_branch(base_branch)
+        if not pull.agit:
+            other = self.open_between(
+                (pull.owner, pull.name, base_branch),
+                (pull.head_owner, pull.head_name, pull.head_branch),
+            )
+            if other is not None and other.number != pull.number:
+                raise Conflict(f"pull request #{other.number} already asks for this")
+        now = time.time()
+        with self.db.transaction():
+            changed = self.db.execute(
+                "UPDATE pulls SET base_branch = ?, check_state = 'checking', merge_base = '',"
+                " checked_base = '' WHERE issue_id = ? AND base_branch = ? AND merged = 0"
+                " AND issue_id IN (SELECT id FROM issues WHERE state = 'open')",
+                (base_branch, pull.issue.id, pull.base_branch),
+            )
+            if not changed:
+                raise Conflict(f"pull request #{pull.number} changed meanwhile: look again")
+            self.db.execute("UPDATE issues SET updated_at = ? WHERE id = ?", (now, pull.issue.id))
+            self.issues.event(pull.issue, actor, "base_changed", pull.base_branch, base_branch, now)
 
     def head_gone(self, pull: Pull, actor: Account | None = None) -> bool:
         """The head branch was deleted: state ``head_gone`` and a ``head_deleted`` event,

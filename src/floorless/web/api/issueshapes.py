@@ -182,6 +182,7 @@ TIMELINE_TYPES = {
     "force_pushed": "pull_push",
     "merged": "merge_pull",
     "head_deleted": "delete_branch",
+    "base_changed": "change_target_branch",
     "review": "review",
     "ref": "issue_ref",
 }
@@ -270,6 +271,8 @@ def timeline_json(entry: Entry, issue: Issue, facts: IssueFacts, sorting: Sortin
         shaped["ref_commit_sha"] = entry.body
     elif kind == "head_deleted":
         shaped["old_ref"] = entry.body
+    elif kind == "base_changed":
+        shaped["old_ref"], shaped["new_ref"] = entry.old_value, entry.body
     elif kind == "review":
         shaped["review_id"] = int(entry.old_value) if entry.old_value.isdigit() else 0
     elif kind == "ref":  # where it was mentioned: "owner/name#M" or "owner/name@commit"

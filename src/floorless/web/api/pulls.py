@@ -85,6 +85,7 @@ _CREATE = {
     **_TRIAGE,
 }
 _EDIT = {
+    "base": Field("string", "another branch to merge into"),
     "title": Field("string", "a new title"),
     "body": Field("string", "a new description"),
     "state": Field("string", "open or closed"),
@@ -312,6 +313,14 @@ class OnePull(PullApi):
         if state == "open" and pull.merged:
             raise Conflict("a merged pull request cannot be reopened")
         triage = self.triage_of(req, view, body)
+        try:  # checked before anything is written
+            clean_title(body.get("title", issue.title))
+            clean_body(body.get("body", issue.body), "a description")
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
+        base = body.get("base") or pull.base_branch
+        if base != pull.base_branch:
+            self.retarget(view, pull, account, base)
         if "title" in body or "body" in body:
             try:
                 issues.edit(
@@ -325,6 +334,26 @@ class OnePull(PullApi):
         elif state == "open" and issue.state == "closed":
             issues.reopen(issue, account)
         self.send(resp, self.shown(req, view, [self.pull(view, index)])[0], 201)
+
+    def retarget(self, view: RepoView, pull: Pull, actor: Account, base: str) -> None:
+        """Forgejo's change of the base branch: 404 for a branch the repository has not, 409
+        for a merged pull request or one of the same head into that base, 422 for a closed
+        one or the head's own branch; then checked again in the background."""
+        if pull.merged:
+            raise Conflict("the pull request is merged")
+        if pull.issue.state != "open":
+            raise Unprocessable("the pull request is closed")
+        try:
+            branch_name(base)
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
+        if base.encode() not in view.snapshot.branches:
+            raise NotFound(f"no branch {base[:80]!r}")
+        if pull.same_repo and base == pull.head_branch:
+            raise Unprocessable("the base and the head are the same branch")
+        self.forge.pulls.retarget(pull, actor, base)
+        self.forge.merger.queue(view.repo)
+        self.forge.reviews.follow_soon(view.repo.owner, view.repo.name)
 
 
 class PullDiff(PullApi):
