@@ -12,7 +12,7 @@ from conftest import wait_for
 from falcon import testing
 from test_page_cache import serve
 from test_query_counts import statements
-from test_reviews import Setup, account, forge, person, setup  # noqa: F401 - fixtures
+from test_reviews import HEAD, Setup, account, commit, forge, person, setup  # noqa: F401
 from test_spawns import counting
 
 from floorless.db import Database, open_database
@@ -194,3 +194,37 @@ def test_a_pull_request_page_is_kept_only_once_its_check_is_known(
     assert renderer.pages.held(setup.repo.id) == held
     wait_for(lambda: setup.current().checked_head == setup.head and forge_.merger.idle())
     assert "Checking whether" not in client.simulate_get(page).text
+
+
+def test_a_kept_compare_page_shows_a_pull_request_opened_of_it_and_a_new_commit(
+    setup: Setup,  # noqa: F811
+    client: testing.TestClient,
+    renderer: Renderer,
+) -> None:
+    forge_ = setup.forge
+    other = commit(
+        setup.handle, {**HEAD, "more.txt": "more\n"}, [setup.base], "more", "refs/heads/other"
+    )
+    forge_.refs_moved(setup.repo)
+    page = "/ann/plans/compare/main...other"
+    first = client.simulate_get(page).text
+    assert "is already open" not in first
+    hits = renderer.pages.hits
+    assert client.simulate_get(page).text == first and renderer.pages.hits == hits + 1
+    pull = forge_.pulls.create(
+        "ann",
+        "plans",
+        account(forge_, "ben"),
+        "Other",
+        "",
+        "main",
+        ("ann", "plans", "other"),
+        other,
+    )
+    opened = client.simulate_get(page).text
+    assert f"Pull request #{pull.number}</a> is already open" in opened
+    newer = commit(
+        setup.handle, {**HEAD, "more.txt": "most\n"}, [other], "newer", "refs/heads/other"
+    )
+    forge_.refs_moved(setup.repo)
+    assert newer[:10] in client.simulate_get(page).text

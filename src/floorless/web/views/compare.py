@@ -403,7 +403,10 @@ class Compare(IssueView):
                 self.renderer,
             )
             return
-        self.show(req, resp, sides, {}, "")
+        if sides.same_repo:  # what it shows is the repository's refs and pull requests
+            self.kept_page(req, resp, view, lambda: self.show(req, resp, sides, {}, ""))
+        else:  # and the fork's refs too, which the page cache does not watch
+            self.show(req, resp, sides, {}, "")
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, spec: str
@@ -494,3 +497,4 @@ class Compare(IssueView):
             here=urls.exact_path(req),
             names=[text(name) for name in view.snapshot.sorted_branches],
         )
+        req.context.final_page = True
