@@ -254,6 +254,20 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " 'a1b2')",
         (),
     ),
+    "webhooks": (
+        "INSERT INTO webhooks (id, repo_id, org_id, kind, url, http_method, content_type, secret,"
+        " authorization_header, events, branch_filter, active, created_at, updated_at)"
+        " VALUES (8, 7, NULL, 'forgejo', 'https://hooks.example.org/in', 'POST', 'json', 's3',"
+        " '', 'push,create', 'main', 1, 1.5, 2.5)",
+        (),
+    ),
+    "webhook_deliveries": (
+        "INSERT INTO webhook_deliveries (id, hook_id, uuid, event, action, payload,"
+        " request_headers, state, attempts, next_at, response_status, response_headers,"
+        " response_body, duration, error, created_at, finished_at) VALUES (9, 8, 'u-1', 'push',"
+        " '', '{}', '{}', 'delivered', 1, 3.5, 200, '{}', 'ok', 0.25, '', 3.0, 3.5)",
+        (),
+    ),
 }
 
 

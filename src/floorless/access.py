@@ -301,6 +301,29 @@ class Policy:
         )
         return sorted((str(row["name"]) for row in rows), key=str.lower)
 
+    # -- webhooks -----------------------------------------------------------------------------
+
+    def may_manage_hooks(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` (at ``level`` on a repository) may see and change its webhooks:
+        its administrators only, as their secrets and deliveries say what the code does."""
+        account = viewer.account
+        if account is None or viewer.scope == "read":
+            return False
+        return level >= Level.ADMIN
+
+    def may_manage_org_hooks(self, viewer: Viewer, org_id: int) -> bool:
+        """Whether ``viewer`` may see and change the webhooks of the organisation ``org_id``
+        (sent for every repository it owns): its owners and site administrators."""
+        account = viewer.account
+        if account is None or viewer.scope == "read":
+            return False
+        if account.is_admin:
+            return True
+        row = self.db.one(
+            "SELECT role FROM org_members WHERE org_id = ? AND user_id = ?", (org_id, account.id)
+        )
+        return row is not None and row["role"] == "owner"
+
     # -- visibility ---------------------------------------------------------------------------
 
     def may_publish(self, ancestors: list[Repo | None]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,23 @@ def _database(value: str) -> None:
 def _networks(values: tuple[str, ...]) -> None:
     for value in values:
         ipaddress.ip_network(value, strict=False)
+
+
+_HOST_PATTERN = re.compile(r"[A-Za-z0-9*?.\[\]{},_-]+")
+
+
+def _allowed_hosts(values: tuple[str, ...]) -> None:
+    """Keywords, addresses, networks (CIDR) or host name patterns (``*.example.org``)."""
+    for value in values:
+        if value.lower() in ("loopback", "private", "external", "*"):
+            continue
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            if not _HOST_PATTERN.fullmatch(value):
+                raise ValueError(
+                    f"{value!r} is no keyword, address, network or host name"
+                ) from None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -400,6 +418,27 @@ SETTINGS: tuple[Setting, ...] = (
         "Seconds between garbage collections (`git gc --prune=now`) of the repositories whose refs moved since their last one: they remove from disk what no branch or tag reaches any more, such as a deleted branch's commits (which are never served once unreachable). 0: never (`floorless admin gc` runs one on demand).",
         minimum=0,
     ),
+    Setting(
+        "webhook_timeout",
+        float,
+        5.0,
+        "Seconds a webhook's receiver has to connect, and then for each read of its answer; a receiver that takes longer fails that attempt (it is retried) and holds up no other delivery.",
+        minimum=0.1,
+    ),
+    Setting(
+        "webhook_allowed_hosts",
+        list,
+        ("external",),
+        "Where webhooks may be delivered, as Forgejo's `ALLOWED_HOST_LIST`: `external` (public addresses), `private` (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), `loopback`, `*` (anything), addresses, networks (CIDR) and host name patterns (`*.example.org`). Every address a receiver's name resolves to at delivery time must be allowed; link-local addresses (cloud metadata services among them) only by address or network.",
+        check=_allowed_hosts,
+    ),
+    Setting(
+        "webhook_retry_seconds",
+        float,
+        10.0,
+        "Seconds before a failed webhook delivery is tried again, doubled at each further try; a delivery is given up after 5 tries.",
+        minimum=0,
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -464,6 +503,9 @@ class Settings:
     client_timeout: float
     blame_timeout: float
     gc_interval: float
+    webhook_timeout: float
+    webhook_allowed_hosts: tuple[str, ...]
+    webhook_retry_seconds: float
 
     @classmethod
     def load(

@@ -28,6 +28,7 @@ from pygit2.enums import ObjectType
 from floorless import dates, forks
 from floorless.access import Policy
 from floorless.accounts import Accounts, SecretKey
+from floorless.background import Jobs
 from floorless.background import start as start_thread
 from floorless.config import Settings
 from floorless.db import open_database
@@ -50,6 +51,7 @@ from floorless.repos import Registry, Repo, ScanResult, _renamed_path, check_nam
 from floorless.reviews import Reviews
 from floorless.state import RepoState, RepoStates
 from floorless.triage import Triage
+from floorless.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,12 @@ class Forge:
         self.issues.on_text.append(self.references.from_text)
         self.pulls.on_merged.append(self.references.on_merged)
         self.ref_listeners.append(self.references.queue)
+        # Webhooks: their deliveries are sent by worker threads (webhooks.py); the payloads of
+        # a push's events are computed on ``hook_events``'s thread, after the push has ended.
+        self.webhooks = Webhooks(self.db, settings)
+        self.hook_events = Jobs(
+            "hook-events", log, (FloorlessError, pygit2.GitError, OSError, ValueError)
+        )
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -153,6 +161,8 @@ class Forge:
             self.reviews.start()
             self.merger.start()
             self.references.start()
+            self.hook_events.start()
+            self.webhooks.start()
             self._thread = start_thread(self._maintain, "maintain")
 
     def stop(self) -> None:
@@ -161,6 +171,8 @@ class Forge:
             self._thread.join(timeout=10)
         self.merger.stop()
         self.references.stop()
+        self.hook_events.stop()
+        self.webhooks.stop()
         self.notices.stop()
         self.reviews.stop()
         self.indexer.stop()

@@ -622,6 +622,58 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        16,
+        "webhooks, and the log and queue of their deliveries",
+        (
+            # A repository's hooks (repo_id) or an organisation's (org_id), for every
+            # repository it owns. ``events`` are Forgejo's names, comma-separated.
+            """CREATE TABLE IF NOT EXISTS webhooks (
+                id {id},
+                repo_id {bigint} REFERENCES repos (id) ON DELETE CASCADE,
+                org_id {bigint} REFERENCES accounts (id) ON DELETE CASCADE,
+                kind TEXT NOT NULL,
+                url TEXT NOT NULL,
+                http_method TEXT NOT NULL,
+                content_type TEXT NOT NULL,
+                secret TEXT NOT NULL,
+                authorization_header TEXT NOT NULL,
+                events TEXT NOT NULL,
+                branch_filter TEXT NOT NULL,
+                active {bigint} NOT NULL,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL
+            )""",
+            "CREATE INDEX IF NOT EXISTS webhooks_repo ON webhooks (repo_id)",
+            "CREATE INDEX IF NOT EXISTS webhooks_org ON webhooks (org_id)",
+            # Each delivery is the queue's entry and then its log: ``state`` queued, sending
+            # (claimed by a node until ``next_at``: a node that dies mid-delivery leaves it to
+            # be claimed again then), delivered or failed.
+            """CREATE TABLE IF NOT EXISTS webhook_deliveries (
+                id {id},
+                hook_id {bigint} NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+                uuid TEXT NOT NULL,
+                event TEXT NOT NULL,
+                action TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                request_headers TEXT NOT NULL,
+                state TEXT NOT NULL,
+                attempts {bigint} NOT NULL,
+                next_at {real} NOT NULL,
+                response_status {bigint},
+                response_headers TEXT NOT NULL,
+                response_body TEXT NOT NULL,
+                duration {real},
+                error TEXT NOT NULL,
+                created_at {real} NOT NULL,
+                finished_at {real}
+            )""",
+            "CREATE INDEX IF NOT EXISTS webhook_deliveries_queue"
+            " ON webhook_deliveries (state, next_at)",
+            "CREATE INDEX IF NOT EXISTS webhook_deliveries_hook"
+            " ON webhook_deliveries (hook_id, id)",
+        ),
+    ),
+    Migration(
         17,
         "a version per repository that moves with every write its conversations show",
         (

@@ -9,6 +9,7 @@ from floorless.web.api import (
     contents,
     forks,
     git,
+    hooks,
     issues,
     misc,
     openapi,
@@ -36,6 +37,8 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (V1 + "/orgs", repos.Orgs),
     (V1 + "/orgs/{org}", repos.Org),
     (V1 + "/orgs/{org}/repos", repos.OrgRepos),
+    (V1 + "/orgs/{org}/hooks", hooks.OrgHooks),
+    (V1 + "/orgs/{org}/hooks/{id}", hooks.OrgHook),
     (V1 + "/repos/search", repos.RepoSearch),
     (REPO, repos.OneRepo),
     (REPO + "/branches", git.Branches),
@@ -81,6 +84,9 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/labels/{id}", issues.OneLabel),
     (REPO + "/milestones", issues.Milestones),
     (REPO + "/milestones/{id}", issues.OneMilestone),
+    (REPO + "/hooks", hooks.RepoHooks),
+    (REPO + "/hooks/{id}", hooks.RepoHook),
+    (REPO + "/hooks/{id}/tests", hooks.RepoHookTest),
 )
 
 

@@ -31,6 +31,7 @@ from floorless import hooks
 from floorless.access import Level
 from floorless.errors import (
     BadRequest,
+    FloorlessError,
     GitCommandError,
     NotFound,
     Unauthorized,
@@ -39,6 +40,7 @@ from floorless.errors import (
 from floorless.forge import Forge
 from floorless.git import protocol, reach, transport
 from floorless.repos import Repo
+from floorless.web.api import hookpayloads
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
 from floorless.web.views.base import View, public_url
@@ -161,11 +163,13 @@ class Service(GitView):
             raise Unsupported(f"a {self.service} request has Content-Type {expected}")
         body = request_body(req, self.limit)  # checks the encoding and length before git starts
         hooks = None
+        updates: list[hookpayloads.Update] = []
         if self.service == "git-receive-pack":
             # The commands come first: a push to refs/for/* (AGit) runs floorless's hooks.
             first = next(body, b"")
             body = itertools.chain([first], body)
             hooks = self.forge.git.hooks if b" refs/for/" in first else None
+            updates = hookpayloads.commands(first)
         if self.service == "git-upload-pack":  # nothing by id that no ref reaches
             allowed = self.forge.fetchable(found)
             body, refused = reach.screen_wants(body, allowed, self.forge.git.tmp)
@@ -207,7 +211,16 @@ class Service(GitView):
             resp.data = b""
             return
         if self.service == "git-receive-pack":
-            output.on_end = lambda: self.forge.after_push(found)
+            pusher, public = viewer_of(req).account, public_url(self.settings, req)
+
+            def ended() -> None:
+                self.forge.after_push(found)
+                try:
+                    hookpayloads.pushed(self.forge, found, pusher, updates, public)
+                except (FloorlessError, OSError, ValueError) as exc:
+                    log.warning("%s: the push's webhook events: %s", found.full_name, exc)
+
+            output.on_end = ended
         resp.content_type = f"application/x-{self.service}-result"
         resp.cache_control = _NO_CACHE
         resp.stream = output

@@ -1,0 +1,273 @@
+"""The payloads of the events webhooks are sent (Forgejo's ``PushPayload``, ``CreatePayload``,
+``DeletePayload``), and where a push's events come from.
+
+A push over HTTP names its updates in the first lines of its body (``old new ref``, git's
+receive-pack commands): ``commands`` reads them from the piece the gateway already holds,
+so no hook process runs. When git is done, ``pushed`` keeps those whose ref now is at the new
+id (git applied them), and only if the repository (or its organisation) has a hook does it
+queue the work: the payloads, with each commit's added, removed and modified files, are
+computed with pygit2 on a background thread, never in the push's request.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from floorless.access import ANONYMOUS, Viewer
+from floorless.accounts import Account
+from floorless.errors import FloorlessError
+from floorless.forge import Forge
+from floorless.git import objects
+from floorless.repos import Repo
+from floorless.web import urls
+from floorless.web.api.gitshapes import Links, payload_commit
+from floorless.web.api.models import Person, RepoFacts, person, repo_json, user_json
+from floorless.webhooks import Hook
+
+log = logging.getLogger(__name__)
+
+MAX_COMMITS = 20  # commits a push payload lists (the newest); total_commits counts them all
+MAX_COUNTED = 10_000  # commits counted for total_commits, at most
+MAX_COMMANDS = 1000
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Update:
+    old: str
+    new: str
+    ref: str
+
+    @property
+    def created(self) -> bool:
+        return set(self.old) == {"0"}
+
+    @property
+    def deleted(self) -> bool:
+        return set(self.new) == {"0"}
+
+
+def commands(first: bytes) -> list[Update]:
+    """The updates a receive-pack request's body begins with, as far as ``first`` holds them
+    (pkt-lines up to the first flush)."""
+    found: list[Update] = []
+    at = 0
+    while at + 4 <= len(first) and len(found) < MAX_COMMANDS:
+        try:
+            size = int(first[at : at + 4], 16)
+        except ValueError:
+            break
+        if size < 4 or at + size > len(first):  # a flush, or cut off
+            break
+        line = first[at + 4 : at + size].split(b"\0", 1)[0].rstrip(b"\n")
+        at += size
+        parts = line.decode("utf-8", "replace").split(" ", 2)
+        if len(parts) == 3 and parts[2].startswith(("refs/heads/", "refs/tags/")):
+            found.append(Update(*parts))
+    return found
+
+
+def org_of(forge: Forge, repo: Repo) -> int | None:
+    owner = person(forge.db, repo.owner)
+    return owner.id if owner is not None and owner.is_org else None
+
+
+def pushed(
+    forge: Forge, repo: Repo, account: Account | None, updates: list[Update], public: str
+) -> None:
+    """After a push: queue the events of the updates git applied, if any hook may want them."""
+    if account is None or not updates:
+        return
+    hooks = forge.webhooks.targets(repo.id, org_of(forge, repo))
+    if not any(h.active for h in hooks):
+        return
+    handle = forge.open(repo)
+    applied = []
+    for update in updates:
+        ref = handle.references.get(update.ref)
+        now = str(ref.target) if ref is not None else "0" * len(update.new)
+        if now == update.new:
+            applied.append(update)
+    if applied:
+        key = ("push", repo.id, tuple(applied))
+        forge.hook_events.queue(
+            key, lambda: send_push(forge, repo, account, applied, public, hooks)
+        )
+
+
+def send_push(
+    forge: Forge,
+    repo: Repo,
+    account: Account,
+    updates: list[Update],
+    public: str,
+    hooks: list[Hook],
+) -> None:
+    """The create, delete and push events of one push's updates, queued for ``hooks``."""
+    handle = forge.open(repo)
+    links = Links(public, repo)
+    pusher = _user(forge, account, public)
+    repository = repo_json(repo, RepoFacts(forge, Viewer(account=account), [repo]), public)
+    for update in updates:
+        tag = update.ref.startswith("refs/tags/")
+        short = update.ref.removeprefix("refs/tags/" if tag else "refs/heads/")
+        kind = "tag" if tag else "branch"
+        branch = None if tag else short
+        payload: Json
+        if update.deleted:
+            payload = {
+                "ref": short,
+                "ref_type": kind,
+                "pusher_type": "user",
+                "repository": repository,
+                "sender": pusher,
+            }
+            forge.webhooks.emit(hooks, "delete", payload, branch=branch)
+            continue
+        try:
+            head = handle[pygit2.Oid(hex=update.new)].peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            log.warning("%s: %s is no commit: %s", repo.full_name, update.ref, exc)
+            continue
+        if update.created:
+            payload = {
+                "sha": str(head.id),
+                "ref": short,
+                "ref_type": kind,
+                "repository": repository,
+                "sender": pusher,
+            }
+            forge.webhooks.emit(hooks, "create", payload, branch=branch)
+        listed, total = ([], 0) if tag else _commits(handle, update, head)
+        names = _usernames(forge, [head, *listed])
+        commits = [commit_json(handle, links, c, names) for c in reversed(listed)]
+        before = update.old
+        payload = {
+            "ref": update.ref,
+            "before": before,
+            "after": update.new,
+            "compare_url": (
+                public + urls.compare(repo, before, update.new) if not update.created else ""
+            ),
+            "commits": commits,
+            "total_commits": total,
+            "head_commit": commit_json(handle, links, head, names),
+            "repository": repository,
+            "pusher": pusher,
+            "sender": pusher,
+        }
+        # a tag's push meets the branch filter by its full name, as on Forgejo (which takes
+        # what follows refs/heads/ for the branch: nothing is cut from refs/tags/...)
+        forge.webhooks.emit(hooks, "push", payload, branch=branch or update.ref)
+
+
+def test_payload(forge: Forge, repo: Repo, account: Account, public: str) -> Json | None:
+    """Forgejo's test delivery: a push of the default branch's last commit onto itself."""
+    snapshot = forge.snapshot(repo)
+    branch = snapshot.default_branch
+    if branch is None or branch not in snapshot.branches:
+        return None
+    handle = forge.open(repo)
+    head = handle[pygit2.Oid(raw=snapshot.branches[branch])].peel(pygit2.Commit)
+    names = _usernames(forge, [head])
+    shown = commit_json(handle, Links(public, repo), head, names)
+    pusher = _user(forge, account, public)
+    sha = str(head.id)
+    return {
+        "ref": "refs/heads/" + branch.decode("utf-8", "replace"),
+        "before": sha,
+        "after": sha,
+        "compare_url": public + urls.compare(repo, sha, sha),
+        "commits": [shown],
+        "total_commits": 1,
+        "head_commit": shown,
+        "repository": repo_json(repo, RepoFacts(forge, Viewer(account=account), [repo]), public),
+        "pusher": pusher,
+        "sender": pusher,
+    }
+
+
+def _user(forge: Forge, account: Account, public: str) -> Json:
+    who = person(forge.db, account.name) or Person(
+        account.id, account.name, "user", account.email or "", False, None
+    )
+    return user_json(who, ANONYMOUS, public)
+
+
+def _commits(
+    handle: pygit2.Repository, update: Update, head: pygit2.Commit
+) -> tuple[list[pygit2.Commit], int]:
+    """The newest ``MAX_COMMITS`` commits the push brought to its branch (newest first) and
+    how many it brought: those the old tip lacks; for a new branch, those no other branch has."""
+    walker = handle.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
+    try:
+        if not update.created:
+            walker.hide(pygit2.Oid(hex=update.old))
+        else:
+            for name in handle.branches.local:
+                ref = f"refs/heads/{name}"
+                if ref != update.ref:
+                    walker.hide(handle.references[ref].target)
+    except (KeyError, ValueError, pygit2.GitError):
+        pass  # the old tip is gone (a forced push pruned?): the walk goes on unbounded
+    listed: list[pygit2.Commit] = []
+    total = 0
+    for commit in walker:
+        total += 1
+        if len(listed) < MAX_COMMITS:
+            listed.append(commit)
+        if total >= MAX_COUNTED:
+            break
+    return listed, total
+
+
+def _usernames(forge: Forge, commits: list[pygit2.Commit]) -> dict[str, str]:
+    """The accounts whose address authored or committed ``commits``, by lower-cased address."""
+    emails = set()
+    for commit in commits:
+        for sig in (commit.author, commit.committer):
+            emails.add(sig.raw_email.decode("utf-8", "replace").lower())
+    wanted = sorted(emails)[:200]
+    if not wanted:
+        return {}
+    marks = ", ".join("?" for _ in wanted)
+    rows = forge.db.query(
+        f"SELECT name, email FROM accounts WHERE lower(email) IN ({marks})",  # noqa: S608
+        wanted,
+    )
+    return {str(r["email"]).lower(): str(r["name"]) for r in rows}
+
+
+def commit_json(
+    handle: pygit2.Repository, links: Links, commit: pygit2.Commit, names: dict[str, str]
+) -> Json:
+    """Forgejo's ``PayloadCommit``, with the files the commit added, removed and modified
+    (against its first parent)."""
+    shown = payload_commit(links, objects.commit_info(commit))
+    for key in ("author", "committer"):
+        shown[key]["username"] = names.get(shown[key]["email"].lower(), "")
+    shown["verification"] = None
+    added: list[str] = []
+    removed: list[str] = []
+    modified: list[str] = []
+    try:
+        if commit.parents:
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)
+    except pygit2.GitError as exc:
+        raise FloorlessError(f"cannot compare commit {commit.id}: {exc}") from exc
+    for delta in diff.deltas:
+        status = delta.status
+        if status == pygit2.enums.DeltaStatus.ADDED:
+            added.append(delta.new_file.path)
+        elif status == pygit2.enums.DeltaStatus.DELETED:
+            removed.append(delta.old_file.path)
+        else:
+            modified.append(delta.new_file.path)
+    shown.update(added=added, removed=removed, modified=modified)
+    return shown

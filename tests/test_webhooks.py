@@ -1,0 +1,599 @@
+"""Webhooks: real pushes over HTTP delivered to a real receiver on loopback, as Forgejo sends
+them (payload field by field, headers, signature); retries, a receiver that never answers, a
+restart mid-queue, two claimers of one delivery; the SSRF refusals of the default settings;
+the API's Hook (checked by pyforgejo's model) and its refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from socketserver import ThreadingMixIn
+from typing import Any
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import httpx
+import pytest
+from conftest import start_forge, wait_for
+from pyforgejo.core.api_error import ApiError
+from test_accounts import PASSWORD
+from test_api_core import BASE, api, error_of, token_for
+
+from floorless.forge import Forge
+from floorless.web.app import create_app
+from floorless.webhooks import MAX_ATTEMPTS, HostRules, Webhooks, branch_matches
+
+pytestmark = pytest.mark.network
+FAST = {"webhook_timeout": 0.5, "webhook_retry_seconds": 0.05}
+
+
+# -- a receiver ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    url: str
+    got: list[Received] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)  # path -> 500s still to answer
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def at(self, path: str) -> list[Received]:
+        return [r for r in self.got if r.path == path]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found: list[Receiver] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            me = found[0]
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            me.got.append(Received(self.path, dict(self.headers.items()), body))
+            if self.path.startswith("/hang"):
+                me.release.wait(30)
+                return
+            if self.path.startswith("/redirect"):
+                self.send_response(302)
+                self.send_header("Location", f"http://localhost:{self.server.server_port}/ok")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if me.failures.get(self.path, 0) > 0:
+                me.failures[self.path] -= 1
+                self.send_response(500)
+                self.send_header("Content-Length", "4")
+                self.end_headers()
+                self.wfile.write(b"down")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("X-Seen", "yes")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    found.append(Receiver(f"http://127.0.0.1:{server.server_port}"))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield found[0]
+    finally:
+        found[0].release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+# -- a forge served over HTTP ---------------------------------------------------------------------
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@dataclass
+class Site:
+    forge: Forge
+    url: str
+    http: httpx.Client
+    token: str
+
+    def hook(self, repo: str, **body: Any) -> dict[str, Any]:
+        answer = self.http.post(
+            f"/api/v1/repos/{repo}/hooks",
+            headers={"Authorization": f"token {self.token}"},
+            json={"type": "forgejo", "active": True, **body},
+        )
+        assert answer.status_code == 201, answer.text
+        made: dict[str, Any] = answer.json()
+        return made
+
+
+def _site(tmp_path: Path, **settings: Any) -> Iterator[Site]:
+    (tmp_path / "repos").mkdir()
+    forge = start_forge(tmp_path / "repos", tmp_path / "data", **settings)
+    forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+    forge.accounts.create_user("ben", "ben@example.org", PASSWORD)
+    forge.registry.create("ann", "plans")
+    server = make_server(
+        "127.0.0.1", 0, create_app(forge), server_class=_Server, handler_class=_Quiet
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        # the API in-process (pyforgejo's helpers name their own host); git over the socket
+        transport = httpx.WSGITransport(app=create_app(forge))
+        with httpx.Client(transport=transport, base_url=BASE) as http:
+            yield Site(forge, url, http, token_for(http, "ann"))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+        forge.stop()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    yield from _site(tmp_path, webhook_allowed_hosts=("loopback",), **FAST)
+
+
+def states(forge: Forge, hook_id: int) -> list[tuple[str, int, str]]:
+    hook = forge.webhooks.hook(hook_id, *_owner(forge, hook_id))
+    return [(d.state, d.attempts, d.error) for d in forge.webhooks.deliveries(hook)]
+
+
+def _owner(forge: Forge, hook_id: int) -> tuple[int | None, int | None]:
+    row = forge.db.one("SELECT repo_id, org_id FROM webhooks WHERE id = ?", (hook_id,))
+    assert row is not None
+    return row["repo_id"], row["org_id"]
+
+
+def signed(secret: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+# -- pushes ---------------------------------------------------------------------------------------
+
+
+def git(cwd: Path, *args: str, when: int = 1_700_000_000) -> str:
+    """The real git client, never prompting, its dates ``when``."""
+    env = {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_COMMITTER_NAME": "Tester",
+        "GIT_COMMITTER_EMAIL": "tester@example.org",
+        "GIT_AUTHOR_DATE": f"{when} +0100",
+        "GIT_COMMITTER_DATE": f"{when} +0100",
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _commit(work: Path, message: str, when: int) -> str:
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", message, "--author=Ann <ann@example.org>", when=when)
+    return git(work, "rev-parse", "HEAD")
+
+
+def test_a_push_over_http_is_delivered_as_forgejo_sends_it(
+    site: Site, receiver: Receiver, tmp_path: Path
+) -> None:
+    secret = "s3cr3t"
+    hook = site.hook(
+        "ann/plans",
+        config={"url": receiver.url + "/all", "content_type": "json", "secret": secret},
+        events=["push", "create", "delete"],
+    )
+    site.hook(
+        "ann/plans",
+        config={"url": receiver.url + "/release", "content_type": "form"},
+        events=["push"],
+        branch_filter="release/*",
+    )
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    (work / "a.txt").write_text("a\n")
+    (work / "b.txt").write_text("b\n")
+    first = _commit(work, "First", 1_700_000_000)
+    remote = site.url.replace("http://", f"http://ann:{site.token}@") + "/ann/plans.git"
+    git(work, "push", "-q", remote, "main")
+    wait_for(lambda: len(receiver.at("/all")) == 2)  # create, then push
+    # sent by several workers: in no particular order
+    created, pushed = sorted(receiver.at("/all"), key=lambda r: r.headers["X-Forgejo-Event"])
+    assert created.headers["X-Forgejo-Event"] == "create"
+    assert {k: created.json[k] for k in ("sha", "ref", "ref_type")} == {
+        "sha": first, "ref": "main", "ref_type": "branch"
+    }  # fmt: skip
+    assert pushed.json["before"] == "0" * 40 and pushed.json["compare_url"] == ""
+    assert [c["id"] for c in pushed.json["commits"]] == [first]
+    assert pushed.json["commits"][0]["added"] == ["a.txt", "b.txt"]
+
+    (work / "a.txt").write_text("a, changed\n")
+    (work / "b.txt").unlink()
+    (work / "c.txt").write_text("c\n")
+    second = _commit(work, "Second\n\nwith a body", 1_700_000_100)
+    git(work, "push", "-q", remote, "main")
+    wait_for(lambda: len(receiver.at("/all")) == 3)
+    got = receiver.at("/all")[2]
+    payload = got.json
+    base = site.url
+    author = {"name": "Ann", "email": "ann@example.org", "username": "ann"}
+    committer_name = git(work, "log", "-1", "--format=%cn")
+    committer_email = git(work, "log", "-1", "--format=%ce")
+    expected_commit = {
+        "id": second,
+        "message": "Second\n\nwith a body\n",
+        "url": f"{base}/ann/plans/commit/{second}",
+        "author": author,
+        "committer": {"name": committer_name, "email": committer_email, "username": ""},
+        "verification": None,
+        "timestamp": git(work, "log", "-1", "--format=%aI"),
+        "added": ["c.txt"],
+        "removed": ["b.txt"],
+        "modified": ["a.txt"],
+    }
+    assert payload["ref"] == "refs/heads/main"
+    assert (payload["before"], payload["after"]) == (first, second)
+    assert payload["compare_url"] == f"{base}/ann/plans/compare/{first}...{second}"
+    assert payload["commits"] == [expected_commit]
+    assert payload["head_commit"] == expected_commit
+    assert payload["total_commits"] == 1
+    assert payload["repository"]["full_name"] == "ann/plans"
+    assert payload["repository"]["id"] == site.forge.registry.get("ann", "plans").id
+    assert payload["pusher"]["login"] == payload["sender"]["login"] == "ann"
+    assert "ann@example.org" not in json.dumps(payload["pusher"])  # kept private
+    # Forgejo's headers, under each name, and the signature over the body
+    headers = got.headers
+    assert headers["Content-Type"] == "application/json"
+    for prefix in ("X-Forgejo", "X-Gitea", "X-Gogs"):
+        assert headers[f"{prefix}-Event"] == "push"
+        assert headers[f"{prefix}-Event-Type"] == "push"
+        assert headers[f"{prefix}-Delivery"] == headers["X-Forgejo-Delivery"]
+    assert headers["X-Forgejo-Signature"] == signed(secret, got.body)
+    assert headers["X-Gitea-Signature"] == signed(secret, got.body)
+    assert headers["X-Hub-Signature-256"] == "sha256=" + signed(secret, got.body)
+    assert len({r.headers["X-Forgejo-Delivery"] for r in receiver.at("/all")}) == 3
+    assert receiver.at("/release") == []  # its branch filter: main is not release/*
+
+    # a release branch (form-encoded), a tag (created), a branch deleted
+    git(work, "tag", "v1")
+    git(work, "push", "-q", remote, "main:release/1", "v1")
+    wait_for(lambda: len(receiver.at("/all")) == 7)
+    wait_for(site.forge.webhooks.idle)
+    assert len(receiver.at("/release")) == 1  # not the tag: refs/tags/v1 is not release/*
+    form = receiver.at("/release")[0]
+    assert form.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    inner = json.loads(parse_qs(form.body.decode())["payload"][0])
+    assert inner["ref"] == "refs/heads/release/1" and inner["after"] == second
+    kinds = sorted(
+        (r.headers["X-Forgejo-Event"], r.json["ref"], r.json.get("ref_type", ""))
+        for r in receiver.at("/all")[3:]
+    )
+    assert kinds == [
+        ("create", "release/1", "branch"),
+        ("create", "v1", "tag"),
+        ("push", "refs/heads/release/1", ""),
+        ("push", "refs/tags/v1", ""),
+    ]
+    git(work, "push", "-q", remote, ":release/1")
+    wait_for(lambda: len(receiver.at("/all")) == 8)
+    deleted = receiver.at("/all")[7]
+    assert deleted.headers["X-Forgejo-Event"] == "delete"
+    assert {k: deleted.json[k] for k in ("ref", "ref_type", "pusher_type")} == {
+        "ref": "release/1", "ref_type": "branch", "pusher_type": "user"
+    }  # fmt: skip
+    # every one logged as delivered, with the receiver's answer
+    logged = site.forge.webhooks.deliveries(
+        site.forge.webhooks.hook(hook["id"], *_owner(site.forge, hook["id"]))
+    )
+    assert [d.state for d in logged] == ["delivered"] * 8
+    assert logged[0].response_status == 200 and logged[0].response_body == "ok"
+    assert logged[0].response_headers["X-Seen"] == "yes"
+    assert logged[0].request_headers["X-Forgejo-Event"] == "delete"
+
+
+def test_the_test_endpoint_sends_the_last_commit(
+    site: Site, receiver: Receiver, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    (work / "a.txt").write_text("a\n")
+    head = _commit(work, "Only", 1_700_000_000)
+    remote = site.url.replace("http://", f"http://ann:{site.token}@") + "/ann/plans.git"
+    git(work, "push", "-q", remote, "main")
+    hook = site.hook("ann/plans", config={"url": receiver.url + "/t", "content_type": "json"})
+    api(site.http, site.token).repository.repo_test_hook("ann", "plans", hook["id"])
+    wait_for(lambda: len(receiver.at("/t")) == 1)
+    payload = receiver.at("/t")[0].json
+    assert (payload["before"], payload["after"], payload["ref"]) == (head, head, "refs/heads/main")
+    assert [c["id"] for c in payload["commits"]] == [head] and payload["total_commits"] == 1
+
+
+# -- delivery ------------------------------------------------------------------------------------
+
+
+def test_a_receiver_answering_500_twice_gets_the_third(site: Site, receiver: Receiver) -> None:
+    receiver.failures["/flaky"] = 2
+    hook = site.hook("ann/plans", config={"url": receiver.url + "/flaky", "content_type": "json"})
+    made = site.forge.webhooks.hook(hook["id"], *_owner(site.forge, hook["id"]))
+    site.forge.webhooks.emit([made], "push", {"n": 1})
+    wait_for(lambda: states(site.forge, hook["id"])[0][0] == "delivered")
+    assert states(site.forge, hook["id"]) == [("delivered", 3, "")]
+    assert len(receiver.at("/flaky")) == 3
+    assert len({r.headers["X-Forgejo-Delivery"] for r in receiver.at("/flaky")}) == 1
+
+    # one that never stops failing is given up after MAX_ATTEMPTS
+    receiver.failures["/down"] = 100
+    site.hook("ann/plans", config={"url": receiver.url + "/down", "content_type": "json"})
+    down = site.forge.webhooks.hooks(made.repo_id)[-1]
+    site.forge.webhooks.emit([down], "push", {"n": 2})
+    wait_for(lambda: states(site.forge, down.id)[0][0] == "failed")
+    _, attempts, error = states(site.forge, down.id)[0]
+    assert attempts == MAX_ATTEMPTS and "answered 500" in error and "given up" in error
+    assert len(receiver.at("/down")) == MAX_ATTEMPTS
+
+
+def test_a_receiver_that_never_answers_holds_up_no_other(site: Site, receiver: Receiver) -> None:
+    hanging = site.hook("ann/plans", config={"url": receiver.url + "/hang", "content_type": "json"})
+    fine = site.hook("ann/plans", config={"url": receiver.url + "/fine", "content_type": "json"})
+    hooks = site.forge.webhooks.hooks(site.forge.registry.get("ann", "plans").id)
+    site.forge.webhooks.emit([hooks[0]], "push", {"n": 1})
+    wait_for(lambda: len(receiver.at("/hang")) == 1)
+    site.forge.webhooks.emit([hooks[1]], "push", {"n": 2})
+    wait_for(lambda: states(site.forge, fine["id"])[0][0] == "delivered")
+    # the hanging one times out and waits for its next attempt, its error logged
+    wait_for(lambda: states(site.forge, hanging["id"])[0][2] != "")
+    assert "no answer within 0.5 seconds" in states(site.forge, hanging["id"])[0][2]
+    receiver.release.set()
+
+
+def test_a_restart_mid_queue_delivers_what_was_pending_once(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    settings = {"webhook_allowed_hosts": ("loopback",), **FAST}
+    forge = start_forge(tmp_path / "repos", tmp_path / "data", **settings)
+    forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+    repo = forge.registry.create("ann", "plans")
+    forge.webhooks.stop()  # as if the node died before sending
+    hook = forge.webhooks.create(repo.id, None, url=receiver.url + "/r")
+    queued, in_flight = forge.webhooks.emit([hook], "push", {"n": 1}) + forge.webhooks.emit(
+        [hook], "push", {"n": 2}
+    )
+    claimed = forge.webhooks.claim()  # this node had sent (or was sending) the first...
+    assert claimed is not None and claimed.id == queued
+    forge.stop()  # ... and died before recording it
+    assert receiver.got == []
+    again = start_forge(tmp_path / "repos", tmp_path / "data", **settings)
+    try:
+        wait_for(lambda: [d.state for d in again.webhooks.deliveries(hook)] == ["delivered"] * 2)
+        wait_for(again.webhooks.idle)
+        seen = sorted(r.json["n"] for r in receiver.at("/r"))
+        assert seen == [1, 2]  # each once: the claimed one once more, the queued one once
+        attempts = {d.id: d.attempts for d in again.webhooks.deliveries(hook)}
+        assert attempts == {queued: 2, in_flight: 1}
+    finally:
+        again.stop()
+
+
+def test_two_nodes_never_claim_one_delivery(tmp_path: Path) -> None:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    forge.webhooks.stop()  # no worker of its own: the two claimers below are the only ones
+    try:
+        forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+        repo = forge.registry.create("ann", "plans")
+        hook = forge.webhooks.create(repo.id, None, url="https://hooks.example.org/in")
+        other = Webhooks(forge.db, forge.settings)  # another node's workers, same database
+        forge.webhooks.emit([hook], "push", {"n": 1})
+        results: list[object] = []
+        barrier = threading.Barrier(2)
+
+        def take(hooks: Webhooks) -> None:
+            barrier.wait()
+            results.append(hooks.claim())
+
+        threads = [threading.Thread(target=take, args=(w,)) for w in (forge.webhooks, other)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert sorted(r is not None for r in results) == [False, True]
+        assert forge.webhooks.claim() is None and other.claim() is None  # claimed: not due
+    finally:
+        forge.stop()
+
+
+# -- SSRF -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[Site]:
+    yield from _site(tmp_path, **FAST)  # webhook_allowed_hosts as by default: external
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("http://127.0.0.1:9/", "loopback"),
+        ("http://[::1]:9/", "loopback"),
+        ("http://10.0.0.1/", "private"),
+        ("http://169.254.169.254/latest/meta-data/", "link-local"),
+        ("http://localhost:9/", "loopback"),
+        ("http://[::ffff:127.0.0.1]:9/", "loopback"),
+        ("http://0.0.0.0:9/", "unspecified"),
+    ],
+)
+def test_default_settings_refuse_internal_receivers(guarded: Site, url: str, kind: str) -> None:
+    made = guarded.hook("ann/plans", config={"url": url, "content_type": "json"})
+    hook = guarded.forge.webhooks.hooks(guarded.forge.registry.get("ann", "plans").id)[0]
+    guarded.forge.webhooks.emit([hook], "push", {"n": 1})
+    wait_for(lambda: states(guarded.forge, made["id"])[0][0] == "failed")
+    _, attempts, error = states(guarded.forge, made["id"])[0]
+    assert attempts == 1 and error.startswith("refused") and f"a {kind} address" in error
+    assert "webhook_allowed_hosts" in error
+
+
+def test_a_redirect_is_not_followed(tmp_path: Path, receiver: Receiver) -> None:
+    for site in _site(tmp_path, webhook_allowed_hosts=("127.0.0.1",), **FAST):
+        made = site.hook(
+            "ann/plans", config={"url": receiver.url + "/redirect", "content_type": "json"}
+        )
+        hook = site.forge.webhooks.hooks(site.forge.registry.get("ann", "plans").id)[0]
+        site.forge.webhooks.emit([hook], "push", {"n": 1})
+        wait_for(lambda: states(site.forge, made["id"])[0][0] == "failed")
+        error = states(site.forge, made["id"])[0][2]
+        assert "redirected to 'http://localhost:" in error and "not followed" in error
+        assert receiver.at("/ok") == []
+
+
+def test_host_rules() -> None:
+    import ipaddress
+
+    rules = HostRules(["external", "10.1.0.0/16", "*.hooks.test"])
+    assert rules.address_allowed(ipaddress.ip_address("93.184.216.34"))
+    assert rules.address_allowed(ipaddress.ip_address("10.1.2.3"))
+    assert not rules.address_allowed(ipaddress.ip_address("10.2.0.1"))
+    assert not rules.address_allowed(ipaddress.ip_address("100.64.0.1"))
+    assert not rules.address_allowed(ipaddress.ip_address("fe80::1"))
+    assert not rules.address_allowed(ipaddress.ip_address("ff02::1"))
+    assert rules.name_allowed("ci.hooks.test") and not rules.name_allowed("hooks.test.evil")
+    assert HostRules(["private"]).address_allowed(ipaddress.ip_address("fd00::1"))
+    assert HostRules(["*"]).address_allowed(ipaddress.ip_address("127.0.0.1"))
+    assert branch_matches("{main,release/*}", "release/2") and not branch_matches("main", "mainx")
+    assert branch_matches("", "anything") and branch_matches("*", "a/b")
+
+
+# -- the API --------------------------------------------------------------------------------------
+
+
+def test_hooks_through_the_api_as_pyforgejo_reads_them(site: Site) -> None:
+    client = api(site.http, site.token)
+    made = client.repository.repo_create_hook(
+        "ann", "plans", type="forgejo",
+        config={"url": "https://ci.example.org/hook", "content_type": "json", "secret": "x"},
+        events=["push", "pull_request"], branch_filter="main", active=True,
+    )  # fmt: skip
+    assert made.type == "forgejo" and made.active and made.events == ["push", "pull_request"]
+    assert made.config == {
+        "url": "https://ci.example.org/hook", "content_type": "json", "http_method": "post"
+    }  # fmt: skip
+    assert made.id is not None
+    listed = client.repository.repo_list_hooks("ann", "plans")
+    assert [h.id for h in listed] == [made.id]
+    edited = client.repository.repo_edit_hook(
+        "ann", "plans", made.id, active=False, config={"url": "http://ci.example.org/other"}
+    )
+    assert not edited.active and edited.config is not None
+    assert edited.config["url"] == "http://ci.example.org/other"
+    got = client.repository.repo_get_hook("ann", "plans", made.id)
+    assert got.branch_filter == "main" and "secret" not in json.dumps(got.config)
+    # not active unless asked, as Forgejo
+    quiet = client.repository.repo_create_hook(
+        "ann",
+        "plans",
+        type="gitea",
+        config={"url": "https://x.example.org", "content_type": "form"},
+    )
+    assert quiet.active is False and quiet.events == ["push"]
+    client.repository.repo_delete_hook("ann", "plans", made.id)
+    with pytest.raises(ApiError) as gone:
+        client.repository.repo_get_hook("ann", "plans", made.id)
+    assert gone.value.status_code == 404
+
+    # an organisation's, for its owners
+    site.http.post(
+        "/api/v1/orgs", headers={"Authorization": f"token {site.token}"}, json={"username": "team"}
+    ).raise_for_status()
+    org_hook = client.organization.org_create_hook(
+        "team", type="forgejo", config={"url": "https://ci.example.org/t", "content_type": "json"},
+        events=["push"], active=True,
+    )  # fmt: skip
+    assert [h.id for h in client.organization.org_list_hooks("team")] == [org_hook.id]
+    team_repo = site.forge.registry.create("team", "app")
+    org_id = _owner(site.forge, org_hook.id or 0)[1]
+    assert [h.id for h in site.forge.webhooks.targets(team_repo.id, org_id)] == [org_hook.id]
+    ben = {"Authorization": f"token {token_for(site.http, 'ben')}"}
+    assert site.http.get("/api/v1/orgs/team/hooks", headers=ben).status_code == 403
+    assert site.http.get("/api/v1/orgs/nobody/hooks", headers=ben).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "forgejo", "config": {"url": "ftp://example.org/", "content_type": "json"}},
+        {"type": "forgejo", "config": {"url": "example.org", "content_type": "json"}},
+        {"type": "forgejo", "config": {"url": "https://example.org", "content_type": "xml"}},
+        {"type": "forgejo", "config": {"url": "https://example.org"}},
+        {"type": "forgejo", "config": {"url": "https://example.org", "content_type": 1}},
+        {"type": "forgejo", "config": "https://example.org"},
+        {"type": "slack", "config": {"url": "https://example.org", "content_type": "json"}},
+        {"config": {"url": "https://example.org", "content_type": "json"}},
+        {"type": "forgejo", "config": {"url": "https://e.org", "content_type": "json"},
+         "events": ["push", "nonsense"]},
+        {"type": "forgejo", "config": {"url": "https://e.org", "content_type": "json"},
+         "events": "push"},
+        {"type": "forgejo", "config": {"url": "https://e.org", "content_type": "json"},
+         "active": "yes"},
+        {"type": "forgejo", "config": {"url": "https://e.org\r\nX: y", "content_type": "json"}},
+    ],
+)  # fmt: skip
+def test_bad_hooks_are_422_and_write_nothing(site: Site, body: dict[str, Any]) -> None:
+    headers = {"Authorization": f"token {site.token}"}
+    answer = site.http.post("/api/v1/repos/ann/plans/hooks", headers=headers, json=body)
+    assert answer.status_code == 422, answer.text
+    error_of(answer)
+    assert site.http.get("/api/v1/repos/ann/plans/hooks", headers=headers).json() == []
+
+
+def test_only_administrators_reach_hooks_and_private_ones_are_missing(site: Site) -> None:
+    made = site.hook("ann/plans", config={"url": "https://e.org", "content_type": "json"})
+    ben = {"Authorization": f"token {token_for(site.http, 'ben')}"}
+    paths = ["/api/v1/repos/ann/plans/hooks", f"/api/v1/repos/ann/plans/hooks/{made['id']}"]
+    for path in paths:
+        assert site.http.get(path, headers=ben).status_code == 403  # public: may read, not admin
+        assert site.http.get(path).status_code == 401
+    site.forge.set_private(site.forge.registry.get("ann", "plans"), True)
+    for path in [*paths, paths[1] + "/tests"]:
+        method = "POST" if path.endswith("/tests") else "GET"
+        hidden = site.http.request(method, path, headers=ben)
+        missing = site.http.request(method, path.replace("plans", "nothing"), headers=ben)
+        assert hidden.status_code == missing.status_code == 404
+        assert error_of(hidden).replace("plans", "") == error_of(missing).replace("nothing", "")
+    owner = {"Authorization": f"token {site.token}"}
+    assert site.http.get(paths[1].replace(str(made["id"]), "999"), headers=owner).status_code == 404
+    assert site.http.get(paths[1].replace(str(made["id"]), "x"), headers=owner).status_code == 404
