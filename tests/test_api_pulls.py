@@ -6,15 +6,18 @@ merging in each way floorless has, checked with ``git log``; Forgejo's refusals 
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import start_forge
-from gitfixtures import _run, git, git_text
+from conftest import start_forge, wait_for
+from gitfixtures import _run, git, git_env, git_text
+from pyforgejo import PyforgejoApi
 from pyforgejo.core.api_error import ApiError
 from pyforgejo.types import CreatePullReviewComment
+from serving import serving
 from test_accounts import PASSWORD
 from test_api_core import BASE, api, error_of, token_for
 from test_merge import commit, push, settle, tip
@@ -532,6 +535,52 @@ def test_review_with_a_line_comment_then_approve(
     assert set(document["definitions"]["PullReviewComment"]["properties"]) == set(one)
 
 
+@pytest.mark.network
+def test_push_open_list_and_merge_against_a_real_server(tmp_path: Path) -> None:
+    """The flow the issue names, against ``floorless serve``: push a branch with git over
+    HTTP, open a pull request through the API, list it, merge it through the API, and fetch
+    the merge with git."""
+    with serving(tmp_path / "repos", tmp_path / "data") as server:
+        server.admin(
+            "user",
+            "create",
+            "ann",
+            "--email",
+            "ann@example.org",
+            "--password-stdin",
+            stdin=PASSWORD + "\n",
+        )
+        token = server.admin("token", "create", "ann", "--scope", "write")
+        server.admin("repo", "create", "ann/plans")
+        url = server.url.replace("http://", f"http://ann:{token}@") + "/ann/plans.git"
+        clone = tmp_path / "clone"
+        _run(["init", "-q", "-b", "main", str(clone)], cwd=tmp_path)
+        git(clone, "remote", "add", "origin", url)
+        commit(clone, "Start", a="a\n")
+        git(clone, "push", "-q", "origin", "main")
+        git(clone, "checkout", "-q", "-b", "topic")
+        head = commit(clone, "Topic", b="b\n")
+        git(clone, "push", "-q", "origin", "topic")
+        with httpx.Client(base_url=server.url, timeout=60) as http_:
+            client = PyforgejoApi(
+                base_url=server.url + "/api/v1", api_key=token, httpx_client=http_
+            ).repository
+            made = client.repo_create_pull_request(
+                "ann", "plans", head="topic", base="main", title="Topic"
+            )
+            assert made.number == 1 and made.head and made.head.sha == head
+            listed = client.repo_list_pull_requests("ann", "plans", state="open")
+            assert [p.number for p in listed] == [1]
+            wait_for(lambda: client.repo_get_pull_request("ann", "plans", 1).mergeable)
+            client.repo_merge_pull_request("ann", "plans", 1, do="merge", head_commit_id=head)
+            assert client.repo_get_pull_request("ann", "plans", 1).merged
+        subprocess.run(["git", "fetch", "-q", "origin"], cwd=clone, check=True, env=git_env())
+        assert git_text(clone, "log", "-1", "--format=%P", "origin/main").split()[1] == head
+        assert git_text(clone, "log", "-1", "--format=%s", "origin/main") == (
+            "Merge pull request 'Topic' (#1) from topic into main"
+        )
+
+
 def test_labels_milestone_and_assignees_when_opening_and_editing(
     forge: Forge, http: httpx.Client, work: Path
 ) -> None:
@@ -587,6 +636,8 @@ def test_the_base_branch_changed_by_an_edit(forge: Forge, http: httpx.Client, wo
         refused = http.patch(f"{PULLS}/{number}", headers=auth, json={"base": base, "title": "X"})
         assert refused.status_code == status, (base, refused.text)
     assert forge.pulls.get("ann", "plans", number).title == "Topic"  # nothing written
+    before = http.get(f"/ann/plans/pulls/{number}")  # kept by the page cache, if it may
+    assert before.status_code == 200 and "changed the base branch" not in before.text
     moved = client.repo_edit_pull_request("ann", "plans", number, base="next")
     assert moved.base and moved.base.ref == "next" and moved.base.sha == tip(forge, "next")
     settle(forge)
