@@ -3,7 +3,9 @@ whose models check that every answer is in Forgejo's shape."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 
 import httpx
 import pytest
@@ -506,10 +508,20 @@ def test_bad_values_are_clear_4xx_and_write_nothing(forge: Forge, http: httpx.Cl
         ("post", "/labels", {"name": "", "color": "ff0000"}, 400),
         ("post", "/milestones", {"title": "m", "due_on": "tomorrow"}, 422),
         ("post", "/milestones", {"title": "m", "state": "done"}, 422),
+        ("post", "/issues", {"title": "\ud800"}, 422),  # a lone surrogate is no UTF-8
+        ("post", "/issues", {"title": "cut\u0000here"}, 422),
+        ("post", "/issues", {"title": "x", "milestone": 10**20}, 422),  # beyond 64 bits
+        ("post", f"/issues/{number}/comments", {"body": "\udfff"}, 422),
+        ("post", "/milestones", {"title": "m", "due_on": "9999-12-31T23:59:59-05:00"}, 422),
+        ("post", "/milestones", {"title": "m", "due_on": "0001-01-01T00:00:00+05:00"}, 422),
         ("get", "/issues?since=yesterday", None, 422),
         ("get", "/issues?created_by=nobody", None, 404),
     ):
-        answer = http.request(method, url + path, headers=token, json=body)
+        # written by json.dumps, which escapes what is not ASCII (a lone surrogate included)
+        sent = None if body is None else json.dumps(body).encode()
+        answer = http.request(
+            method, url + path, headers={**token, "Content-Type": "application/json"}, content=sent
+        )
         assert answer.status_code == status, (method, path, answer.text)
         assert error_of(answer)
     huge = http.post(
@@ -681,3 +693,16 @@ def test_the_timeline_in_forgejos_types_a_page_at_a_time(forge: Forge, http: htt
         second = issues.get_comments_and_timeline("ann", "work", number, page=2, limit=20)
     assert [t.body for t in second] == [f"more {n}" for n in range(11, 20)]
     assert events == []
+
+
+def test_a_kind_turned_off_keeps_its_comments_to_itself(forge: Forge, http: httpx.Client) -> None:  # noqa: F811
+    ann, ben = _setup(forge, http)
+    issue = ann.issue.create_issue("ann", "work", title="an issue")
+    ann.issue.create_comment("ann", "work", issue.number, body="said on an issue")
+    listed = ben.issue.get_repo_comments("ann", "work")
+    assert [c.body for c in listed] == ["said on an issue"]
+    features = forge.pulls.features("ann", "work")
+    forge.pulls.set_features("ann", "work", dataclasses.replace(features, issues=False))
+    answer = http.get("/api/v1/repos/ann/work/issues/comments", headers=basic("ben"))
+    assert answer.status_code == 200 and answer.json() == [], answer.text
+    assert answer.headers["X-Total-Count"] == "0"

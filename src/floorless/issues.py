@@ -483,12 +483,17 @@ class Issues:
         before: float | None = None,
         offset: int = 0,
         limit: int | None = None,
+        pulls: bool | None = None,
     ) -> list[Comment]:
         """Comments of issue (or pull request) ``number``, or of the whole repository, oldest
         first: those updated at or after ``since`` and before ``before``, ``limit`` of them
-        from ``offset``. One statement."""
+        from ``offset``; with ``pulls``, only those of pull requests (True) or of issues
+        (False). One statement."""
         where = ["i.owner = ?", "i.name = ?"]
         params: list[object] = [owner, name]
+        if pulls is not None:
+            where.append("i.is_pull = ?")
+            params.append(int(pulls))
         if number is not None:
             where.append("i.number = ?")
             params.append(number)
@@ -509,12 +514,20 @@ class Issues:
         return [comment_row(row) for row in rows]
 
     def count_comments(
-        self, owner: str, name: str, since: float | None = None, before: float | None = None
+        self,
+        owner: str,
+        name: str,
+        since: float | None = None,
+        before: float | None = None,
+        pulls: bool | None = None,
     ) -> int:
         """How many comments ``comments`` would list for the whole repository (no total is
         kept of them: the API's list of a repository's comments counts them)."""
         where = "i.owner = ? AND i.name = ?"
         params: list[object] = [owner, name]
+        if pulls is not None:
+            where += " AND i.is_pull = ?"
+            params.append(int(pulls))
         if since is not None:
             where += " AND c.updated_at >= ?"
             params.append(since)

@@ -160,6 +160,7 @@ class Resource:
             raise Unprocessable(f"the request body is not JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise Unprocessable("the request body must be a JSON object")
+        _check_values(data, "")
         found: dict[str, Any] = {}
         for name, spec in declared.items():
             value = data.get(name)
@@ -224,6 +225,32 @@ class ForbiddenScope(FloorlessError):
 
     def __init__(self) -> None:
         super().__init__("token does not have at least one of required scope(s): write")
+
+
+INT64 = (-(1 << 63), (1 << 63) - 1)  # what every database stores, and git's dates allow
+
+
+def _check_values(value: object, where: str) -> None:
+    """Refuse (422) what JSON can say but nothing below can take: text with NUL (git cuts a
+    message there; the databases refuse it) or a lone surrogate (not UTF-8), and integers
+    beyond 64 bits. Once, for the whole body, so that no field is forgotten."""
+    if isinstance(value, str):
+        if "\0" in value:
+            raise Unprocessable(f"[{where or 'body'}]: text may not contain NUL")
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise Unprocessable(f"[{where or 'body'}]: text is not valid Unicode") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not INT64[0] <= value <= INT64[1]:
+            raise Unprocessable(f"[{where or 'body'}]: number out of range")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_values(key, where)
+            _check_values(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for item in value:
+            _check_values(item, where)
 
 
 def _positive(value: str | None) -> int:

@@ -98,7 +98,10 @@ def _parse_time(text: str, name: str) -> float:
         raise Unprocessable(f"{name} is not a time as RFC 3339 writes it") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.UTC)
-    return when.timestamp()
+    try:
+        return when.timestamp()
+    except (ValueError, OverflowError, OSError):
+        raise Unprocessable(f"{name} is out of range") from None
 
 
 def _day(text: str) -> str:
@@ -106,7 +109,10 @@ def _day(text: str) -> str:
     if not text.strip():
         return ""
     seconds = _parse_time(text, "due_on")
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%d")
+    try:
+        return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%d")
+    except (ValueError, OverflowError, OSError):  # a moment whose day in UTC has no year
+        raise Unprocessable("due_on is out of range") from None
 
 
 def _color(text: str) -> str:
@@ -455,6 +461,8 @@ class RepoComments(IssueResource):
         since, before = moment(req, "since"), moment(req, "before")
         paging = self.paging(req)
         issues = self.forge.issues
+        # of the kinds the repository has on: a kind turned off keeps its comments to itself
+        pulls = None if found.has_issues and found.has_pulls else found.has_pulls
         comments = issues.comments(
             found.owner,
             found.name,
@@ -462,8 +470,9 @@ class RepoComments(IssueResource):
             before=before,
             offset=paging.offset,
             limit=paging.limit,
+            pulls=pulls,
         )
-        total = issues.count_comments(found.owner, found.name, since, before)
+        total = issues.count_comments(found.owner, found.name, since, before, pulls)
         self.paged(req, resp, self.forge, paging, total)
         self.send(resp, _comments(self.facts(req, found, names=_authors(comments)), comments))
 
