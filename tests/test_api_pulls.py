@@ -23,6 +23,7 @@ from test_api_core import BASE, api, error_of, token_for
 from test_merge import commit, push, settle, tip
 from test_spawns import counting
 
+from floorless import forks
 from floorless.forge import Forge
 from floorless.pulls import Features
 from floorless.web.app import create_app
@@ -662,3 +663,40 @@ def test_the_base_branch_changed_by_an_edit(forge: Forge, http: httpx.Client, wo
     merged = http.patch(f"{PULLS}/{number}", headers=auth, json={"base": "main"})
     assert merged.status_code == 409
     assert forge.pulls.get("ann", "plans", second).base_branch == "main"
+
+
+def test_a_pull_request_from_a_fork(forge: Forge, http: httpx.Client, work: Path) -> None:
+    parent = forge.registry.get("ann", "plans")
+    fork = forks.fork(forge, parent, "ben", "plans")
+    forge.refs_moved(fork)
+    git(work, "remote", "add", "fork", str(fork.path))
+    git(work, "checkout", "-q", "-b", "idea", "main")
+    idea = commit(work, "Ben's idea", i="idea\n")
+    git(work, "checkout", "-q", "main")
+    git(work, "push", "-q", "fork", "idea")
+    forge.check_refs()
+    settle(forge)
+    ben = token_for(http, "ben")
+    made = api(http, ben).repository.repo_create_pull_request(
+        "ann", "plans", head="ben:idea", base="main", title="An idea"
+    )
+    assert made.head and made.head.label == "ben:idea" and made.head.ref == "idea"
+    assert made.head.sha == idea and made.head.repo and made.head.repo.full_name == "ben/plans"
+    assert made.base and made.base.repo and made.base.repo.full_name == "ann/plans"
+    # its head is kept in the base repository, whatever happens to the fork
+    assert git_text(bare(forge), "rev-parse", f"refs/pull/{made.number}/head") == idea
+    files = api(http).repository.repo_get_pull_request_files("ann", "plans", made.number or 0)
+    assert [(f.filename, f.status) for f in files] == [("i", "added")]
+    # a fork that is not there, or a branch the fork has not: 422
+    for head in ("cat:idea", "ben:nothing"):
+        refused = http.post(
+            PULLS,
+            headers={"Authorization": f"token {ben}"},
+            json={"head": head, "base": "main", "title": "No"},
+        )
+        assert refused.status_code == 422, (head, refused.text)
+    settle(forge)
+    api(http, token_for(http, "ann")).repository.repo_merge_pull_request(
+        "ann", "plans", made.number or 0, do="squash"
+    )
+    assert git_text(bare(forge), "show", "main:i") == "idea"
