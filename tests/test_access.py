@@ -49,6 +49,7 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     forge.policy.set_collaborator(repo, people["reader"], "read")
     forge.policy.set_collaborator(repo, people["writer"], "write")
     forge.issues.create("alice", "demo", people["alice"], "A README question", "")
+    forge.webhooks.create(repo.id, None, url="https://hooks.example.org/in", active=False)
     forge.triage.save_milestone("alice", "demo", None, "v1", "", "")
     tokens = {
         viewer: accounts.create_token(people[ACCOUNT.get(viewer, viewer)], "write")[0]
@@ -134,7 +135,11 @@ GIT_WRITE = [
     ("/{owner}/{repo}/info/refs", "/alice/demo.git/info/refs?service=git-receive-pack", "GET"),
     ("/{owner}/{repo}/git-receive-pack", "/alice/demo.git/git-receive-pack", "POST"),
 ]
-ADMIN_PAGES = [("/{owner}/{repo}/settings", "/alice/demo/settings", "GET")]
+ADMIN_PAGES = [
+    ("/{owner}/{repo}/settings", "/alice/demo/settings", "GET"),
+    ("/{owner}/{repo}/settings/hooks", "/alice/demo/settings/hooks", "GET"),
+    ("/{owner}/{repo}/settings/hooks/{hook}", "/alice/demo/settings/hooks/1", "GET"),
+]
 _REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [
     ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
@@ -261,15 +266,16 @@ def test_a_read_token_cannot_push(site: Site) -> None:
 @pytest.mark.parametrize("viewer", VIEWERS)
 def test_settings_need_admin(site: Site, viewer: str, private: bool) -> None:
     set_private(site, private)
-    result = request(site, viewer, "GET", "/alice/demo/settings")
-    if viewer == "anonymous":
-        assert result.status_code == 303 and "/-/login" in result.headers["location"]
-    elif viewer in ("admin", "owner"):
-        assert result.status_code == 200
-    elif private and viewer not in CAN_READ_PRIVATE:
-        assert result.status_code == 404
-    else:
-        assert result.status_code == 403
+    for _, url, method in ADMIN_PAGES:
+        result = request(site, viewer, method, url)
+        if viewer == "anonymous":
+            assert result.status_code == 303 and "/-/login" in result.headers["location"]
+        elif viewer in ("admin", "owner"):
+            assert result.status_code == 200, url
+        elif private and viewer not in CAN_READ_PRIVATE:
+            assert result.status_code == 404, url
+        else:
+            assert result.status_code == 403, url
 
 
 @pytest.mark.parametrize("private", [False, True], ids=["public", "private"])

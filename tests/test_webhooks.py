@@ -597,3 +597,73 @@ def test_only_administrators_reach_hooks_and_private_ones_are_missing(site: Site
     owner = {"Authorization": f"token {site.token}"}
     assert site.http.get(paths[1].replace(str(made["id"]), "999"), headers=owner).status_code == 404
     assert site.http.get(paths[1].replace(str(made["id"]), "x"), headers=owner).status_code == 404
+
+
+# -- the web settings -----------------------------------------------------------------------------
+
+
+def test_the_settings_pages_add_list_show_deliveries_and_redeliver(
+    site: Site, receiver: Receiver
+) -> None:
+    from falcon import testing
+    from test_accounts import Browser
+
+    browser = Browser(testing.TestClient(create_app(site.forge)))
+    browser.sign_in("ann")
+    fields = {
+        "url": receiver.url + "/web",
+        "content_type": "json",
+        "http_method": "POST",
+        "secret": "web-secret",
+        "branch_filter": "",
+        "event-push": "on",
+        "active": "on",
+    }
+    # without the form's token nothing is written
+    refused = browser.post("/ann/plans/settings/hooks", {"action": "add", **fields}, csrf="x")
+    assert refused.status_code == 403 and site.forge.webhooks.hooks(_repo_id(site)) == []
+    added = browser.post("/ann/plans/settings/hooks", {"action": "add", **fields})
+    assert added.status_code == 303
+    (hook,) = site.forge.webhooks.hooks(_repo_id(site))
+    assert added.headers["location"].endswith(f"/ann/plans/settings/hooks/{hook.id}")
+    assert (hook.url, hook.events, hook.secret, hook.active) == (
+        receiver.url + "/web", ("push",), "web-secret", True
+    )  # fmt: skip
+    listing = browser.get("/ann/plans/settings/hooks").text
+    assert receiver.url + "/web" in listing and "web-secret" not in listing
+    bad = browser.post("/ann/plans/settings/hooks", {"action": "add", **fields, "url": "ftp://x"})
+    assert bad.status_code == 400 and "http:// or https://" in bad.text
+    assert len(site.forge.webhooks.hooks(_repo_id(site))) == 1
+
+    receiver.failures["/web"] = 1
+    site.forge.webhooks.emit([hook], "push", {"ref": "refs/heads/main", "marker": "<b>x</b>"})
+    wait_for(lambda: states(site.forge, hook.id)[0][0] == "delivered")
+    page = browser.get(f"/ann/plans/settings/hooks/{hook.id}").text
+    (delivery,) = site.forge.webhooks.deliveries(hook)
+    assert delivery.uuid in page and "delivered" in page and "2 attempts" in page
+    assert "X-Forgejo-Event: push" in page and "X-Seen: yes" in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page  # the payload, escaped
+    assert "the receiver answered 500" not in page  # the last attempt's outcome is shown
+    redone = browser.post(
+        f"/ann/plans/settings/hooks/{hook.id}",
+        {"action": "redeliver", "delivery": str(delivery.id)},
+    )
+    assert redone.status_code == 303
+    wait_for(lambda: len(receiver.at("/web")) == 3)
+    first, again = receiver.at("/web")[1], receiver.at("/web")[2]
+    assert first.body == again.body
+    assert first.headers["X-Forgejo-Delivery"] != again.headers["X-Forgejo-Delivery"]
+    assert again.headers["X-Forgejo-Signature"] == signed("web-secret", again.body)
+
+    # edited (the secret kept when left empty), then deleted
+    edit = {**fields, "secret": "", "url": receiver.url + "/moved", "action": "edit"}
+    assert browser.post(f"/ann/plans/settings/hooks/{hook.id}", edit).status_code == 303
+    changed = site.forge.webhooks.hook(hook.id, hook.repo_id, None)
+    assert (changed.url, changed.secret) == (receiver.url + "/moved", "web-secret")
+    gone = browser.post(f"/ann/plans/settings/hooks/{hook.id}", {"action": "delete"})
+    assert gone.status_code == 303 and site.forge.webhooks.hooks(_repo_id(site)) == []
+    assert browser.get(f"/ann/plans/settings/hooks/{hook.id}").status_code == 404
+
+
+def _repo_id(site: Site) -> int:
+    return site.forge.registry.get("ann", "plans").id

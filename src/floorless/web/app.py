@@ -169,6 +169,8 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/blame/{kind}", blame.Blame(*deps)),
         (repo_prefix + "/blame/{kind}/{tail:path}", blame.Blame(*deps)),
         (repo_prefix + "/settings", settings.Settings(*deps, authenticator)),
+        (repo_prefix + "/settings/hooks", settings.HookSettings(*deps, authenticator)),
+        (repo_prefix + "/settings/hooks/{hook}", settings.HookSettings(*deps, authenticator)),
         (repo_prefix + "/fork", forks.Fork(*form)),
         (repo_prefix + "/issues", issues.IssueList(*deps, authenticator)),
         (repo_prefix + "/issues/new", issues.NewIssue(*deps, authenticator)),

@@ -1,11 +1,13 @@
 """A repository's settings: description, visibility, what it offers (issues, pull requests,
-the ways to merge), name, collaborators, deletion.
+the ways to merge), name, collaborators, deletion; its webhooks and their deliveries.
 
 Only those the policy gives ADMIN reach this page; anyone who may read the repository but not
 administer it gets 403, anyone else the same 404 as for a repository that does not exist.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import falcon
 
@@ -14,8 +16,10 @@ from floorless.errors import BadRequest, FloorlessError
 from floorless.pulls import MERGE_STYLES, Features
 from floorless.repos import Repo
 from floorless.web import auth, urls
+from floorless.web.api import hookpayloads
 from floorless.web.context import find_repo
 from floorless.web.views.account import FormView, login_url
+from floorless.webhooks import EVENTS, SENT, Hook
 
 
 class Settings(FormView):
@@ -102,3 +106,104 @@ class Settings(FormView):
         person = self.forge.accounts.require(form.get("user", "").strip())
         self.forge.policy.remove_collaborator(repo, person)
         raise falcon.HTTPSeeOther(urls.settings(repo))
+
+
+class HookSettings(Settings):
+    """The repository's webhooks (``/settings/hooks``): listed, added; one of them
+    (``/settings/hooks/{hook}``) edited, deleted, sent a test, with its recent deliveries
+    (what was sent, what came back, or why nothing did) and a button to send one again.
+    As the rest of the settings: its administrators only, every form with its CSRF token."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, hook: str = ""
+    ) -> None:
+        found = self.repo(req, owner, repo)
+        self.show_hooks(resp, found, self._hook(found, hook) if hook else None)
+
+    def show_hooks(
+        self, resp: falcon.Response, repo: Repo, hook: Hook | None, error: str = ""
+    ) -> None:
+        hooks = self.forge.webhooks
+        self.html(
+            resp,
+            "repo_hooks.html",
+            repo=repo,
+            hooks=hooks.hooks(repo.id) if hook is None else [],
+            hook=hook,
+            deliveries=hooks.deliveries(hook) if hook is not None else [],
+            events=sorted(EVENTS),
+            sent=SENT,
+            error=error,
+        )
+
+    def _hook(self, repo: Repo, hook: str) -> Hook:
+        number = int(hook) if hook.isdigit() and len(hook) < 18 else 0
+        return self.forge.webhooks.hook(number, repo.id, None)
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, hook: str = ""
+    ) -> None:
+        found = self.repo(req, owner, repo)
+        chosen = self._hook(found, hook) if hook else None
+        form = self.form(req)
+        action = form.get("action", "")
+        try:
+            self.act(req, found, chosen, action, form)
+        except FloorlessError as exc:
+            resp.status = exc.status
+            self.show_hooks(resp, found, chosen, error=str(exc))
+
+    def act(
+        self,
+        req: falcon.Request,
+        repo: Repo,
+        hook: Hook | None,
+        action: str,
+        form: dict[str, str],
+    ) -> None:
+        hooks = self.forge.webhooks
+        if hook is None:
+            if action != "add":
+                raise BadRequest(f"unknown action {action[:40]!r}")
+            made = hooks.create(repo.id, None, **_hook_fields(form))
+            raise falcon.HTTPSeeOther(urls.hooks(repo, made.id))
+        if action == "edit":
+            fields = _hook_fields(form)
+            if not fields["secret"] and form.get("clear_secret") != "on":  # never shown back
+                fields["secret"] = hook.secret
+            hooks.update(hook, **fields)
+        elif action == "delete":
+            hooks.delete(hook)
+            raise falcon.HTTPSeeOther(urls.hooks(repo))
+        elif action == "test":
+            account = auth.viewer_of(req).account
+            assert account is not None
+            payload = hookpayloads.test_payload(self.forge, repo, account, self.public_url(req))
+            if payload is None:
+                raise BadRequest("the repository has no commit to send")
+            hooks.emit([hook], "push", payload, forced=True)
+        elif action == "redeliver":
+            number = form.get("delivery", "")
+            delivery = (
+                hooks.delivery(int(number)) if number.isdigit() and len(number) < 18 else None
+            )
+            if delivery is None or delivery.hook_id != hook.id:
+                raise BadRequest("no such delivery of this webhook")
+            hooks.redeliver(delivery)
+        else:
+            raise BadRequest(f"unknown action {action[:40]!r}")
+        raise falcon.HTTPSeeOther(urls.hooks(repo, hook.id))
+
+
+def _hook_fields(form: dict[str, str]) -> dict[str, Any]:
+    """A hook's fields as its form gives them (each event a checkbox ``event-{name}``)."""
+    return {
+        "url": form.get("url", ""),
+        "content_type": form.get("content_type", "json"),
+        "http_method": form.get("http_method", "POST"),
+        "secret": form.get("secret", ""),
+        "authorization_header": form.get("authorization_header", ""),
+        "events": [e for e in EVENTS if form.get(f"event-{e}") == "on"],
+        "branch_filter": form.get("branch_filter", ""),
+        "active": form.get("active") == "on",
+    }
