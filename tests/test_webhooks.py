@@ -667,3 +667,88 @@ def test_the_settings_pages_add_list_show_deliveries_and_redeliver(
 
 def _repo_id(site: Site) -> int:
     return site.forge.registry.get("ann", "plans").id
+
+
+# -- issues and pull requests ---------------------------------------------------------------------
+
+
+def test_issue_and_pull_request_events_from_web_and_api_alike(
+    site: Site, receiver: Receiver, tmp_path: Path
+) -> None:
+    site.hook(
+        "ann/plans",
+        config={"url": receiver.url + "/i", "content_type": "json"},
+        events=["issues", "issue_comment", "pull_request", "pull_request_sync"],
+    )
+    ann = site.forge.accounts.get("ann")
+    assert ann is not None
+    headers = {"Authorization": f"token {site.token}"}
+    # an issue opened through the API, commented on, closed and reopened by the domain layer
+    opened = site.http.post(
+        "/api/v1/repos/ann/plans/issues", headers=headers, json={"title": "Crash", "body": "x"}
+    )
+    assert opened.status_code == 201, opened.text
+    issue = site.forge.issues.get("ann", "plans", 1)
+    site.forge.issues.comment(issue, ann, "Seen it")
+    site.forge.issues.close(issue, ann, "completed")
+    site.forge.issues.reopen(issue, ann)
+    wait_for(lambda: len(receiver.at("/i")) == 4)
+    wait_for(site.forge.webhooks.idle)
+    seen = sorted(
+        (r.headers["X-Forgejo-Event"], r.headers["X-Forgejo-Event-Type"], r.json["action"])
+        for r in receiver.at("/i")
+    )
+    assert seen == [
+        ("issue_comment", "issue_comment", "created"),
+        ("issues", "issues", "closed"),
+        ("issues", "issues", "opened"),
+        ("issues", "issues", "reopened"),
+    ]
+    comment = next(r.json for r in receiver.at("/i") if r.json["action"] == "created")
+    assert comment["comment"]["body"] == "Seen it" and comment["is_pull"] is False
+    assert comment["issue"]["number"] == 1 and comment["sender"]["login"] == "ann"
+    first = next(r.json for r in receiver.at("/i") if r.json["action"] == "opened")
+    assert (first["number"], first["issue"]["title"]) == (1, "Crash")
+    assert first["repository"]["full_name"] == "ann/plans"
+
+    # a pull request: opened through the API, its head pushed to, merged
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    (work / "a.txt").write_text("a\n")
+    _commit(work, "First", 1_700_000_000)
+    remote = site.url.replace("http://", f"http://ann:{site.token}@") + "/ann/plans.git"
+    git(work, "push", "-q", remote, "main")
+    git(work, "checkout", "-q", "-b", "feature")
+    (work / "b.txt").write_text("b\n")
+    _commit(work, "Feature", 1_700_000_100)
+    git(work, "push", "-q", remote, "feature")
+    made = site.http.post(
+        "/api/v1/repos/ann/plans/pulls",
+        headers=headers,
+        json={"head": "feature", "base": "main", "title": "Add b"},
+    )
+    assert made.status_code == 201, made.text
+    wait_for(lambda: len(receiver.at("/i")) == 5)
+    (work / "b.txt").write_text("b, again\n")
+    head = _commit(work, "Feature, again", 1_700_000_200)
+    git(work, "push", "-q", remote, "feature")
+    wait_for(lambda: len(receiver.at("/i")) == 6)
+    synced = receiver.at("/i")[5]
+    assert (synced.headers["X-Forgejo-Event"], synced.headers["X-Forgejo-Event-Type"]) == (
+        "pull_request", "pull_request_sync"
+    )  # fmt: skip
+    assert synced.json["action"] == "synchronized"
+    assert synced.json["pull_request"]["head"]["sha"] == head
+    wait_for(lambda: site.forge.pulls.get("ann", "plans", 2).check_state == "mergeable")
+    merged = site.http.post(
+        "/api/v1/repos/ann/plans/pulls/2/merge", headers=headers, json={"Do": "merge"}
+    )
+    assert merged.status_code == 200, merged.text
+    wait_for(lambda: len(receiver.at("/i")) == 7)
+    wait_for(site.forge.webhooks.idle)
+    pulls = [r.json for r in receiver.at("/i") if r.headers["X-Forgejo-Event"] == "pull_request"]
+    assert [(p["action"], p["number"]) for p in pulls] == [
+        ("opened", 2), ("synchronized", 2), ("closed", 2)
+    ]  # fmt: skip
+    assert pulls[0]["pull_request"]["title"] == "Add b"
+    assert pulls[2]["pull_request"]["merged"] is True

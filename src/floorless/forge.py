@@ -16,6 +16,7 @@ followed by the others as it is stored.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -43,7 +44,7 @@ from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
-from floorless.issues import Issues
+from floorless.issues import Change, Issues
 from floorless.merging import Merger
 from floorless.pulls import Pull, Pulls
 from floorless.references import References
@@ -127,6 +128,11 @@ class Forge:
         self.hook_events = Jobs(
             "hook-events", log, (FloorlessError, pygit2.GitError, OSError, ValueError)
         )
+        # What turns a change to an issue or pull request into webhook events (their payloads
+        # are the API's shapes: the web layer sets it, ``hookpayloads.issue_event``).
+        self.event_payloads: Callable[[Change], None] | None = None
+        self._changes = itertools.count()
+        self.issues.on_change.append(self._issue_changed)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -337,6 +343,12 @@ class Forge:
                 listener(repo, snapshot)
             except (FloorlessError, pygit2.GitError, OSError) as exc:
                 log.warning("%s: after its refs moved: %s", repo.full_name, exc)
+
+    def _issue_changed(self, change: Change) -> None:
+        """Queue the webhook events of ``change``: worked out on ``hook_events``'s thread."""
+        build = self.event_payloads
+        if build is not None:
+            self.hook_events.queue(("change", next(self._changes)), lambda: build(change))
 
     def fetch_head_into_base(self, base: Repo, head: Repo, oid: str) -> None:
         """Bring the commit ``oid`` of ``head`` (a fork's branch) into ``base``, for its

@@ -138,12 +138,39 @@ def clean_body(body: str, what: str = "the text") -> str:
     return body
 
 
+@dataclass(frozen=True)
+class Change:
+    """What happened to an issue or pull request, for ``Issues.on_change``."""
+
+    issue: Issue
+    actor: Account | None
+    action: str
+    comment_id: int | None = None
+
+
 class Issues:
     def __init__(self, db: Database) -> None:
         self.db = db
         # Called with (issue, author, text) once a description or a comment is written (and
         # committed): references to other issues are recorded from here (``references.py``).
         self.on_text: list[Callable[[Issue, Account | None, str], object]] = []
+        # Called with each ``Change`` to an issue or pull request once it is committed, by
+        # whichever way it came (a page, the API, a push): webhooks' events are sent from
+        # here (``forge.py``), so that no caller has to remember them.
+        self.on_change: list[Callable[[Change], object]] = []
+
+    def changed(
+        self, issue: Issue, actor: Account | None, action: str, comment_id: int | None = None
+    ) -> None:
+        """Tell ``on_change`` that ``issue`` was ``action`` (opened, edited, closed, reopened,
+        commented (with ``comment_id``), merged, synchronized); a listener's failure is logged,
+        never the writer's."""
+        change = Change(issue, actor, action, comment_id)
+        for listener in self.on_change:
+            try:
+                listener(change)
+            except FloorlessError as exc:
+                log.warning("#%d of %s/%s: %s", issue.number, issue.owner, issue.name, exc)
 
     def wrote(self, issue: Issue, author: Account | None, text: str) -> None:
         """Tell ``on_text`` that ``text`` was written on ``issue``; a listener's failure is
@@ -559,6 +586,7 @@ class Issues:
             number = self.insert(owner, name, author, title, body, pull=False)
         issue = self.get(owner, name, number)
         self.wrote(issue, author, body)
+        self.changed(issue, author, "opened")
         return issue
 
     def insert(
@@ -593,6 +621,7 @@ class Issues:
             )
         assert row is not None
         self.wrote(issue, author, body)
+        self.changed(issue, author, "created", int(row["id"]))
         return int(row["id"])
 
     def comment_author(self, issue: Issue, comment_id: int) -> int | None:
@@ -649,6 +678,8 @@ class Issues:
             )
             if changed:  # closing a closed issue (a second tab, a double click) does nothing
                 self._event(issue, actor, "closed", source, reason, now)
+        if changed:
+            self.changed(issue, actor, "closed")
         return bool(changed)
 
     def reopen(self, issue: Issue, actor: Account) -> None:
@@ -661,6 +692,8 @@ class Issues:
             )
             if changed:
                 self._event(issue, actor, "reopened", "", "", now)
+        if changed:
+            self.changed(issue, actor, "reopened")
 
     def edit(self, issue: Issue, actor: Account, title: str, body: str) -> None:
         title, body = clean_title(title), clean_body(body, "a description")
@@ -675,6 +708,7 @@ class Issues:
             if title != old_title:
                 self._event(issue, actor, "title", old_title, title, now)
         self.wrote(issue, actor, body)
+        self.changed(issue, actor, "edited")
 
     def event(
         self,

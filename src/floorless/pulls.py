@@ -359,6 +359,7 @@ class Pulls:
             )
         pull = self.get(owner, name, number)
         self.issues.wrote(pull.issue, author, body)  # its description's references
+        self.issues.changed(pull.issue, author, "opened")
         return pull
 
     def moved_head(self, pull: Pull, new_oid: str, forced: bool, actor: Account | None) -> bool:
@@ -378,6 +379,7 @@ class Pulls:
         if changed:
             for callback in self.on_head_moved:
                 callback(pull)
+            self.issues.changed(pull.issue, actor, "synchronized")
         return bool(changed)
 
     def record_check(
@@ -423,6 +425,7 @@ class Pulls:
         merged = self.get(pull.owner, pull.name, pull.number)
         for callback in self.on_merged:
             callback(merged, actor)
+        self.issues.changed(merged.issue, actor, "merged")
         return True
 
     def intend_merge(self, pull: Pull, actor: Account | None, merged_oid: str, style: str) -> None:

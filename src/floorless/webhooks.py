@@ -88,7 +88,21 @@ EVENTS = frozenset(
         "package",
     )
 )
-SENT = ("push", "create", "delete")
+SENT = (
+    "push",
+    "create",
+    "delete",
+    "issues",
+    "issue_comment",
+    "pull_request",
+    "pull_request_sync",
+    "pull_request_comment",
+)
+# The ``X-Forgejo-Event`` of an event sent as ``X-Forgejo-Event-Type`` (a hook's choice).
+HEADER_EVENTS = {
+    "pull_request_sync": "pull_request",
+    "pull_request_comment": "issue_comment",
+}
 _SPECIAL = ("loopback", "private", "external", "*")
 _PRIVATE = tuple(
     ipaddress.ip_network(n)
@@ -747,6 +761,7 @@ def request(hook: Hook, delivery: Delivery) -> tuple[bytes, dict[str, str]]:
     signature = hmac.new(hook.secret.encode(), payload, hashlib.sha256).hexdigest()
     sha1 = hmac.new(hook.secret.encode(), payload, hashlib.sha1).hexdigest()
     event_type = delivery.event
+    event = HEADER_EVENTS.get(event_type, event_type)
     if hook.content_type == "form":
         body = urlencode({"payload": delivery.payload}).encode()
         content_type = "application/x-www-form-urlencoded"
@@ -756,19 +771,19 @@ def request(hook: Hook, delivery: Delivery) -> tuple[bytes, dict[str, str]]:
         "Content-Type": content_type,
         "User-Agent": "floorless-webhook",
         "X-Forgejo-Delivery": delivery.uuid,
-        "X-Forgejo-Event": delivery.event,
+        "X-Forgejo-Event": event,
         "X-Forgejo-Event-Type": event_type,
         "X-Forgejo-Signature": signature,
         "X-Gitea-Delivery": delivery.uuid,
-        "X-Gitea-Event": delivery.event,
+        "X-Gitea-Event": event,
         "X-Gitea-Event-Type": event_type,
         "X-Gitea-Signature": signature,
         "X-Gogs-Delivery": delivery.uuid,
-        "X-Gogs-Event": delivery.event,
+        "X-Gogs-Event": event,
         "X-Gogs-Event-Type": event_type,
         "X-Gogs-Signature": signature,
         "X-GitHub-Delivery": delivery.uuid,
-        "X-GitHub-Event": delivery.event,
+        "X-GitHub-Event": event,
         "X-GitHub-Event-Type": event_type,
         "X-Hub-Signature": f"sha1={sha1}",
         "X-Hub-Signature-256": f"sha256={signature}",

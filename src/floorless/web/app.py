@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 import falcon
 
 from floorless import timing
 from floorless.forge import Forge
 from floorless.metrics import Metrics
 from floorless.web import auth, errors, headers
+from floorless.web.api import hookpayloads
 from floorless.web.api.routes import api_routes
 from floorless.web.compression import CompressionMiddleware
 from floorless.web.pages import page_etag
@@ -111,6 +114,7 @@ class ConditionalMiddleware:
 def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
+    forge.event_payloads = functools.partial(hookpayloads.issue_event, forge)
     renderer = Renderer(forge.settings.site_name)
     renderer.configure(forge.settings)
     forge.states.attach(renderer.pages)  # a repository's pages go when its state is forgotten

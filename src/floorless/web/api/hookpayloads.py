@@ -1,5 +1,6 @@
 """The payloads of the events webhooks are sent (Forgejo's ``PushPayload``, ``CreatePayload``,
-``DeletePayload``), and where a push's events come from.
+``DeletePayload``, ``IssuePayload``, ``PullRequestPayload``, ``IssueCommentPayload``), and
+where a push's events come from.
 
 A push over HTTP names its updates in the first lines of its body (``old new ref``, git's
 receive-pack commands): ``commands`` reads them from the piece the gateway already holds,
@@ -22,10 +23,13 @@ from floorless.accounts import Account
 from floorless.errors import FloorlessError
 from floorless.forge import Forge
 from floorless.git import objects
+from floorless.issues import Change
 from floorless.repos import Repo
 from floorless.web import urls
 from floorless.web.api.gitshapes import Links, payload_commit
+from floorless.web.api.issueshapes import GHOST, IssueFacts, comment_json, issue_json
 from floorless.web.api.models import Person, RepoFacts, person, repo_json, user_json
+from floorless.web.api.pullshapes import PullFacts, pull_json
 from floorless.webhooks import Hook
 
 log = logging.getLogger(__name__)
@@ -271,3 +275,79 @@ def commit_json(
             modified.append(delta.new_file.path)
     shown.update(added=added, removed=removed, modified=modified)
     return shown
+
+
+# -- issues and pull requests -------------------------------------------------------------------
+
+
+def base_url(forge: Forge) -> str:
+    """The forge's public URL with no request to go by: ``base_url``, else where it listens."""
+    settings = forge.settings
+    return settings.base_url.rstrip("/") or f"http://{settings.host}:{settings.port}"
+
+
+def issue_event(forge: Forge, change: Change) -> None:
+    """The webhook event of ``change`` (``Issues.on_change``), as Forgejo's ``IssuePayload``,
+    ``PullRequestPayload`` or ``IssueCommentPayload``, queued for the hooks that want it.
+    A repository without hooks costs one statement."""
+    old = change.issue
+    repo = forge.registry.get(old.owner, old.name)
+    hooks = forge.webhooks.targets(repo.id, org_of(forge, repo))
+    if not any(h.active for h in hooks):
+        return
+    issue = forge.issues.get(old.owner, old.name, old.number, pull=old.is_pull)
+    public = base_url(forge)
+    viewer = Viewer(account=change.actor)
+    sender = _user(forge, change.actor, public) if change.actor else _ghost(forge, public)
+    repository = repo_json(repo, RepoFacts(forge, viewer, [repo]), public)
+    action = "closed" if change.action == "merged" else change.action
+    if change.comment_id is not None:
+        comment = forge.issues.comment_by_id(repo.owner, repo.name, change.comment_id)
+        facts = IssueFacts(forge, viewer, repo, public, [issue], [comment.author])
+        payload: Json = {
+            "action": "created",
+            "issue": issue_json(issue, facts),
+            "comment": comment_json(comment, facts),
+            "repository": repository,
+            "sender": sender,
+            "is_pull": issue.is_pull,
+        }
+        if issue.is_pull:
+            payload["pull_request"] = _pull(forge, repo, viewer, public, issue.number)
+        kind = "pull_request_comment" if issue.is_pull else "issue_comment"
+        forge.webhooks.emit(hooks, kind, payload, action="created")
+        return
+    if issue.is_pull:
+        payload = {
+            "action": action,
+            "number": issue.number,
+            "pull_request": _pull(forge, repo, viewer, public, issue.number),
+            "requested_reviewer": None,
+            "repository": repository,
+            "sender": sender,
+            "commit_id": "",
+            "review": None,
+        }
+        kind = "pull_request_sync" if action == "synchronized" else "pull_request"
+    else:
+        facts = IssueFacts(forge, viewer, repo, public, [issue])
+        payload = {
+            "action": action,
+            "number": issue.number,
+            "issue": issue_json(issue, facts),
+            "repository": repository,
+            "sender": sender,
+            "commit_id": "",
+        }
+        kind = "issues"
+    forge.webhooks.emit(hooks, kind, payload, action=action)
+
+
+def _pull(forge: Forge, repo: Repo, viewer: Viewer, public: str, number: int) -> Json:
+    pull = forge.pulls.get(repo.owner, repo.name, number)
+    facts = PullFacts(forge, viewer, repo, forge.snapshot(repo), forge.open(repo), [pull], public)
+    return pull_json(facts, pull)
+
+
+def _ghost(forge: Forge, public: str) -> Json:
+    return user_json(GHOST, ANONYMOUS, public)
