@@ -268,6 +268,18 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " '', '{}', '{}', 'delivered', 1, 3.5, 200, '{}', 'ok', 0.25, '', 3.0, 3.5)",
         (),
     ),
+    "commit_statuses": (
+        "INSERT INTO commit_statuses (id, owner, name, sha, seq, state, context, target_url,"
+        " description, creator_id, created_at, updated_at) VALUES (13, 'ann', 'plans',"
+        " 'a1b2c3', 1, 'success', 'ci/build', 'https://ci.example.org/1', 'Built', 3, 1.5, 1.5)",
+        (),
+    ),
+    "branch_protections": (
+        "INSERT INTO branch_protections (id, owner, name, rule, enable_status_check,"
+        " status_check_contexts, apply_to_admins, created_at, updated_at)"
+        " VALUES (14, 'ann', 'plans', 'main', 1, 'ci/*', 0, 1.5, 2.5)",
+        (),
+    ),
 }
 
 

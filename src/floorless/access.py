@@ -287,6 +287,27 @@ class Policy:
             return False
         return level >= Level.WRITE
 
+    # -- commit statuses and branch protection ------------------------------------------------
+
+    def may_post_status(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` may post a commit status: whoever may push (a CI's account
+        is a collaborator with write), as on Forgejo."""
+        return self.may_merge(viewer, level)
+
+    def may_protect(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` may see and change the branch protection rules: the
+        repository's administrators, as on Forgejo."""
+        account = viewer.account
+        if account is None or account.is_org or viewer.scope == "read":
+            return False
+        return level >= Level.ADMIN
+
+    def may_force_merge(self, viewer: Viewer, level: Level, applies_to_admins: bool) -> bool:
+        """Whether ``viewer`` may merge past a protection rule's required checks, when they
+        ask to: an administrator of the repository, unless the rule applies to them too
+        (Forgejo's ``force_merge`` and ``apply_to_admins``)."""
+        return not applies_to_admins and self.may_protect(viewer, level)
+
     def assignable(self, repo: Repo) -> list[str]:
         """Who an issue or pull request of ``repo`` may be assigned to: those who may read it
         by more than its being public (its owner when a person, its collaborators, the

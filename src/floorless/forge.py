@@ -46,11 +46,13 @@ from floorless.git.repo import HandlePool
 from floorless.indexer import Indexer
 from floorless.issues import Change, Issues
 from floorless.merging import Merger
+from floorless.protections import Protections
 from floorless.pulls import Pull, Pulls
 from floorless.references import References
 from floorless.repos import Registry, Repo, ScanResult, _renamed_path, check_name
 from floorless.reviews import Reviews
 from floorless.state import RepoState, RepoStates
+from floorless.statuses import Statuses
 from floorless.triage import Triage
 from floorless.webhooks import Webhooks
 
@@ -104,6 +106,8 @@ class Forge:
         self.issues = Issues(self.db)
         self.pulls = Pulls(self.db, self.issues)
         self.triage = Triage(self.db, self.issues)  # labels, milestones, assignees
+        self.statuses = Statuses(self.db)  # what CI says of commits
+        self.protections = Protections(self.db)  # what a merge into a branch needs
         # Called (cheaply: each queues its work) whenever this node learns that a repository's
         # refs moved: a push or API write through it, or a change its ref check saw. Pull
         # requests follow their heads and bases from here.

@@ -38,6 +38,7 @@ from floorless.background import start as start_thread
 from floorless.errors import BadRequest, Conflict, FloorlessError, GitCommandError, NotFound
 from floorless.git import merge as engine
 from floorless.git.refs import RefSnapshot
+from floorless.protections import DisallowedToMerge, checks, passing
 from floorless.pulls import Pull
 from floorless.repos import Repo
 
@@ -238,6 +239,7 @@ class Merger:
         delete_branch: bool = False,
         url: str = "",
         message: str = "",
+        force: bool = False,
     ) -> str:
         """Merge ``pull`` (based in ``repo``) as ``style``; the commit the base branch is at
         afterwards (hex). ``message``, when given, is the merge or squash commit's message in
@@ -245,7 +247,9 @@ class Merger:
         ``expected_base`` and ``expected_head`` are the commits the page showed: if either
         branch moved since, nothing moves and ``Conflict`` says so. Merges into one
         repository on this node take turns; one that finds its base moved by another (or by a
-        push) is computed again on the new base."""
+        push) is computed again on the new base. A base branch whose protection requires
+        status checks takes a head whose checks pass (``required``), unless ``force`` and
+        ``actor`` may force it."""
         features = self.forge.pulls.features(repo.owner, repo.name)
         if style not in engine.STYLES:
             raise BadRequest(f"no way to merge called {style[:40]!r}")
@@ -268,6 +272,7 @@ class Merger:
                 raise Conflict(
                     f"{pull.head_label} has moved since this page was shown: look again, then merge"
                 )
+            self.required(repo, pull, head, actor, force)
             result = ""
             for _ in range(ATTEMPTS):
                 base = self._tip(handle, base_ref)
@@ -285,6 +290,26 @@ class Merger:
         if delete_branch:
             self._delete_head(repo, pull, actor, head)
         return result
+
+    def required(self, repo: Repo, pull: Pull, head: str, actor: Account, force: bool) -> None:
+        """Refuse (``DisallowedToMerge``, Forgejo's 405) a merge into a branch whose
+        protection requires status checks that ``head`` has not passed (``protections.py``
+        says which pass, and who may force a merge past them)."""
+        rule = self.forge.protections.for_branch(repo, pull.base_branch)
+        if rule is None or not rule.enable_status_check:
+            return
+        found = checks(rule, self.forge.statuses.latest(repo, head))
+        if passing(found):
+            return
+        if force:
+            level = self.forge.policy.level(Viewer(actor), repo)
+            if self.forge.policy.may_force_merge(Viewer(actor), level, rule.apply_to_admins):
+                log.info(
+                    "%s: #%d merged past its checks by %s", repo.full_name, pull.number, actor.name
+                )
+                return
+        failing = ", ".join(f"{c.context} ({c.state})" for c in found if c.state != "success")
+        raise DisallowedToMerge(f"Not all required status checks successful: {failing}")
 
     def finish(self, pull: Pull, actor: Account, result: str, style: str) -> None:
         """Record the merge, once the base branch is at ``result``."""

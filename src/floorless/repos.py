@@ -57,6 +57,8 @@ _BY_NAME = (
     "repo_features",
     "forks",
     "branch_marks",
+    "commit_statuses",
+    "branch_protections",
 )
 _LISTED = (*_TABLES, "accounts", "org_members", "collaborators")
 _SELECT = (

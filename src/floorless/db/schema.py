@@ -38,8 +38,10 @@ _REMEMBERED_8 = frozenset(
     ("repos", "repo_access", "accounts", "sessions", "org_members", "collaborators")
 )
 # and since version 12 what a repository offers (issues, pull requests), read with its row;
-# since version 14 what it was forked from, read with it too; since 17 its activity version
-REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks", "repo_activity"}
+# since version 14 what it was forked from, read with it too; since version 15 commit
+# statuses, whose writes change what cached pages that show them are kept with;
+# since 17 its activity version
+REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks", "commit_statuses", "repo_activity"}
 
 
 @dataclass(frozen=True)
@@ -223,8 +225,10 @@ def _bump(rows: str) -> str:
 
 # What moves a repository's activity version: every table an issue's or a pull request's page
 # or list shows, but the per-person record of what each has seen (``review_views``), which a
-# visit writes. Tables named by owner and name, then tables hanging from an issue.
-_ACTIVITY_BY_NAME = ("issues", "labels", "milestones")
+# visit writes. Tables named by owner and name, then tables hanging from an issue. A pull
+# request's page shows its head's commit statuses and the checks its base's protection
+# rule requires (schema 15's tables), so they move it too.
+_ACTIVITY_BY_NAME = ("issues", "labels", "milestones", "commit_statuses", "branch_protections")
 _ACTIVITY_BY_ISSUE = (
     "issue_comments",
     "issue_events",
@@ -619,6 +623,59 @@ MIGRATIONS: tuple[Migration, ...] = (
                 "CREATE TRIGGER forks_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
                 " ON forks FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
             ),
+        ),
+    ),
+    Migration(
+        15,
+        "commit statuses, and branch protection rules that can require them before a merge",
+        (
+            # By repository (owner and name, as issues are: a rename carries them), commit id
+            # (hex, full) and ``seq``, Forgejo's ``index``: the statuses of one commit in the
+            # order they came. A status is never changed, only followed by a newer one of
+            # its context; the latest of each context is the largest id of that context,
+            # read along ``commit_statuses_latest`` for a commit or a page of them.
+            """CREATE TABLE IF NOT EXISTS commit_statuses (
+                id {id},
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                sha TEXT NOT NULL,
+                seq {bigint} NOT NULL,
+                state TEXT NOT NULL
+                    CHECK (state IN ('pending', 'success', 'error', 'failure', 'warning')),
+                context TEXT NOT NULL,
+                target_url TEXT NOT NULL DEFAULT '',
+                description TEXT NOT NULL DEFAULT '',
+                creator_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL,
+                UNIQUE (owner, name, sha, seq)
+            )""",
+            "CREATE INDEX IF NOT EXISTS commit_statuses_latest"
+            " ON commit_statuses (owner, name, sha, context, id)",
+            # the newest status of a repository: what its pages that show statuses are
+            # kept with (``web/views/base.py``)
+            "CREATE INDEX IF NOT EXISTS commit_statuses_newest"
+            " ON commit_statuses (owner, name, id)",
+            # Forgejo's branch protection rule: a branch name or glob (``rule``), and what
+            # it requires of a pull request into a branch it matches.
+            Only(
+                "postgresql",
+                "CREATE TRIGGER commit_statuses_written AFTER INSERT OR UPDATE OR DELETE"
+                " OR TRUNCATE ON commit_statuses"
+                " FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+            ),
+            """CREATE TABLE IF NOT EXISTS branch_protections (
+                id {id},
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                enable_status_check INTEGER NOT NULL DEFAULT 0,
+                status_check_contexts TEXT NOT NULL DEFAULT '',
+                apply_to_admins INTEGER NOT NULL DEFAULT 0,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL,
+                UNIQUE (owner, name, rule)
+            )""",
         ),
     ),
     Migration(

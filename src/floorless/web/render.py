@@ -12,7 +12,7 @@ import jinja2
 from floorless import dates, timing
 from floorless.caches import Cache, approximate_size
 from floorless.config import Settings
-from floorless.web import auth, urls
+from floorless.web import auth, marks, urls
 from floorless.web.pages import PageCache
 
 
@@ -102,6 +102,7 @@ class Renderer:
         )
         self.env.globals["site_name"] = site_name
         self.env.globals["urls"] = urls  # every link a template writes comes from here
+        self.env.globals["symbols"] = marks.SYMBOLS  # of commit statuses (_status.html)
         # Rendered fragments keyed by object ids: they never need invalidating. None keeps
         # anything until create_app sizes them from the settings (configure).
         self.caches = _fragment_caches(0)

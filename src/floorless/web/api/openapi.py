@@ -21,6 +21,7 @@ from floorless.web.api.base import JSON, Operation, Resource
 from floorless.web.api.gitshapes import SCHEMAS as GIT_SCHEMAS
 from floorless.web.api.issueshapes import SCHEMAS as ISSUE_SCHEMAS
 from floorless.web.api.pullshapes import SCHEMAS as PULL_SCHEMAS
+from floorless.web.api.statuses import STATUS_SCHEMAS
 from floorless.web.views.base import public_url
 
 _USER = {
@@ -179,6 +180,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     **GIT_SCHEMAS,
     **ISSUE_SCHEMAS,
     **PULL_SCHEMAS,
+    **STATUS_SCHEMAS,
 }
 _PRIMITIVES = {"string", "integer", "boolean", "date-time", "object"}
 # a body field's array kinds (``base.Field``) as schemas: ids may be names too, as Forgejo's

@@ -97,7 +97,9 @@ _MERGE = {
     "MergeMessageField": Field("string", "the rest of its message"),
     "head_commit_id": Field("string", "the head the caller saw: 409 if it moved since"),
     "delete_branch_after_merge": Field("boolean", "delete the head branch once merged"),
-    "force_merge": Field("boolean", "accepted; floorless has no branch protection to override"),
+    "force_merge": Field(
+        "boolean", "an administrator merges past the base's required status checks"
+    ),
 }
 _LIST_QUERY = {
     "state": Field("string", "open, closed or all (open when not given)"),
@@ -547,6 +549,7 @@ class PullMerge(PullApi):
                 delete_branch=bool(body.get("delete_branch_after_merge")),
                 url=public_url(self.forge.settings, req) + urls.pull(view.repo, pull.number),
                 message=message,
+                force=bool(body.get("force_merge")),
             )
         except BadRequest as exc:
             raise NotAllowed(str(exc)) from exc

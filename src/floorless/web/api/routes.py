@@ -16,6 +16,7 @@ from floorless.web.api import (
     pulls,
     repos,
     reviews,
+    statuses,
     users,
 )
 from floorless.web.api.base import Resource
@@ -87,16 +88,29 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/hooks", hooks.RepoHooks),
     (REPO + "/hooks/{id}", hooks.RepoHook),
     (REPO + "/hooks/{id}/tests", hooks.RepoHookTest),
+    (REPO + "/statuses/{sha}", statuses.Statuses),
+    (REPO + "/commits/{ref}/statuses", statuses.RefStatuses),
+    (REPO + "/commits/{ref}/status", statuses.Combined),
+    (REPO + "/branch_protections", statuses.BranchProtections),
+    (REPO + "/branch_protections/{name:path}", statuses.BranchProtection),
 )
+
+# Routes described as Forgejo has them, but served by one route whose tail is parsed: a ref
+# may hold slashes (``release/1``), and a router's path field can only come last.
+BY_TAIL = frozenset({REPO + "/commits/{ref}/statuses", REPO + "/commits/{ref}/status"})
 
 
 def api_routes(forge: Forge, auth: Authenticator) -> list[tuple[str, object]]:
     """The API's resources, made for ``forge``, for ``create_app``'s route table; after the
     table, what is not part of its description: the description itself, its page, and a JSON
     404 for every other path under /api/v1."""
-    made: list[tuple[str, object]] = [(t, kind(forge, auth)) for t, kind in API_ROUTES]
+    made: list[tuple[str, object]] = [
+        (t, kind(forge, auth)) for t, kind in API_ROUTES if t not in BY_TAIL
+    ]
     return [
         *made,
+        # what BY_TAIL describes: a ref that may hold slashes, then /status or /statuses
+        (REPO + "/commits/{tail:path}", statuses.SlashedRef(forge, auth)),
         ("/swagger.v1.json", openapi.Description(API_ROUTES, forge.settings)),
         ("/api/swagger", openapi.Page(API_ROUTES, forge.settings)),
         (V1, misc.Unknown(forge, auth)),

@@ -16,12 +16,15 @@ from floorless.git import objects, transport
 from floorless.git.refs import Resolved
 from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
+from floorless.web.marks import mark
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import View
 
 
 class Commit(View):
+    shows_statuses = True
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
     ) -> None:
@@ -83,11 +86,18 @@ class Commit(View):
         )
         info = objects.commit_info(commit)
         parents = [objects.commit_info(p) for p in commit.parents]
+        statuses = self.forge.statuses.latest(view.repo, info.id)
         req.context.final_page = True
         self.html(
             resp,
             "commit.html",
-            **view.template_context(commit=info, parents=parents, diff=shown.diff, rows=shown.rows),
+            **view.template_context(
+                commit=info,
+                parents=parents,
+                diff=shown.diff,
+                rows=shown.rows,
+                mark=mark(statuses),
+            ),
         )
 
 

@@ -30,6 +30,7 @@ from floorless.git.oid import parse_full
 from floorless.git.refs import Resolved
 from floorless.web import urls
 from floorless.web.context import RepoView
+from floorless.web.marks import mark
 from floorless.web.views.base import RefPage
 from floorless.web.views.source import crumbs
 
@@ -86,6 +87,7 @@ def history_page(
 class Commits(RefPage):
     page = "commits"
     query = ("after", "skip")
+    shows_statuses = True
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
@@ -109,6 +111,7 @@ class Commits(RefPage):
             if page is None
             else [objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits]
         )
+        latest = view.forge.statuses.latest_of(view.repo, [c.id for c in commits])
         req.context.final_page = page is not None
         self.html(
             resp,
@@ -116,6 +119,7 @@ class Commits(RefPage):
             **view.template_context(
                 resolved=resolved,
                 commits=commits,
+                marks={sha: mark(found) for sha, found in latest.items()},
                 indexing=page is None,
                 progress=view.forge.indexer.progress(view.repo.id) if page is None else None,
                 newest_url=None if cursor is None else urls.same_page(),

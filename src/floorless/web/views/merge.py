@@ -1,6 +1,10 @@
 """Merging a pull request on the web: the box a pull request's page shows about it, and the
 form's POST.
 
+The box shows the head commit's statuses, and where a protection rule of the base branch
+requires checks, how each stands: a merge waits until all succeed (``protections.py``), and
+the form is offered only to an administrator who may force it, with a box to say so.
+
 The box says what the last check found (``merging.py`` checks in the background after every
 push to the base or the head, and keeps the answer for that pair of commits): a page only
 reads it, and says "checking" while the pair it holds is not the pair now. The form carries
@@ -19,9 +23,11 @@ from floorless.access import Viewer
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.merging import NAMES
+from floorless.protections import checks, passing
 from floorless.pulls import Pull
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
+from floorless.web.marks import mark
 from floorless.web.views.account import FormView
 from floorless.web.views.issues import issue_number
 
@@ -63,11 +69,29 @@ def merge_box(forge: Forge, view: RepoView, pull: Pull, viewer: Viewer) -> dict[
         styles.remove("fast-forward-only")  # the base has commits the head lacks
     default = features.default_merge if features.default_merge in styles else ""
     may_merge = forge.policy.may_merge(viewer, view.level)
+    latest = forge.statuses.latest(view.repo, pull.head_oid)
+    rule = forge.protections.for_branch(view.repo, pull.base_branch)
+    required = checks(rule, latest) if rule is not None and rule.enable_status_check else []
+    blocked = bool(required) and not passing(required)
+    may_force = (
+        blocked
+        and rule is not None
+        and forge.policy.may_force_merge(viewer, view.level, rule.apply_to_admins)
+    )
+    open_ = not pull.merged and pull.issue.state == "open"
     return {
+        "head_mark": mark(latest),
+        "head_statuses": latest,
+        "required_checks": required if open_ else [],
+        "checks_blocked": blocked and open_,
+        "merge_force": may_force,
         "merge_state": state,
         "merge_words": STATE_WORDS.get(state, ""),
         "merge_conflicts": pull.conflicts if state == "conflict" else (),
-        "merge_form": may_merge and state == "mergeable" and bool(styles),
+        "merge_form": may_merge
+        and state == "mergeable"
+        and bool(styles)
+        and (not blocked or may_force),
         "merge_styles": [(style, NAMES[style]) for style in styles],
         "merge_default": default or (styles[0] if styles else ""),
         "merge_base": base,
@@ -105,6 +129,7 @@ class Merge(FormView):
         expected_base = _oid_field(form, "expected_base")
         expected_head = _oid_field(form, "expected_head")
         delete = form.get("delete_branch", "") in ("on", "1", "true")
+        force = form.get("force", "") in ("on", "1", "true")
         self.forge.merger.merge(
             view.repo,
             pull,
@@ -114,5 +139,6 @@ class Merge(FormView):
             expected_head,
             delete_branch=delete,
             url=self.public_url(req) + urls.pull(view.repo, pull.number),
+            force=force,
         )
         raise falcon.HTTPSeeOther(urls.pull(view.repo, pull.number))

@@ -1,5 +1,6 @@
 """A repository's settings: description, visibility, what it offers (issues, pull requests,
-the ways to merge), name, collaborators, deletion; its webhooks and their deliveries.
+the ways to merge), branch protection (the status checks a merge waits for), name,
+collaborators, deletion; its webhooks and their deliveries.
 
 Only those the policy gives ADMIN reach this page; anyone who may read the repository but not
 administer it gets 403, anyone else the same 404 as for a repository that does not exist.
@@ -40,6 +41,7 @@ class Settings(FormView):
             collaborators=self.forge.policy.collaborators(repo),
             features=self.forge.pulls.features(repo.owner, repo.name),
             merge_styles=MERGE_STYLES,
+            protections=self.forge.protections.rules(repo),
             roles=ROLES,
             error=error,
             done=done,
@@ -56,6 +58,8 @@ class Settings(FormView):
             "delete": self.do_delete,
             "collaborator": self.do_collaborator,
             "remove-collaborator": self.do_remove_collaborator,
+            "protect": self.do_protect,
+            "unprotect": self.do_unprotect,
         }
         handler = handlers.get(action)
         if handler is None:
@@ -83,6 +87,24 @@ class Settings(FormView):
         )
         self.forge.pulls.set_features(repo.owner, repo.name, features)
         raise falcon.HTTPSeeOther(urls.settings(repo))
+
+    def do_protect(self, repo: Repo, form: dict[str, str]) -> None:
+        """Make or change the rule named ``rule``: whether merges wait for status checks,
+        the contexts required (one per line), and whether administrators are held too."""
+        rule = form.get("rule", "").strip()
+        check = form.get("enable_status_check") == "on"
+        contexts = form.get("contexts", "").splitlines()
+        admins = form.get("apply_to_admins") == "on"
+        protections = self.forge.protections
+        if any(r.rule == rule for r in protections.rules(repo)):
+            protections.edit(repo, rule, check, contexts, admins)
+        else:
+            protections.create(repo, rule, check, contexts, admins)
+        raise falcon.HTTPSeeOther(urls.settings(repo) + "#protection")
+
+    def do_unprotect(self, repo: Repo, form: dict[str, str]) -> None:
+        self.forge.protections.delete(repo, form.get("rule", "").strip())
+        raise falcon.HTTPSeeOther(urls.settings(repo) + "#protection")
 
     def do_rename(self, repo: Repo, form: dict[str, str]) -> None:
         renamed = self.forge.rename(repo, form.get("name", "").strip())

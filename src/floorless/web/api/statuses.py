@@ -1,0 +1,452 @@
+"""Commit statuses and branch protection rules through ``/api/v1``, in Forgejo's shapes
+(``CommitStatus``, ``CombinedStatus``, ``BranchProtection``).
+
+``statuses/{sha}`` takes a commit id as it is, as Forgejo does (a full id is not looked up:
+it only selects rows); ``commits/{ref}/status`` and ``/statuses`` resolve a branch, tag or
+commit id first. Posting a status needs write access and a commit the repository has; a
+status's ``target_url`` must be http(s), since pages link to it. The rules need the
+repository's administrator, as on Forgejo; for one who may read but not administer that is
+403, for anyone else the 404 of a missing repository.
+
+Every read is a few statements and no process: the statuses come from the database, the
+ref from the repository's snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import falcon
+
+from floorless.access import Level
+from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.forge import Forge
+from floorless.git.oid import is_full
+from floorless.protections import Rule
+from floorless.statuses import SORTS, STATES, Status, worst
+from floorless.web import urls
+from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
+from floorless.web.api.gitbase import GitApi, resolve_ref
+from floorless.web.api.gitshapes import Links
+from floorless.web.api.models import Person, RepoFacts, people, repo_json, rfc3339, user_json
+from floorless.web.auth import Authenticator
+from floorless.web.context import RepoView
+from floorless.web.views.base import public_url
+
+_LIST_QUERY = {
+    "sort": Field("string", "oldest, recentupdate, leastupdate, leastindex or highestindex"),
+    "state": Field("string", "pending, success, error, failure or warning"),
+    **PAGED,
+}
+_STATUS_BODY = {
+    "state": Field("string", "pending, success, error, failure or warning", required=True),
+    "target_url": Field("string", "an http(s) address the status links to"),
+    "description": Field("string", "a short description"),
+    "context": Field("string", "what says so, e.g. ci/build"),
+}
+_PROTECTION_FIELDS = {
+    "enable_status_check": Field("boolean", "merges wait for the required status checks"),
+    "status_check_contexts": Field("array", "the contexts (globs) that must succeed"),
+    "apply_to_admins": Field("boolean", "administrators cannot force a merge past the rule"),
+}
+STATUS_SCHEMAS: dict[str, dict[str, str]] = {
+    "CommitStatus": {
+        "id": "integer",
+        "status": "string",
+        "target_url": "string",
+        "description": "string",
+        "url": "string",
+        "context": "string",
+        "creator": "User",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+    },
+    "CombinedStatus": {
+        "state": "string",
+        "sha": "string",
+        "total_count": "integer",
+        "statuses": "[CommitStatus]",
+        "repository": "Repository",
+        "commit_url": "string",
+        "url": "string",
+    },
+    "BranchProtection": {
+        **{
+            k: "string"
+            for k in (
+                "branch_name",
+                "rule_name",
+                "protected_file_patterns",
+                "unprotected_file_patterns",
+            )
+        },
+        **{
+            k: "[string]"
+            for k in (
+                "push_whitelist_usernames",
+                "push_whitelist_teams",
+                "merge_whitelist_usernames",
+                "merge_whitelist_teams",
+                "status_check_contexts",
+                "approvals_whitelist_username",
+                "approvals_whitelist_teams",
+            )
+        },
+        **{
+            k: "boolean"
+            for k in (
+                "enable_push",
+                "enable_push_whitelist",
+                "push_whitelist_deploy_keys",
+                "enable_merge_whitelist",
+                "enable_status_check",
+                "enable_approvals_whitelist",
+                "block_on_rejected_reviews",
+                "block_on_official_review_requests",
+                "block_on_outdated_branch",
+                "dismiss_stale_approvals",
+                "ignore_stale_approvals",
+                "require_signed_commits",
+                "apply_to_admins",
+            )
+        },
+        "required_approvals": "integer",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+    },
+}
+
+
+def status_json(
+    status: Status, links: Links, creators: dict[str, Person], view: RepoView, req: falcon.Request
+) -> dict[str, Any]:
+    """Forgejo's ``CommitStatus``: its state is called ``status`` there."""
+    who = creators.get((status.creator or "").lower())
+    return {
+        "id": status.id,
+        "status": status.state,
+        "target_url": status.target_url,
+        "description": status.description,
+        "url": links.api("statuses", status.sha),
+        "context": status.context,
+        "creator": None if who is None else user_json(who, GitApi.viewer(req), links.base),
+        "created_at": rfc3339(status.created_at),
+        "updated_at": rfc3339(status.updated_at),
+    }
+
+
+def protection_json(rule: Rule) -> dict[str, Any]:
+    """Forgejo's ``BranchProtection``, with what floorless does not enforce off and empty."""
+    return {
+        "branch_name": rule.rule,
+        "rule_name": rule.rule,
+        "enable_push": False,
+        "enable_push_whitelist": False,
+        "push_whitelist_usernames": [],
+        "push_whitelist_teams": [],
+        "push_whitelist_deploy_keys": False,
+        "enable_merge_whitelist": False,
+        "merge_whitelist_usernames": [],
+        "merge_whitelist_teams": [],
+        "enable_status_check": rule.enable_status_check,
+        "status_check_contexts": list(rule.status_check_contexts),
+        "required_approvals": 0,
+        "enable_approvals_whitelist": False,
+        "approvals_whitelist_username": [],
+        "approvals_whitelist_teams": [],
+        "block_on_rejected_reviews": False,
+        "block_on_official_review_requests": False,
+        "block_on_outdated_branch": False,
+        "dismiss_stale_approvals": False,
+        "ignore_stale_approvals": False,
+        "require_signed_commits": False,
+        "protected_file_patterns": "",
+        "unprotected_file_patterns": "",
+        "apply_to_admins": rule.apply_to_admins,
+        "created_at": rfc3339(rule.created_at),
+        "updated_at": rfc3339(rule.updated_at),
+    }
+
+
+class _StatusApi(GitApi):
+    def listing(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, links: Links, sha: str
+    ) -> None:
+        sort = req.get_param("sort") or ""
+        state = req.get_param("state") or ""
+        if sort and sort not in SORTS:
+            raise Unprocessable(f"sort must be one of {', '.join(SORTS)}")
+        if state and state not in STATES:
+            raise Unprocessable(f"state must be one of {', '.join(STATES)}")
+        paging = self.paging(req)
+        found, total = self.forge.statuses.page(
+            view.repo, sha, sort, state, paging.offset, paging.limit
+        )
+        creators = people(self.forge.db, [s.creator for s in found if s.creator])
+        self.paged(req, resp, self.forge, paging, total)
+        self.send(resp, [status_json(s, links, creators, view, req) for s in found])
+
+
+def _sha_of(view: RepoView, raw: str) -> str:
+    """A ``{sha}`` of ``statuses/{sha}``: a full commit id as it is (lower case), anything
+    else resolved as a branch, tag or abbreviated id."""
+    if is_full(raw.lower().encode()):
+        return raw.lower()
+    return resolve_ref(view, raw.encode()).commit.hex()
+
+
+class Statuses(_StatusApi):
+    """``GET/POST statuses/{sha}``."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "list a commit's statuses", "[CommitStatus]", query=_LIST_QUERY, paged=True
+        ),
+        "post": Operation(
+            "create a commit status",
+            "CommitStatus",
+            status=201,
+            body=_STATUS_BODY,
+            signed_in=True,
+        ),
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        self.listing(req, resp, view, links, _sha_of(view, sha))
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
+    ) -> None:
+        account = self.writer(req)
+        view, links = self.open(req, owner, repo, Level.WRITE)
+        if not self.forge.policy.may_post_status(self.viewer(req), view.level):
+            raise Forbidden("only those who may push may post a commit status")
+        data = self.body(req)
+        state = str(data.get("state", ""))
+        if state not in STATES:
+            raise Unprocessable(f"state must be one of {', '.join(STATES)}")
+        if not sha:
+            raise BadRequest("sha not given")
+        commit = resolve_ref(view, sha.encode()).commit.hex()  # one the repository has
+        try:
+            status = self.forge.statuses.post(
+                view.repo,
+                commit,
+                state,
+                str(data.get("context", "")),
+                str(data.get("target_url", "")),
+                str(data.get("description", "")),
+                account,
+            )
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
+        creators = people(self.forge.db, [account.name])
+        self.send(resp, status_json(status, links, creators, view, req), 201)
+
+
+class RefStatuses(_StatusApi):
+    """``GET commits/{ref}/statuses``: the statuses of what ``ref`` names."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "list the statuses of a branch, tag or commit",
+            "[CommitStatus]",
+            query=_LIST_QUERY,
+            paged=True,
+        )
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, ref: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        sha = resolve_ref(view, ref.encode()).commit.hex()
+        self.listing(req, resp, view, links, sha)
+
+
+class Combined(GitApi):
+    """``GET commits/{ref}/status``: the latest status of each context, and their combined
+    state (the worst of them). No status at all is Forgejo's empty ``CombinedStatus``."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "the combined status of a branch, tag or commit",
+            "CombinedStatus",
+            query=dict(PAGED),
+            paged=True,
+        )
+    }
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, ref: str
+    ) -> None:
+        view, links = self.open(req, owner, repo)
+        sha = resolve_ref(view, ref.encode()).commit.hex()
+        latest = self.forge.statuses.latest(view.repo, sha)
+        if not latest:
+            self.send(resp, _EMPTY)
+            return
+        paging = self.paging(req)
+        shown = latest[paging.offset : paging.offset + paging.limit]
+        creators = people(self.forge.db, [s.creator for s in shown if s.creator])
+        viewer = self.viewer(req)
+        public = public_url(self.forge.settings, req)
+        facts = RepoFacts(self.forge, viewer, [view.repo])
+        self.paged(req, resp, self.forge, paging, len(latest))
+        self.send(
+            resp,
+            {
+                "state": worst(s.state for s in latest),
+                "sha": sha,
+                "total_count": len(latest),
+                "statuses": [status_json(s, links, creators, view, req) for s in shown],
+                "repository": repo_json(view.repo, facts, public),
+                "commit_url": links.commit_api(sha),
+                "url": links.api("commits", sha, "status"),
+            },
+        )
+
+
+_EMPTY: dict[str, Any] = {
+    "state": "",
+    "sha": "",
+    "total_count": 0,
+    "statuses": None,
+    "repository": None,
+    "commit_url": "",
+    "url": "",
+}
+
+
+class _ProtectionApi(GitApi):
+    def admin(self, req: falcon.Request, owner: str, name: str) -> RepoView:
+        """The repository, for its administrator: 401 anonymous, 404 for who may not read
+        it, 403 for who may read it but not administer it (or with a read token)."""
+        self.caller(req)
+        view, _ = self.open(req, owner, name)
+        if not self.forge.policy.may_protect(self.viewer(req), view.level):
+            if self.viewer(req).scope == "read" and view.level >= Level.ADMIN:
+                self.writer(req)  # the scope's own 403
+            raise Forbidden(
+                "user should be an owner or a collaborator with admin write of a repository"
+            )
+        return view
+
+
+def _flags(data: dict[str, Any]) -> tuple[bool | None, list[str] | None, bool | None]:
+    check = data.get("enable_status_check")
+    contexts = data.get("status_check_contexts")
+    admins = data.get("apply_to_admins")
+    return check, contexts, admins
+
+
+class BranchProtections(_ProtectionApi):
+    """``GET/POST branch_protections``."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("list branch protections", "[BranchProtection]", signed_in=True),
+        "post": Operation(
+            "create a branch protection",
+            "BranchProtection",
+            status=201,
+            body={
+                "rule_name": Field("string", "a branch name or a glob of them"),
+                "branch_name": Field("string", "deprecated: rule_name's old name"),
+                **_PROTECTION_FIELDS,
+            },
+            signed_in=True,
+        ),
+    }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view = self.admin(req, owner, repo)
+        self.send(resp, [protection_json(r) for r in self.forge.protections.rules(view.repo)])
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        self.writer(req)
+        view = self.admin(req, owner, repo)
+        data = self.body(req)
+        name = str(data.get("rule_name") or data.get("branch_name") or "")
+        check, contexts, admins = _flags(data)
+        try:
+            rule = self.forge.protections.create(
+                view.repo, name, bool(check), contexts or [], bool(admins)
+            )
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
+        self.send(resp, protection_json(rule), 201)
+
+
+class BranchProtection(_ProtectionApi):
+    """``GET/PATCH/DELETE branch_protections/{name}``."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a branch protection", "BranchProtection", signed_in=True),
+        "patch": Operation(
+            "edit a branch protection",
+            "BranchProtection",
+            body=dict(_PROTECTION_FIELDS),
+            signed_in=True,
+        ),
+        "delete": Operation("delete a branch protection", None, status=204, signed_in=True),
+    }
+
+    def _rule_name(self, req: falcon.Request) -> str:
+        raw = urls.exact_tail(req, "name")
+        try:
+            return raw.decode()
+        except UnicodeDecodeError as exc:
+            raise NotFound("no such branch protection rule") from exc
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, name: str
+    ) -> None:
+        view = self.admin(req, owner, repo)
+        rule = self.forge.protections.get(view.repo, self._rule_name(req))
+        self.send(resp, protection_json(rule))
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, name: str
+    ) -> None:
+        self.writer(req)
+        view = self.admin(req, owner, repo)
+        rule = self.forge.protections.get(view.repo, self._rule_name(req))  # 404 before 422
+        data = self.body(req)
+        check, contexts, admins = _flags(data)
+        try:
+            rule = self.forge.protections.edit(view.repo, rule.rule, check, contexts, admins)
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
+        self.send(resp, protection_json(rule))
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, name: str
+    ) -> None:
+        self.writer(req)
+        view = self.admin(req, owner, repo)
+        self.forge.protections.delete(view.repo, self._rule_name(req))
+        self.nothing(resp)
+
+
+class SlashedRef(GitApi):
+    """``commits/{ref}/status`` and ``/statuses`` for a ref with slashes, which the
+    one-segment routes above cannot match: the same answers."""
+
+    def __init__(self, forge: Forge, auth: Authenticator) -> None:
+        super().__init__(forge, auth)
+        self.combined = Combined(forge, auth)
+        self.listed = RefStatuses(forge, auth)
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    ) -> None:
+        ref, _, last = tail.rpartition("/")
+        if not ref or last not in ("status", "statuses"):
+            raise NotFound("no such API path")
+        if last == "status":
+            self.combined.on_get(req, resp, owner, repo, ref)
+        else:
+            self.listed.on_get(req, resp, owner, repo, ref)
