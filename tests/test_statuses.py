@@ -294,9 +294,12 @@ def test_required_checks_hold_a_merge_until_they_succeed(
         )
     ci.repo_create_status("ann", "plans", head, state="failure", context="ci/test")
     ci.repo_create_status("ann", "plans", head, state="success", context="lint")
-    page = ben.get("/ann/plans/pulls/1")
+    with counting() as events:
+        page = ben.get("/ann/plans/pulls/1")
+        listed = ben.get("/ann/plans/pulls")
     assert "Merging waits" in page.text and "ci/test" in page.text
-    assert 'class="status-mark status-failure"' in page.text  # the head's mark
+    assert '<details class="status-mark status-failure">' in page.text  # the head's mark
+    assert events == [] and '<details class="status-mark status-failure">' in listed.text
     ci.repo_create_status("ann", "plans", head, state="success", context="ci/test")
     page = ben.get("/ann/plans/pulls/1")
     assert "required checks of" in page.text and "succeeded" in page.text
@@ -380,6 +383,13 @@ def test_branch_protections_through_the_api(
     rule = forge.protections.for_branch(repo, "release/1")
     assert rule is not None and forge.protections.for_branch(repo, "release/1/x") is None
     assert forge.protections.for_branch(repo, "main") is None
+    fill(forge, tmp_path)
+    git(repo.path, "branch", "release/1", "main")
+    forge.refs_moved(repo)
+    branch = ann.repo_get_branch("ann", "plans", "release/1")
+    assert (branch.protected, branch.effective_branch_protection_name) == (True, "release/*")
+    assert branch.enable_status_check and branch.status_check_contexts == ["ci/{build,test}"]
+    assert ann.repo_get_branch("ann", "plans", "main").protected is False
 
     headers = {"Authorization": f"token {token_for(http, 'ben')}"}  # may push, not administer
     assert http.get(f"{API}/ann/plans/branch_protections", headers=headers).status_code == 403

@@ -113,7 +113,8 @@ class Branch(DeleteBranch):
         if commit is None:
             raise NotFound("branch not found")
         info = objects.commit_info(objects.get_commit(view.handle, commit))
-        self.send(resp, shapes.branch(links, name, info, may_write(view)))
+        rule = self.forge.protections.for_branch(view.repo, shapes.text(name))
+        self.send(resp, shapes.branch(links, name, info, may_write(view), rule))
 
 
 def _tag(view: RepoView, links: shapes.Links, name: bytes) -> shapes.Json:

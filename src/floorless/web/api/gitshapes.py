@@ -18,6 +18,7 @@ from floorless.caches import Cache, approximate_size
 from floorless.git import diff, objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Tag
+from floorless.protections import Rule
 from floorless.repos import Repo
 from floorless.web import urls
 
@@ -86,17 +87,21 @@ def payload_commit(links: Links, info: objects.CommitInfo) -> Json:
     }
 
 
-def branch(links: Links, name: bytes, info: objects.CommitInfo, can_push: bool) -> Json:
+def branch(
+    links: Links, name: bytes, info: objects.CommitInfo, can_push: bool, rule: Rule | None = None
+) -> Json:
+    """Forgejo's ``Branch``; ``rule``, the protection rule that matches it, when it was read
+    (for one branch; a list of them leaves it out, to read no more than its page)."""
     return {
         "name": text(name),
         "commit": payload_commit(links, info),
-        "protected": False,
+        "protected": rule is not None,
         "required_approvals": 0,
-        "enable_status_check": False,
-        "status_check_contexts": [],
+        "enable_status_check": rule is not None and rule.enable_status_check,
+        "status_check_contexts": [] if rule is None else list(rule.status_check_contexts),
         "user_can_push": can_push,
         "user_can_merge": can_push,
-        "effective_branch_protection_name": "",
+        "effective_branch_protection_name": "" if rule is None else rule.rule,
     }
 
 

@@ -26,6 +26,7 @@ from floorless.issues import Entry, Issue
 from floorless.pulls import Pull
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
+from floorless.web.marks import mark
 from floorless.web.render import text
 from floorless.web.views.compare import cached_commits, cached_diff, send_diff
 from floorless.web.views.issues import (
@@ -81,6 +82,8 @@ class PullList(IssueView):
             **filters,
         )
         ids = [issue.id for issue in found.page.issues]
+        heads = [pull.head_oid for pull in found.pulls.values() if pull.head_oid]
+        latest = self.forge.statuses.latest_of(view.repo, heads)  # one statement
         self.page(
             resp,
             view,
@@ -93,6 +96,7 @@ class PullList(IssueView):
             filters=filters,
             labels_of=self.forge.triage.labels_of(ids),
             assignees_of=self.forge.triage.assignees_of(ids),
+            marks={sha: mark(each) for sha, each in latest.items()},
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
         )
         req.context.final_page = True
