@@ -752,3 +752,70 @@ def test_issue_and_pull_request_events_from_web_and_api_alike(
     ]  # fmt: skip
     assert pulls[0]["pull_request"]["title"] == "Add b"
     assert pulls[2]["pull_request"]["merged"] is True
+
+
+def test_review_and_fork_events_and_the_log_kept_short(
+    site: Site, receiver: Receiver, tmp_path: Path
+) -> None:
+    import floorless.webhooks as webhooks
+
+    site.hook(
+        "ann/plans",
+        config={"url": receiver.url + "/r", "content_type": "json"},
+        events=["pull_request_review", "fork"],
+    )
+    ann, ben = site.forge.accounts.get("ann"), site.forge.accounts.get("ben")
+    assert ann is not None and ben is not None
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    (work / "a.txt").write_text("a\n")
+    _commit(work, "First", 1_700_000_000)
+    remote = site.url.replace("http://", f"http://ann:{site.token}@") + "/ann/plans.git"
+    git(work, "push", "-q", remote, "main")
+    git(work, "checkout", "-q", "-b", "feature")
+    (work / "b.txt").write_text("b\n")
+    head = _commit(work, "Feature", 1_700_000_100)
+    git(work, "push", "-q", remote, "feature")
+    pull = site.forge.pulls.create(
+        "ann", "plans", ann, "Add b", "", "main", ("ann", "plans", "feature"), head
+    )
+    site.forge.reviews.submit(pull, ben, "approve", "Looks good")
+    site.forge.reviews.submit(pull, ben, "request_changes", "But rename it")
+    ben_token = token_for(site.http, "ben")
+    forked = site.http.post(
+        "/api/v1/repos/ann/plans/forks", headers={"Authorization": f"token {ben_token}"}, json={}
+    )
+    assert forked.status_code == 202, forked.text
+    wait_for(lambda: len(receiver.at("/r")) == 3)
+    wait_for(site.forge.webhooks.idle)
+    got = receiver.at("/r")
+    reviews = sorted(
+        (
+            r.headers["X-Forgejo-Event"],
+            r.headers["X-Forgejo-Event-Type"],
+            r.json["review"]["content"],
+        )
+        for r in got
+        if r.json.get("review")
+    )
+    assert reviews == [
+        ("pull_request_approved", "pull_request_review_approved", "Looks good"),
+        ("pull_request_rejected", "pull_request_review_rejected", "But rename it"),
+    ]
+    (fork,) = [r.json for r in got if r.headers["X-Forgejo-Event"] == "fork"]
+    assert (fork["forkee"]["full_name"], fork["repo"]["full_name"]) == ("ann/plans", "ben/plans")
+    assert fork["sender"]["login"] == "ben"
+
+    # the log keeps the newest finished deliveries of each hook
+    hook = site.forge.webhooks.hooks(_repo_id(site))[0]
+    before = len(site.forge.webhooks.deliveries(hook, limit=1000))
+    old, webhooks.KEPT_DELIVERIES = webhooks.KEPT_DELIVERIES, 2
+    try:
+        site.forge.webhooks.emit([hook], "fork", {"n": 1})
+        wait_for(site.forge.webhooks.idle)
+        site.forge.webhooks.emit([hook], "fork", {"n": 2})
+    finally:
+        webhooks.KEPT_DELIVERIES = old
+    kept = site.forge.webhooks.deliveries(hook, limit=1000)
+    assert before == 3  # the three events above; then only the newest two
+    assert [json.loads(d.payload) for d in kept] == [{"n": 2}, {"n": 1}]

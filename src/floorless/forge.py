@@ -134,9 +134,9 @@ class Forge:
         )
         # What turns a change to an issue or pull request into webhook events (their payloads
         # are the API's shapes: the web layer sets it, ``hookpayloads.issue_event``).
-        self.event_payloads: Callable[[Change], None] | None = None
+        self.event_payloads: Callable[[Change | forks.Forked], None] | None = None
         self._changes = itertools.count()
-        self.issues.on_change.append(self._issue_changed)
+        self.issues.on_change.append(self.changed)
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
@@ -348,8 +348,9 @@ class Forge:
             except (FloorlessError, pygit2.GitError, OSError) as exc:
                 log.warning("%s: after its refs moved: %s", repo.full_name, exc)
 
-    def _issue_changed(self, change: Change) -> None:
-        """Queue the webhook events of ``change``: worked out on ``hook_events``'s thread."""
+    def changed(self, change: Change | forks.Forked) -> None:
+        """Queue the webhook events of ``change`` (to an issue or pull request, or a fork
+        made): worked out on ``hook_events``'s thread."""
         build = self.event_payloads
         if build is not None:
             self.hook_events.queue(("change", next(self._changes)), lambda: build(change))

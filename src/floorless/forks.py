@@ -109,7 +109,18 @@ def fork_for(
         raise Forbidden("you may not fork this repository")
     if owner not in owners_for(forge, account):
         raise Forbidden(f"you cannot create repositories for {owner[:100]!r}")
-    return fork(forge, parent, owner, name.strip() or parent.name)
+    made = fork(forge, parent, owner, name.strip() or parent.name)
+    forge.changed(Forked(parent, made, account))  # the parent's webhooks' fork event
+    return made
+
+
+@dataclass(frozen=True)
+class Forked:
+    """``account`` forked ``parent`` as ``fork``: for ``Forge.changed``."""
+
+    parent: Repo
+    fork: Repo
+    account: Account
 
 
 def fork(forge: Forge, parent: Repo, owner: str, name: str) -> Repo:

@@ -146,6 +146,7 @@ class Change:
     actor: Account | None
     action: str
     comment_id: int | None = None
+    review_id: int | None = None  # the review submitted (action "reviewed")
 
 
 class Issues:
@@ -160,12 +161,17 @@ class Issues:
         self.on_change: list[Callable[[Change], object]] = []
 
     def changed(
-        self, issue: Issue, actor: Account | None, action: str, comment_id: int | None = None
+        self,
+        issue: Issue,
+        actor: Account | None,
+        action: str,
+        comment_id: int | None = None,
+        review_id: int | None = None,
     ) -> None:
         """Tell ``on_change`` that ``issue`` was ``action`` (opened, edited, closed, reopened,
-        commented (with ``comment_id``), merged, synchronized); a listener's failure is logged,
-        never the writer's."""
-        change = Change(issue, actor, action, comment_id)
+        created (a comment, ``comment_id``), merged, synchronized, reviewed (``review_id``));
+        a listener's failure is logged, never the writer's."""
+        change = Change(issue, actor, action, comment_id, review_id)
         for listener in self.on_change:
             try:
                 listener(change)

@@ -393,6 +393,7 @@ class Reviews:
             self.saw(pull, author, pull.head_oid)
         found = self.db.one(f"{_REVIEW} WHERE r.id = ?", (review_id,))
         assert found is not None
+        self.issues.changed(pull.issue, author, "reviewed", review_id=review_id)
         return _review(found)
 
     def discard(self, pull: Pull, author: Account, review_id: int) -> None:

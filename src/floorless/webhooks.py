@@ -56,6 +56,7 @@ MAX_ATTEMPTS = 5
 LEASE_TIMEOUTS = 4
 IDLE_POLL = 1.0  # seconds between looks at the queue when nothing here woke a worker
 KEPT_BODY = 16 * 1024  # bytes of a receiver's answer kept in the log
+KEPT_DELIVERIES = 200  # finished deliveries kept per hook: older ones go as new ones come
 MAX_PAYLOAD = 4 << 20  # bytes of JSON an event may send
 KINDS = ("forgejo", "gitea", "gogs")  # the hook types whose payload is Forgejo's own
 CONTENT_TYPES = ("json", "form")
@@ -97,11 +98,24 @@ SENT = (
     "pull_request",
     "pull_request_sync",
     "pull_request_comment",
+    "pull_request_review",
+    "fork",
 )
 # The ``X-Forgejo-Event`` of an event sent as ``X-Forgejo-Event-Type`` (a hook's choice).
 HEADER_EVENTS = {
     "pull_request_sync": "pull_request",
     "pull_request_comment": "issue_comment",
+    "pull_request_review_approved": "pull_request_approved",
+    "pull_request_review_rejected": "pull_request_rejected",
+    "pull_request_review_comment": "pull_request_comment",
+}
+# A hook's choice that stands for several events (Forgejo's API takes it so).
+_CHOICES = {
+    "pull_request_review": (
+        "pull_request_review_approved",
+        "pull_request_review_rejected",
+        "pull_request_review_comment",
+    )
 }
 _SPECIAL = ("loopback", "private", "external", "*")
 _PRIVATE = tuple(
@@ -129,7 +143,11 @@ class Hook:
 
     def wants(self, event: str, branch: str | None) -> bool:
         """Whether this hook is sent ``event`` (about ``branch``, when it is about one)."""
-        if not self.active or event not in self.events:
+        if not self.active:
+            return False
+        if event not in self.events and not any(
+            event in _CHOICES.get(choice, ()) for choice in self.events
+        ):
             return False
         return branch is None or branch_matches(self.branch_filter, branch)
 
@@ -512,6 +530,12 @@ class Webhooks:
                 )
                 assert row is not None
                 made.append(int(row["id"]))
+                self.db.execute(
+                    "DELETE FROM webhook_deliveries WHERE hook_id = ?"
+                    " AND state IN ('delivered', 'failed') AND id <= (SELECT id FROM"
+                    " webhook_deliveries WHERE hook_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (hook_id, hook_id, KEPT_DELIVERIES),
+                )
         self.wake()
         return made
 

@@ -114,7 +114,7 @@ class ConditionalMiddleware:
 def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
-    forge.event_payloads = functools.partial(hookpayloads.issue_event, forge)
+    forge.event_payloads = functools.partial(hookpayloads.event, forge)
     renderer = Renderer(forge.settings.site_name)
     renderer.configure(forge.settings)
     forge.states.attach(renderer.pages)  # a repository's pages go when its state is forgotten

@@ -22,6 +22,7 @@ from floorless.access import ANONYMOUS, Viewer
 from floorless.accounts import Account
 from floorless.errors import FloorlessError
 from floorless.forge import Forge
+from floorless.forks import Forked
 from floorless.git import objects
 from floorless.issues import Change
 from floorless.repos import Repo
@@ -286,6 +287,40 @@ def base_url(forge: Forge) -> str:
     return settings.base_url.rstrip("/") or f"http://{settings.host}:{settings.port}"
 
 
+def event(forge: Forge, change: Change | Forked) -> None:
+    """The webhook event of ``change`` (``Forge.changed``), queued for the hooks that want
+    it: ``fork_event`` or ``issue_event``."""
+    if isinstance(change, Forked):
+        fork_event(forge, change)
+    else:
+        issue_event(forge, change)
+
+
+def fork_event(forge: Forge, forked: Forked) -> None:
+    """Forgejo's ``ForkPayload``, to the parent's hooks: ``forkee`` the parent, ``repo`` the
+    fork."""
+    parent = forked.parent
+    hooks = forge.webhooks.targets(parent.id, org_of(forge, parent))
+    if not any(h.active for h in hooks):
+        return
+    public = base_url(forge)
+    viewer = Viewer(account=forked.account)
+    both = RepoFacts(forge, viewer, [parent, forked.fork])
+    payload = {
+        "forkee": repo_json(parent, both, public),
+        "repo": repo_json(forked.fork, both, public),
+        "sender": _user(forge, forked.account, public),
+    }
+    forge.webhooks.emit(hooks, "fork", payload)
+
+
+_REVIEWED = {
+    "approve": "pull_request_review_approved",
+    "request_changes": "pull_request_review_rejected",
+    "comment": "pull_request_review_comment",
+}
+
+
 def issue_event(forge: Forge, change: Change) -> None:
     """The webhook event of ``change`` (``Issues.on_change``), as Forgejo's ``IssuePayload``,
     ``PullRequestPayload`` or ``IssueCommentPayload``, queued for the hooks that want it.
@@ -318,6 +353,14 @@ def issue_event(forge: Forge, change: Change) -> None:
         forge.webhooks.emit(hooks, kind, payload, action="created")
         return
     if issue.is_pull:
+        review = None
+        kind = "pull_request_sync" if action == "synchronized" else "pull_request"
+        if change.review_id is not None:
+            row = forge.db.one("SELECT state, body FROM reviews WHERE id = ?", (change.review_id,))
+            if row is None or row["state"] not in _REVIEWED:
+                return
+            kind = _REVIEWED[row["state"]]
+            review = {"type": kind, "content": row["body"]}
         payload = {
             "action": action,
             "number": issue.number,
@@ -326,9 +369,8 @@ def issue_event(forge: Forge, change: Change) -> None:
             "repository": repository,
             "sender": sender,
             "commit_id": "",
-            "review": None,
+            "review": review,
         }
-        kind = "pull_request_sync" if action == "synchronized" else "pull_request"
     else:
         facts = IssueFacts(forge, viewer, repo, public, [issue])
         payload = {
