@@ -639,7 +639,10 @@ def test_the_base_branch_changed_by_an_edit(forge: Forge, http: httpx.Client, wo
     assert forge.pulls.get("ann", "plans", number).title == "Topic"  # nothing written
     before = http.get(f"/ann/plans/pulls/{number}")  # kept by the page cache, if it may
     assert before.status_code == 200 and "changed the base branch" not in before.text
+    told: list[str] = []  # what webhooks hear of it: Forgejo's pull_request "edited"
+    forge.issues.on_change.append(lambda change: told.append(change.action))
     moved = client.repo_edit_pull_request("ann", "plans", number, base="next")
+    assert told == ["edited"]
     assert moved.base and moved.base.ref == "next" and moved.base.sha == tip(forge, "next")
     settle(forge)
     checked = client.repo_get_pull_request("ann", "plans", number)

@@ -473,6 +473,7 @@ class Pulls:
                 raise Conflict(f"pull request #{pull.number} changed meanwhile: look again")
             self.db.execute("UPDATE issues SET updated_at = ? WHERE id = ?", (now, pull.issue.id))
             self.issues.event(pull.issue, actor, "base_changed", pull.base_branch, base_branch, now)
+        self.issues.changed(pull.issue, actor, "edited")  # as Forgejo tells of a new base
 
     def head_gone(self, pull: Pull, actor: Account | None = None) -> bool:
         """The head branch was deleted: state ``head_gone`` and a ``head_deleted`` event,
