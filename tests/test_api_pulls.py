@@ -537,10 +537,11 @@ def test_review_with_a_line_comment_then_approve(
 
 
 @pytest.mark.network
-def test_push_open_list_and_merge_against_a_real_server(tmp_path: Path) -> None:
+def test_push_open_post_a_status_list_and_merge_against_a_real_server(tmp_path: Path) -> None:
     """The flow the issue names, against ``floorless serve``: push a branch with git over
-    HTTP, open a pull request through the API, list it, merge it through the API, and fetch
-    the merge with git."""
+    HTTP, open a pull request through the API, post a commit status (a required check of
+    the base branch: the merge waits for it, 405, until it succeeds), list it, merge through
+    the API, and fetch the merge with git."""
     with serving(tmp_path / "repos", tmp_path / "data") as server:
         server.admin(
             "user",
@@ -573,6 +574,24 @@ def test_push_open_list_and_merge_against_a_real_server(tmp_path: Path) -> None:
             listed = client.repo_list_pull_requests("ann", "plans", state="open")
             assert [p.number for p in listed] == [1]
             wait_for(lambda: client.repo_get_pull_request("ann", "plans", 1).mergeable)
+            client.repo_create_branch_protection(
+                "ann", "plans", rule_name="main", enable_status_check=True,
+                status_check_contexts=["ci/build"],
+            )  # fmt: skip
+            client.repo_create_status("ann", "plans", head, state="pending", context="ci/build")
+            with pytest.raises(ApiError) as waits:
+                client.repo_merge_pull_request("ann", "plans", 1, do="merge")
+            assert waits.value.status_code == 405 and "ci/build (pending)" in str(waits.value.body)
+            client.repo_create_status(
+                "ann", "plans", head, state="success", context="ci/build",
+                target_url="https://ci.example/1", description="built",
+            )  # fmt: skip
+            listed_statuses = client.repo_list_statuses("ann", "plans", head)
+            assert [(x.context, x.status) for x in listed_statuses] == [
+                ("ci/build", "success"), ("ci/build", "pending")
+            ]  # fmt: skip
+            combined = client.repo_get_combined_status_by_ref("ann", "plans", "topic")
+            assert combined.state == "success" and combined.sha == head
             client.repo_merge_pull_request("ann", "plans", 1, do="merge", head_commit_id=head)
             assert client.repo_get_pull_request("ann", "plans", 1).merged
         subprocess.run(["git", "fetch", "-q", "origin"], cwd=clone, check=True, env=git_env())
