@@ -65,6 +65,10 @@ def work(forge: Forge, tmp_path: Path) -> Path:
     return path
 
 
+def ben_account(forge: Forge):
+    return forge.accounts.require("ben")
+
+
 def bare(forge: Forge) -> Path:
     return forge.registry.get("ann", "plans").path
 
@@ -498,7 +502,8 @@ def test_review_with_a_line_comment_then_approve(
         )
         assert refused.status_code == 422, (bad, refused.text)
         error_of(refused)
-    assert len(forge.reviews.of_pull(forge.pulls.get("ann", "plans", number), None).comments) == 1
+    found = forge.reviews.of_pull(forge.pulls.get("ann", "plans", number), ben_account(forge))
+    assert len(found.comments) == 1 and found.pending(ben_account(forge).id) is None
     # a pending review deleted; a submitted one stays
     again = ben.repo_create_pull_review(
         "ann",
@@ -722,3 +727,31 @@ def test_a_pull_request_from_a_fork(forge: Forge, http: httpx.Client, work: Path
         "ann", "plans", made.number or 0, do="squash"
     )
     assert git_text(bare(forge), "show", "main:i") == "idea"
+
+
+def test_a_page_of_pull_requests_costs_the_same_statements_whatever_its_length(
+    forge: Forge, http: httpx.Client, work: Path
+) -> None:
+    token = token_for(http, "ann")
+    bug = forge.triage.create_label("ann", "plans", "bug", "#ee0701")
+    for n in range(12):
+        branch_from(work, forge, f"b{n}", "main", **{f"f{n}": f"{n}\n"})
+        number = opened(http, token, f"b{n}", f"Change {n}")
+        issue = forge.pulls.get("ann", "plans", number).issue
+        forge.triage.set_label(issue, forge.accounts.require("ann"), bug.id, True)
+    settle(forge)
+    headers = {"Authorization": f"token {token}"}
+
+    def statements(limit: int) -> int:
+        counts = set()
+        for _ in range(3):
+            answer = http.get(PULLS, params={"limit": limit}, headers=headers)
+            assert len(answer.json()) == limit
+            timing = dict(
+                (part.split(";")[0].strip(), part)
+                for part in answer.headers["server-timing"].split(",")
+            )
+            counts.add(int(timing["query"].rsplit("dur=", 1)[1]))
+        return min(counts)
+
+    assert statements(2) == statements(12)

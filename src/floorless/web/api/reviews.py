@@ -141,6 +141,7 @@ class Reviews(ReviewApi):
         if verdict == "pending" and not wanted:
             raise Unprocessable("a pending review starts with a line comment")
         anchors = self.anchor_points(view, pull)
+        had_pending = self.found(req, pull).pending(account.id) is not None
         added: list[int] = []
         try:
             for path, side, line, text in wanted:
@@ -157,6 +158,9 @@ class Reviews(ReviewApi):
         except BadRequest as exc:
             for comment_id in added:  # what this request added goes with its refusal
                 self.forge.reviews.delete_comment(pull, account, comment_id)
+            left = self.found(req, pull).pending(account.id)
+            if left is not None and not had_pending:  # the pending review it started too
+                self.forge.reviews.discard(pull, account, left.id)
             raise Unprocessable(str(exc)) from exc
         review, found = self.one(req, pull, str(review_of))
         self.send(resp, self.reviews_json(req, view, pull, [review], found)[0])
