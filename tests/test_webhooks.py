@@ -819,3 +819,40 @@ def test_review_and_fork_events_and_the_log_kept_short(
     kept = site.forge.webhooks.deliveries(hook, limit=1000)
     assert before == 3  # the three events above; then only the newest two
     assert [json.loads(d.payload) for d in kept] == [{"n": 2}, {"n": 1}]
+
+
+def test_branches_moved_through_the_api_are_pushes_too(site: Site, receiver: Receiver) -> None:
+    import base64
+
+    site.hook(
+        "ann/plans",
+        config={"url": receiver.url + "/api", "content_type": "json"},
+        events=["push", "create", "delete"],
+    )
+    headers = {"Authorization": f"token {site.token}"}
+    first = site.http.post(
+        "/api/v1/repos/ann/plans/contents/README.md",
+        headers=headers,
+        json={"content": base64.b64encode(b"hello\n").decode(), "message": "Start"},
+    )
+    assert first.status_code == 201, first.text
+    sha = first.json()["commit"]["sha"]
+    made = site.http.post(
+        "/api/v1/repos/ann/plans/branches", headers=headers, json={"new_branch_name": "topic"}
+    )
+    assert made.status_code == 201, made.text
+    gone = site.http.delete("/api/v1/repos/ann/plans/branches/topic", headers=headers)
+    assert gone.status_code == 204, gone.text
+    wait_for(lambda: len(receiver.at("/api")) == 5)
+    wait_for(site.forge.webhooks.idle)
+    seen = sorted((r.headers["X-Forgejo-Event"], r.json["ref"]) for r in receiver.at("/api"))
+    assert seen == [
+        ("create", "main"),
+        ("create", "topic"),
+        ("delete", "topic"),
+        ("push", "refs/heads/main"),
+        ("push", "refs/heads/topic"),
+    ]
+    push = next(r.json for r in receiver.at("/api") if r.json["ref"] == "refs/heads/main")
+    assert push["after"] == sha and push["commits"][0]["added"] == ["README.md"]
+    assert push["pusher"]["login"] == "ann"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, ClassVar
@@ -22,16 +23,21 @@ import pygit2
 
 from floorless import dates
 from floorless.access import Level
-from floorless.errors import BadRequest, Conflict, Forbidden, NotFound
+from floorless.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
+from floorless.forge import Forge
 from floorless.git import objects, write
 from floorless.git.write import Change, Unprocessable, check_branch_name, check_write_path
+from floorless.repos import Repo
 from floorless.web import urls
 from floorless.web.api import gitshapes as shapes
+from floorless.web.api import hookpayloads
 from floorless.web.api.base import Field, Operation
 from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
+
+log = logging.getLogger(__name__)
 
 _COMMON = {
     "branch": str,
@@ -174,6 +180,27 @@ def _message(changes: list[Change], given: Any) -> str:
     return f"Change {len(lines)} files\n\n" + "\n".join(lines) + "\n"
 
 
+def tell_hooks(
+    forge: Forge,
+    req: falcon.Request,
+    repo: Repo,
+    old: bytes | None,
+    new: bytes | None,
+    branch: str,
+) -> None:
+    """A branch this API moved (``old`` to ``new``, None for none) is a push by the caller
+    to the repository's webhooks, as one over git is (``hookpayloads.pushed``)."""
+    size = len(old or new or b"") * 2
+    update = hookpayloads.Update(
+        old.hex() if old else "0" * size, new.hex() if new else "0" * size, f"refs/heads/{branch}"
+    )
+    try:
+        public = public_url(forge.settings, req)
+        hookpayloads.pushed(forge, repo, viewer_of(req).account, [update], public)
+    except (FloorlessError, OSError, ValueError) as exc:
+        log.warning("%s: the webhook events of %s: %s", repo.full_name, branch, exc)
+
+
 class Writer(GitApi):
     """Commits a list of changes and answers with the commit and each file."""
 
@@ -206,6 +233,8 @@ class Writer(GitApi):
             empty_ok=empty,
         )
         self.forge.after_push(view.repo)
+        new = bytes(written.commit.id.raw)
+        tell_hooks(self.forge, req, view.repo, written.parent, new, written.branch)
         return written, shapes.Links(public_url(self.forge.settings, req), view.repo)
 
     def file(
@@ -372,6 +401,7 @@ class CreateBranch(GitApi):
         if not moved:
             raise Conflict(f"branch {name!r} already exists")
         self.forge.after_push(view.repo)
+        tell_hooks(self.forge, req, view.repo, None, resolved.commit, name)
         info = objects.commit_info(objects.get_commit(view.handle, resolved.commit))
         self.send(resp, shapes.branch(links, name.encode(), info, may_write(view)), 201)
 
@@ -403,4 +433,5 @@ class DeleteBranch(GitApi):
         if not write.delete_branch(self.forge.git, view.repo.path, text, tip):
             raise Conflict("the branch moved meanwhile; try again")
         self.forge.after_push(view.repo)
+        tell_hooks(self.forge, req, view.repo, tip, None, text)
         resp.status = falcon.HTTP_204

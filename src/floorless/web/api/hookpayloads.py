@@ -97,11 +97,23 @@ def pushed(
         now = str(ref.target) if ref is not None else "0" * len(update.new)
         if now == update.new:
             applied.append(update)
-    if applied:
-        key = ("push", repo.id, tuple(applied))
-        forge.hook_events.queue(
-            key, lambda: send_push(forge, repo, account, applied, public, hooks)
-        )
+    if not applied:
+        return
+    # the other branches as the push left them: a new branch's commits are those none of
+    # them has (read now, not when the payload is made, after later pushes)
+    tips: dict[str, pygit2.Oid] = {}
+    if any(u.created for u in applied):
+        for name in handle.branches.local:
+            try:
+                target = handle.references[f"refs/heads/{name}"].target
+            except (KeyError, ValueError, pygit2.GitError):
+                continue
+            if isinstance(target, pygit2.Oid):
+                tips[f"refs/heads/{name}"] = target
+    key = ("push", repo.id, tuple(applied))
+    forge.hook_events.queue(
+        key, lambda: send_push(forge, repo, account, applied, public, hooks, tips)
+    )
 
 
 def send_push(
@@ -111,8 +123,10 @@ def send_push(
     updates: list[Update],
     public: str,
     hooks: list[Hook],
+    tips: dict[str, pygit2.Oid] | None = None,
 ) -> None:
-    """The create, delete and push events of one push's updates, queued for ``hooks``."""
+    """The create, delete and push events of one push's updates, queued for ``hooks``
+    (``tips``: the branches when the push ended)."""
     handle = forge.open(repo)
     links = Links(public, repo)
     pusher = _user(forge, account, public)
@@ -147,7 +161,7 @@ def send_push(
                 "sender": pusher,
             }
             forge.webhooks.emit(hooks, "create", payload, branch=branch)
-        listed, total = ([], 0) if tag else _commits(handle, update, head)
+        listed, total = ([], 0) if tag else _commits(handle, update, head, tips or {})
         names = _usernames(forge, [head, *listed])
         commits = [commit_json(handle, links, c, names) for c in reversed(listed)]
         before = update.old
@@ -204,7 +218,7 @@ def _user(forge: Forge, account: Account, public: str) -> Json:
 
 
 def _commits(
-    handle: pygit2.Repository, update: Update, head: pygit2.Commit
+    handle: pygit2.Repository, update: Update, head: pygit2.Commit, tips: dict[str, pygit2.Oid]
 ) -> tuple[list[pygit2.Commit], int]:
     """The newest ``MAX_COMMITS`` commits the push brought to its branch (newest first) and
     how many it brought: those the old tip lacks; for a new branch, those no other branch has."""
@@ -213,10 +227,9 @@ def _commits(
         if not update.created:
             walker.hide(pygit2.Oid(hex=update.old))
         else:
-            for name in handle.branches.local:
-                ref = f"refs/heads/{name}"
+            for ref, tip in tips.items():
                 if ref != update.ref:
-                    walker.hide(handle.references[ref].target)
+                    walker.hide(tip)
     except (KeyError, ValueError, pygit2.GitError):
         pass  # the old tip is gone (a forced push pruned?): the walk goes on unbounded
     listed: list[pygit2.Commit] = []
