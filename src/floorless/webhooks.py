@@ -560,8 +560,10 @@ class Webhooks:
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
+        # one bound for all: a worker inside an attempt ends it within a few timeouts
+        deadline = time.monotonic() + LEASE_TIMEOUTS * self.settings.webhook_timeout + 1
         for thread in self._threads:
-            thread.join(timeout=self.settings.webhook_timeout * 2 + 5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self._threads = []
 
     def wake(self) -> None:
