@@ -158,6 +158,8 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         ("/-/logout", account.Logout(*deps, authenticator)),
         ("/-/tokens", account.Tokens(*deps, authenticator)),
         ("/-/new", account.NewRepo(*deps, authenticator)),
+        ("/-/orgs/{org}/hooks", settings.OrgHookSettings(*deps, authenticator)),
+        ("/-/orgs/{org}/hooks/{hook}", settings.OrgHookSettings(*deps, authenticator)),
         ("/{owner}", explore.Owner(*deps)),
         (repo_prefix, repo.Home(*deps)),
         (repo_prefix + "/src", repo.DefaultBranch(*deps, page="src")),

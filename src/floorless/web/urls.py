@@ -212,6 +212,11 @@ def settings(repo: Named) -> str:
     return f"{home(repo)}/settings"
 
 
+def org_hooks(org: str, hook_id: int | None = None) -> str:
+    """An organisation's webhooks, or one of them with its deliveries."""
+    return f"/-/orgs/{quote(org, safe='')}/hooks" + (f"/{hook_id}" if hook_id is not None else "")
+
+
 def hooks(repo: Named, hook_id: int | None = None) -> str:
     """A repository's webhooks in its settings, or one of them with its deliveries."""
     return f"{home(repo)}/settings/hooks" + (f"/{hook_id}" if hook_id is not None else "")

@@ -8,16 +8,18 @@ administer it gets 403, anyone else the same 404 as for a repository that does n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import falcon
 
 from floorless.access import ROLES, Level
-from floorless.errors import BadRequest, FloorlessError
+from floorless.errors import BadRequest, FloorlessError, Forbidden, NotFound
 from floorless.pulls import MERGE_STYLES, Features
 from floorless.repos import Repo
 from floorless.web import auth, urls
 from floorless.web.api import hookpayloads
+from floorless.web.api.models import person
 from floorless.web.context import find_repo
 from floorless.web.views.account import FormView, login_url
 from floorless.webhooks import EVENTS, SENT, Hook
@@ -130,27 +132,53 @@ class Settings(FormView):
         raise falcon.HTTPSeeOther(urls.settings(repo))
 
 
+@dataclass(frozen=True)
+class HookPlace:
+    """Whose webhooks a page shows: a repository's, or an organisation's (sent for every
+    repository it owns)."""
+
+    repo: Repo | None
+    org_id: int | None
+    name: str  # the organisation's name (a repository's page shows the repository)
+
+    @property
+    def repo_id(self) -> int | None:
+        return self.repo.id if self.repo is not None else None
+
+    def url(self, hook_id: int | None = None) -> str:
+        if self.repo is not None:
+            return urls.hooks(self.repo, hook_id)
+        return urls.org_hooks(self.name, hook_id)
+
+
 class HookSettings(Settings):
     """The repository's webhooks (``/settings/hooks``): listed, added; one of them
     (``/settings/hooks/{hook}``) edited, deleted, sent a test, with its recent deliveries
     (what was sent, what came back, or why nothing did) and a button to send one again.
-    As the rest of the settings: its administrators only, every form with its CSRF token."""
+    As the rest of the settings: its administrators only, every form with its CSRF token.
+    ``OrgHookSettings`` is the same for an organisation's webhooks."""
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, hook: str = ""
     ) -> None:
-        found = self.repo(req, owner, repo)
-        self.show_hooks(resp, found, self._hook(found, hook) if hook else None)
+        place = HookPlace(self.repo(req, owner, repo), None, owner)
+        self.show_hooks(resp, place, self._hook(place, hook) if hook else None)
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, hook: str = ""
+    ) -> None:
+        self.post_hooks(req, resp, HookPlace(self.repo(req, owner, repo), None, owner), hook)
 
     def show_hooks(
-        self, resp: falcon.Response, repo: Repo, hook: Hook | None, error: str = ""
+        self, resp: falcon.Response, place: HookPlace, hook: Hook | None, error: str = ""
     ) -> None:
         hooks = self.forge.webhooks
         self.html(
             resp,
-            "repo_hooks.html",
-            repo=repo,
-            hooks=hooks.hooks(repo.id) if hook is None else [],
+            "hooks.html",
+            place=place,
+            repo=place.repo,
+            hooks=hooks.hooks(place.repo_id, place.org_id) if hook is None else [],
             hook=hook,
             deliveries=hooks.deliveries(hook) if hook is not None else [],
             events=sorted(EVENTS),
@@ -158,27 +186,26 @@ class HookSettings(Settings):
             error=error,
         )
 
-    def _hook(self, repo: Repo, hook: str) -> Hook:
+    def _hook(self, place: HookPlace, hook: str) -> Hook:
         number = int(hook) if hook.isdigit() and len(hook) < 18 else 0
-        return self.forge.webhooks.hook(number, repo.id, None)
+        return self.forge.webhooks.hook(number, place.repo_id, place.org_id)
 
-    def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, hook: str = ""
+    def post_hooks(
+        self, req: falcon.Request, resp: falcon.Response, place: HookPlace, hook: str
     ) -> None:
-        found = self.repo(req, owner, repo)
-        chosen = self._hook(found, hook) if hook else None
+        chosen = self._hook(place, hook) if hook else None
         form = self.form(req)
         action = form.get("action", "")
         try:
-            self.act(req, found, chosen, action, form)
+            self.act(req, place, chosen, action, form)
         except FloorlessError as exc:
             resp.status = exc.status
-            self.show_hooks(resp, found, chosen, error=str(exc))
+            self.show_hooks(resp, place, chosen, error=str(exc))
 
     def act(
         self,
         req: falcon.Request,
-        repo: Repo,
+        place: HookPlace,
         hook: Hook | None,
         action: str,
         form: dict[str, str],
@@ -187,8 +214,8 @@ class HookSettings(Settings):
         if hook is None:
             if action != "add":
                 raise BadRequest(f"unknown action {action[:40]!r}")
-            made = hooks.create(repo.id, None, **_hook_fields(form))
-            raise falcon.HTTPSeeOther(urls.hooks(repo, made.id))
+            made = hooks.create(place.repo_id, place.org_id, **_hook_fields(form))
+            raise falcon.HTTPSeeOther(place.url(made.id))
         if action == "edit":
             fields = _hook_fields(form)
             if not fields["secret"] and form.get("clear_secret") != "on":  # never shown back
@@ -196,11 +223,17 @@ class HookSettings(Settings):
             hooks.update(hook, **fields)
         elif action == "delete":
             hooks.delete(hook)
-            raise falcon.HTTPSeeOther(urls.hooks(repo))
+            raise falcon.HTTPSeeOther(place.url())
         elif action == "test":
             account = auth.viewer_of(req).account
             assert account is not None
-            payload = hookpayloads.test_payload(self.forge, repo, account, self.public_url(req))
+            if place.repo is None:
+                raise BadRequest(
+                    "an organisation's webhook is tested by a push to one of its repositories"
+                )
+            payload = hookpayloads.test_payload(
+                self.forge, place.repo, account, self.public_url(req)
+            )
             if payload is None:
                 raise BadRequest("the repository has no commit to send")
             hooks.emit([hook], "push", payload, forced=True)
@@ -214,7 +247,35 @@ class HookSettings(Settings):
             hooks.redeliver(delivery)
         else:
             raise BadRequest(f"unknown action {action[:40]!r}")
-        raise falcon.HTTPSeeOther(urls.hooks(repo, hook.id))
+        raise falcon.HTTPSeeOther(place.url(hook.id))
+
+
+class OrgHookSettings(HookSettings):
+    """An organisation's webhooks (``/-/orgs/{org}/hooks``), for its owners and the site's
+    administrators, as through the API; the organisation's existence is public (its page),
+    so whoever else asks is told 403."""
+
+    def place(self, req: falcon.Request, org: str) -> HookPlace:
+        viewer = auth.viewer_of(req)
+        if viewer.anonymous:
+            raise falcon.HTTPSeeOther(login_url(req))
+        found = person(self.forge.db, org)
+        if found is None or not found.is_org:
+            raise NotFound(f"no organisation {org[:100]!r}")
+        if not self.forge.policy.may_manage_org_hooks(viewer, found.id):
+            raise Forbidden("only the organisation's owners may manage its webhooks")
+        return HookPlace(None, found.id, found.name)
+
+    def on_get(  # type: ignore[override]
+        self, req: falcon.Request, resp: falcon.Response, org: str, hook: str = ""
+    ) -> None:
+        place = self.place(req, org)
+        self.show_hooks(resp, place, self._hook(place, hook) if hook else None)
+
+    def on_post(  # type: ignore[override]
+        self, req: falcon.Request, resp: falcon.Response, org: str, hook: str = ""
+    ) -> None:
+        self.post_hooks(req, resp, self.place(req, org), hook)
 
 
 def _hook_fields(form: dict[str, str]) -> dict[str, Any]:
