@@ -215,6 +215,9 @@ def test_bad_collaborator_input_is_a_clear_4xx_and_writes_nothing(
     # an organisation is no collaborator
     answer = http.put(f"{url}/crew", headers=headers, json={"permission": "read"})
     assert answer.status_code == 422 and "organisation" in error_of(answer)
+    # nor is the repository's owner
+    answer = http.put(f"{url}/ann", headers=headers, json={"permission": "read"})
+    assert answer.status_code == 400 and "owns" in error_of(answer)
     assert collaborator_rows(forge) == []
 
 

@@ -55,7 +55,7 @@ from pathlib import Path
 
 from floorless.accounts import Account
 from floorless.db import Database
-from floorless.errors import Forbidden, NotFound, Unauthorized
+from floorless.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from floorless.repos import Repo
 
 ROLES = ("read", "write", "admin")
@@ -403,8 +403,12 @@ class Policy:
         return level.name.lower()
 
     def set_collaborator(self, repo: Repo, user: Account, role: str) -> None:
+        """Make ``user`` a collaborator of ``repo`` with ``role``; its owner is refused (they
+        have every right already, and a row would outlive a change of hands)."""
         if role not in ROLES:
             raise ValueError(role)
+        if user.name.lower() == repo.owner.lower():
+            raise BadRequest(f"{user.name} owns {repo.full_name}: an owner is no collaborator")
         self.db.execute(
             "INSERT INTO collaborators (owner, name, user_id, role) VALUES (?, ?, ?, ?)"
             " ON CONFLICT (owner, name, user_id) DO UPDATE SET role = excluded.role",
