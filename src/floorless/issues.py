@@ -73,7 +73,7 @@ class Entry:
     created_at: float
     edited: bool = False  # a comment changed since it was written
     author_id: int | None = None  # a comment's author, for who may edit it
-    updated_at: float | None = None  # a comment's last change, when read (``window``)
+    updated_at: float | None = None  # a comment's last change (None for an event)
 
 
 @dataclass(frozen=True)
@@ -422,32 +422,7 @@ class Issues:
             " WHERE e.issue_id = ? AND e.seq > ?",
             params,
         )
-        entries = [
-            Entry(
-                r["id"],
-                r["seq"],
-                "comment",
-                r["who"] or "",
-                r["body"],
-                "",
-                r["created_at"],
-                edited=float(r["updated_at"]) > float(r["created_at"]),
-                author_id=r["author_id"],
-            )
-            for r in comments
-        ] + [
-            Entry(
-                r["id"],
-                r["seq"],
-                r["kind"],
-                r["who"] or "",
-                r["value"],
-                r["old_value"],
-                r["created_at"],
-            )
-            for r in events
-        ]
-        return sorted(entries, key=lambda entry: entry.seq)
+        return _entries(comments, events)
 
     def window(self, issue: Issue, after: int, upto: int) -> list[Entry]:
         """The entries of ``issue``'s timeline from place ``after`` (excluded) to ``upto``,
@@ -466,33 +441,7 @@ class Issues:
             " WHERE e.issue_id = ? AND e.seq > ? AND e.seq <= ?",
             (issue.id, after, upto),
         )
-        entries = [
-            Entry(
-                r["id"],
-                r["seq"],
-                "comment",
-                r["who"] or "",
-                r["body"],
-                "",
-                r["created_at"],
-                edited=float(r["updated_at"]) > float(r["created_at"]),
-                author_id=r["author_id"],
-                updated_at=float(r["updated_at"]),
-            )
-            for r in comments
-        ] + [
-            Entry(
-                r["id"],
-                r["seq"],
-                r["kind"],
-                r["who"] or "",
-                r["value"],
-                r["old_value"],
-                r["created_at"],
-            )
-            for r in events
-        ]
-        return sorted(entries, key=lambda entry: entry.seq)
+        return _entries(comments, events)
 
     def existing(self, owner: str, name: str, numbers: set[int]) -> dict[int, bool]:
         """Which of ``numbers`` are issues or pull requests of the repository: each one's
@@ -803,3 +752,34 @@ def issue_row(row: Row) -> Issue:
         owner=row["owner"],
         name=row["name"],
     )
+
+
+def _entries(comments: list[Row], events: list[Row]) -> list[Entry]:
+    """A timeline's entries from its comments' and its events' rows, in order."""
+    entries = [
+        Entry(
+            r["id"],
+            r["seq"],
+            "comment",
+            r["who"] or "",
+            r["body"],
+            "",
+            r["created_at"],
+            edited=float(r["updated_at"]) > float(r["created_at"]),
+            author_id=r["author_id"],
+            updated_at=float(r["updated_at"]),
+        )
+        for r in comments
+    ] + [
+        Entry(
+            r["id"],
+            r["seq"],
+            r["kind"],
+            r["who"] or "",
+            r["value"],
+            r["old_value"],
+            r["created_at"],
+        )
+        for r in events
+    ]
+    return sorted(entries, key=lambda entry: entry.seq)
