@@ -22,7 +22,7 @@ from floorless.git import objects
 from floorless.git.oid import is_abbreviation, is_full
 from floorless.git.refs import Resolved, check_path
 from floorless.web import urls
-from floorless.web.api.base import Resource, Unprocessable
+from floorless.web.api.base import Resource, Unprocessable, query_flag
 from floorless.web.api.gitshapes import Links
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
@@ -60,14 +60,9 @@ def count_param(req: falcon.Request, name: str, default: int) -> int:
 
 
 def flag(req: falcon.Request, name: str, default: bool) -> bool:
-    raw = req.get_param(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("true", "1"):
-        return True
-    if raw.lower() in ("false", "0"):
-        return False
-    raise BadRequest(f"{name} must be true or false")
+    """A true/false query parameter, ``default`` when absent (400 when it is neither)."""
+    found = query_flag(req, name)
+    return default if found is None else found
 
 
 def paging(req: falcon.Request) -> tuple[int, int]:

@@ -35,7 +35,7 @@ from floorless.triage import Label, Milestone
 from floorless.web import urls
 from floorless.web.api import pullshapes as shapes
 from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
-from floorless.web.api.gitbase import GitApi
+from floorless.web.api.gitbase import GitApi, flag
 from floorless.web.api.gitshapes import Links
 from floorless.web.api.gitshapes import commit as commit_json
 from floorless.web.api.issues import IssueResource
@@ -411,8 +411,8 @@ class PullCommits(PullApi):
         listed, _ = cached_commits(shapes.DIFFS, view.handle, merge_base, head, COMMITS_LIMIT)
         oldest_first = list(reversed(listed))
         paging = self.paging(req)
-        files = _flag(req, "files", True)
-        verification = _flag(req, "verification", True)
+        files = flag(req, "files", True)
+        verification = flag(req, "verification", True)
         shown: list[Any] = []
         for info in oldest_first[paging.offset : paging.offset + paging.limit]:
             found = view.handle.get(pygit2.Oid(hex=info.id))
@@ -422,17 +422,6 @@ class PullCommits(PullApi):
             )
         self.paged(req, resp, self.forge, paging, len(oldest_first))
         self.send(resp, shown)
-
-
-def _flag(req: falcon.Request, name: str, default: bool) -> bool:
-    raw = req.get_param(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("true", "1"):
-        return True
-    if raw.lower() in ("false", "0"):
-        return False
-    raise Unprocessable(f"{name} must be true or false")
 
 
 class PullFiles(PullApi):
