@@ -259,6 +259,7 @@ def _template(base: Path, operation: str) -> tuple[str | None, int | None]:
     if operation == "create":
         # a stale visibility left by a vanished public repository of the same name
         forge.registry.set_private("ann", "secret", False)
+        forge.db.close()  # now, not whenever the collector gets to it (mid-copy of its files)
         return None, None
     repo = forge.registry.create("ann", "secret", private=True)
     forge.policy.set_collaborator(repo, ben, "read")
