@@ -206,6 +206,9 @@ def test_a_kept_compare_page_shows_a_pull_request_opened_of_it_and_a_new_commit(
         setup.handle, {**HEAD, "more.txt": "more\n"}, [setup.base], "more", "refs/heads/other"
     )
     forge_.refs_moved(setup.repo)
+    # the background check of the open pull request writes its answer (a write the pages
+    # show, so it moves the activity version): let it land before the page is kept
+    wait_for(lambda: setup.current().checked and forge_.merger.idle())
     page = "/ann/plans/compare/main...other"
     first = client.simulate_get(page).text
     assert "is already open" not in first
