@@ -34,8 +34,8 @@ class View:
     # The query parameters the view reads: the page cache keys its pages by these alone, so
     # that ``?v=1`` and ``?v=2`` are one page.
     query: tuple[str, ...] = ()
-    # Whether the page shows commit statuses: then it is kept with the repository's statuses
-    # as they were (``Statuses.version``), and a new one shows at the next view.
+    # Whether the page shows commit statuses: then it is kept while the repository's statuses
+    # are as they were (``Statuses.version``, in its stamp), and a new one shows at the next view.
     shows_statuses = False
 
     def __init__(self, forge: Forge, renderer: Renderer) -> None:
@@ -61,8 +61,8 @@ class View:
         names what the page shows besides refs (``web/pages.py``), read before rendering."""
         pages = self.renderer.pages
         key = pages.key(type(self).__name__, view.repo, req, self.query, viewer_of(req), view.level)
-        if self.shows_statuses:
-            key = (*key, self.forge.statuses.version(view.repo))
+        if self.shows_statuses:  # part of what the page shows: a stamp, replaced when it moves
+            stamp = (stamp, self.forge.statuses.version(view.repo))
         public = self.public_url(req)
         if pages.serve(key, view.snapshot, resp, public, stamp):
             return
