@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench import report
-from bench.run import CONTENDERS, PAGES, SCENARIOS, Options, run
+from bench.run import CONTENDERS, DEFAULT_SCENARIOS, PAGES, SCENARIOS, Options, run
 
 
 def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
@@ -20,9 +20,19 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     )
     parser.add_argument(
         "--scenarios",
-        default=",".join(SCENARIOS),
+        default=",".join(DEFAULT_SCENARIOS),
         help="local, slow (every contender's pages on each storage), api (floorless's API "
-        "reads beside their pages)",
+        "reads beside their pages), cold (first index, first visits, cold blame and commit, "
+        "distinct URLs against cgit, cheap pages beside dear ones, memory: bench.cold_suite; "
+        f"asked for by name). Default {','.join(DEFAULT_SCENARIOS)}",
+    )
+    parser.add_argument(
+        "--cold-parts",
+        default="",
+        help="the cold scenario's parts (default all: index,first,blame,commit,sweep,lanes)",
+    )
+    parser.add_argument(
+        "--cold-runs", type=int, default=3, help="runs of the cold blame and commit pages"
     )
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument(
@@ -83,6 +93,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         page_deadline=args.page_deadline,
         workdir=args.workdir,
         cache_dir=args.cache_dir,
+        cold_parts=tuple(p for p in args.cold_parts.split(",") if p),
+        cold_runs=args.cold_runs,
     )
     unknown = set(options.contenders) - set(CONTENDERS)
     if unknown:
@@ -90,6 +102,11 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     unknown = set(options.scenarios) - set(SCENARIOS)
     if unknown:
         parser.error(f"unknown scenarios: {', '.join(sorted(unknown))}")
+    from bench.cold_suite import PARTS
+
+    unknown = set(options.cold_parts) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown cold parts: {', '.join(sorted(unknown))}")
     return options, args
 
 

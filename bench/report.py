@@ -42,6 +42,8 @@ def evaluate(results: Results) -> list[Check]:
         _no_slow_ops(results),
         _no_api_spawns(results),
     ]
+    if results.cold is not None:
+        checks += cold_checks(results.cold)
     return checks
 
 
@@ -257,12 +259,17 @@ def markdown(results: Results, command: str) -> str:
         f"Repository: `{results.repo['kind']}` ({results.repo['commits']} commits); file "
         f"`{results.repo['file']}`, directory `{results.repo['directory']}`, path history of "
         f"`{results.repo['history_path']}`.",
-        f"Slow storage: every filesystem operation delayed {results.options['delay_ms']} ms"
-        + (f" (random {results.options['jitter_ms']})" if results.options["jitter_ms"] else "")
-        + f", kernel attribute cache {results.options['cache_seconds']} s.",
-        f"{results.options['requests']} sequential requests a page after "
-        f"{results.options['warmup']} to warm up; throughput at concurrency "
-        f"{results.options['concurrency']} for {results.options['throughput_seconds']} s.",
+    ]
+    if _storages(results) or results.api:
+        out += [
+            f"Slow storage: every filesystem operation delayed {results.options['delay_ms']} ms"
+            + (f" (random {results.options['jitter_ms']})" if results.options["jitter_ms"] else "")
+            + f", kernel attribute cache {results.options['cache_seconds']} s.",
+            f"{results.options['requests']} sequential requests a page after "
+            f"{results.options['warmup']} to warm up; throughput at concurrency "
+            f"{results.options['concurrency']} for {results.options['throughput_seconds']} s.",
+        ]
+    out += [
         "",
         "## Targets",
         "",
@@ -298,7 +305,23 @@ def markdown(results: Results, command: str) -> str:
             "",
         ]
         out += _api_table(results.api)
-    out += [
+    if results.cold is not None:
+        out += ["", "## Cold work: first index, first visits, distinct URLs", ""]
+        out += cold_section(results.cold)
+    if any(not run.skipped for run in results.runs):
+        out += _cold_requests(results)
+    skipped = [r for r in results.runs if r.skipped or r.errors]
+    if skipped:
+        out += ["", "## Skipped", ""]
+        out += [f"- {r.contender} ({r.scenario}): {r.skipped}" for r in skipped if r.skipped]
+        out += [
+            f"- {r.contender} ({r.scenario}), page {error}" for r in skipped for error in r.errors
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _cold_requests(results: Results) -> list[str]:
+    out = [
         "",
         "## Cold requests",
         "",
@@ -314,14 +337,7 @@ def markdown(results: Results, command: str) -> str:
             f"{_ms(run.cold_push_ms)} | "
             f"{'-' if run.push_visible_after_s is None else f'{run.push_visible_after_s:.2f}'} |"
         )
-    skipped = [r for r in results.runs if r.skipped or r.errors]
-    if skipped:
-        out += ["", "## Skipped", ""]
-        out += [f"- {r.contender} ({r.scenario}): {r.skipped}" for r in skipped if r.skipped]
-        out += [
-            f"- {r.contender} ({r.scenario}), page {error}" for r in skipped for error in r.errors
-        ]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _ms(value: float | None) -> str:
@@ -406,6 +422,320 @@ def _api_path(url: str) -> str:
     return tail.split("/", 2)[-1] if tail.count("/") >= 2 else tail
 
 
+# -- the cold scenario (bench.cold_suite) ------------------------------------------------------
+
+FEW_SECONDS = 5.0  # "within a few seconds", as a number
+MEMORY_MB = 300.0
+LANES_RATIO = 4.0  # "within a few times"
+
+
+def _get(tree: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(tree, dict) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+
+def _failed(cold: dict[str, Any], part: str) -> str:
+    error = cold.get("errors", {}).get(part)
+    if error:
+        return f"the {part} part failed: {error}"
+    if part not in cold.get("parts", []):
+        return f"the {part} part was not run"
+    return f"the {part} part gave no figure"
+
+
+def _within(value: float | None, limit: float) -> bool | None:
+    return None if value is None else value <= limit
+
+
+def cold_checks(cold: dict[str, Any]) -> list[Check]:
+    """The cold scenario's figures against the targets of the first-visit work; a figure
+    missing because its part failed or timed out is a miss, not "not measured"."""
+    checks: list[Check] = []
+    index = cold.get("index") or {}
+    target = "first index within 2x of `git commit-graph write --reachable --changed-paths`"
+    if index:
+        ratio = index["ratio_to_commit_graph"]
+        checks.append(
+            Check(
+                target,
+                ratio <= 2,
+                f"{ratio:.2f}x: {index['floorless_index_s']:.1f} s against "
+                f"{index['commit_graph_write_s']:.1f} s (`git log --raw` "
+                f"{index['git_log_raw_s']:.1f} s)",
+            )
+        )
+    else:
+        checks.append(Check(target, None, _failed(cold, "index")))
+    first = cold.get("first") or {}
+    for attempt, target in (
+        (
+            "first",
+            f"a cold repository: a viewed path's first history page and the home page's "
+            f"last-commit column complete within {FEW_SECONDS:g} s of being asked for",
+        ),
+        ("restart", f"after a restart, the same two pages complete within {FEW_SECONDS:g} s"),
+    ):
+        found = first.get(attempt)
+        if not found:
+            checks.append(Check(target, None, _failed(cold, "first")))
+            continue
+        history, home = found.get("history_s"), found.get("home_s")
+        worst = max(
+            float("inf") if history is None else history, float("inf") if home is None else home
+        )
+        late = " (-: not complete within the deadline)" if worst == float("inf") else ""
+        checks.append(
+            Check(
+                target,
+                worst <= FEW_SECONDS,
+                f"history {_num(history, '.2f')} s, home {_num(home, '.2f')} s{late}",
+            )
+        )
+    beside = f" and {first['companion']}" if first.get("companion") else ""
+    target = f"RSS with the repository{beside} indexed and idle at most {MEMORY_MB:g} MB"
+    idle = _get(first, "first", "rss_idle_mb")
+    checks.append(
+        Check(
+            target,
+            _within(idle, MEMORY_MB),
+            f"{_num(idle, '.0f')} MB idle; {_num(_get(first, 'first', 'rss_peak_mb'), '.0f')} "
+            f"MB at most while indexing; {_num(_get(first, 'restart', 'rss_idle_mb'), '.0f')} "
+            "MB after a restart"
+            if first
+            else _failed(cold, "first"),
+        )
+    )
+    blame = cold.get("blame") or {}
+    target = "cold blame page within 1.5x of `git blame --porcelain`"
+    if blame:
+        ratio = blame["page_s"] / blame["git_blame_s"]
+        checks.append(
+            Check(
+                target,
+                ratio <= 1.5,
+                f"{ratio:.2f}x: {blame['page_s'] * 1000:.0f} ms against "
+                f"{blame['git_blame_s'] * 1000:.0f} ms, {blame['lines']:,} lines, "
+                f"{blame['page_bytes']:,} bytes",
+            )
+        )
+    else:
+        checks.append(Check(target, None, _failed(cold, "blame")))
+    commit = cold.get("commit") or {}
+    target = "cold 300-file commit page within 2x of `git show --stat`"
+    if commit:
+        checks.append(
+            Check(
+                target,
+                commit["ratio"] <= 2,
+                f"{commit['ratio']:.2f}x: {commit['page_ms']:.0f} ms against "
+                f"{commit['git_show_stat_ms']:.0f} ms, {commit['page_bytes']:,} bytes",
+            )
+        )
+    else:
+        checks.append(Check(target, None, _failed(cold, "commit")))
+    checks += _sweep_checks(cold)
+    checks += _lanes_checks(cold)
+    return checks
+
+
+def _sweep_checks(cold: dict[str, Any]) -> list[Check]:
+    sweep = cold.get("sweep") or {}
+    targets = (
+        "distinct URLs, each a cache miss: floorless's p50 below cgit's (without its cache) "
+        "on every page class",
+        "throughput on distinct URLs at 16 clients at least 2x cgit's (without its cache)",
+        "no full garbage collection shows in a small page's p99 during the crawl",
+    )
+    if not sweep or not sweep.get("classes"):
+        return [Check(t, None, _failed(cold, "sweep")) for t in targets]
+    classes = sweep["classes"]
+    ratios = {
+        kind: c["floorless_ms"]["p50"] / c["cgit_ms"]["p50"]
+        for kind, c in classes.items()
+        if c["cgit_ms"]["p50"]
+    }
+    errors = sum(c["floorless_errors"] for c in classes.values())
+    checks = [
+        Check(
+            targets[0],
+            bool(ratios) and max(ratios.values()) < 1 and not errors,
+            ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+            + (f"; {errors} answers not 200" if errors else ""),
+        )
+    ]
+    ours, theirs = sweep["throughput"].get("floorless"), sweep["throughput"].get("cgit")
+    checks.append(
+        Check(
+            targets[1],
+            None if not ours or not theirs else ours / theirs >= 2,
+            f"{_num(ours, '.1f')}/s against {_num(theirs, '.1f')}/s"
+            + (f": {ours / theirs:.2f}x" if ours and theirs else ""),
+        )
+    )
+    gc = sweep.get("gc") or {}
+    count = gc.get("full collections", 0)
+    longest = gc.get("longest full collection ms", 0.0)
+    requests = sum(c["requests"] for c in classes.values())
+    file_p99 = _get(classes, "file", "floorless_ms", "p99") or 0.0
+    # a pause is met by the requests in flight while it lasts: fewer than one in a hundred
+    # requests meeting one cannot move the p99, nor can a pause shorter than the p99 itself
+    checks.append(
+        Check(
+            targets[2],
+            count * 100 < requests or longest < file_p99,
+            f"{count:g} full collections over {requests} requests, the longest "
+            f"{longest:g} ms (file pages' p99 {file_p99:g} ms)",
+        )
+    )
+    return checks
+
+
+def _lanes_checks(cold: dict[str, Any]) -> list[Check]:
+    lanes = cold.get("lanes") or {}
+    targets = (
+        f"cheap pages beside dear ones: raw and file p50 at 16 clients while blames, diffs "
+        f"and archives run within {LANES_RATIO:g}x of the same pages at 16 clients without "
+        "them",
+        f"the same within {LANES_RATIO:g}x of their unloaded p50 (one client, nothing else "
+        "running)",
+    )
+    if not lanes or not lanes.get("ms"):
+        return [Check(t, None, _failed(cold, "lanes")) for t in targets]
+    checks = []
+    for target, against in zip(targets, ("busy", "unloaded"), strict=True):
+        ratios = {}
+        for kind in ("raw", "file"):
+            base = _get(lanes, "ms", against, kind, "p50")
+            loaded = _get(lanes, "ms", "dear", kind, "p50")
+            if base and loaded:
+                ratios[kind] = loaded / base
+        dear = sum((lanes.get("dear_kinds") or {}).values())
+        checks.append(
+            Check(
+                target,
+                None if len(ratios) < 2 else max(ratios.values()) <= LANES_RATIO,
+                ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+                + f"; {dear} dear answers meanwhile",
+            )
+        )
+    return checks
+
+
+def cold_section(cold: dict[str, Any]) -> list[str]:
+    """The cold scenario's figures as Markdown: a table for each part that ran."""
+    out = [
+        f"Repository `{cold['repo']}` ({cold['commits']:,} commits); parts run: "
+        f"{', '.join(cold['parts'])}."
+    ]
+    for part, error in (cold.get("errors") or {}).items():
+        out += ["", f"The {part} part failed: `{error}`."]
+    index = cold.get("index") or {}
+    if index:
+        out += [
+            "",
+            "### First index",
+            "",
+            "| | seconds |",
+            "|---|---|",
+            f"| `git log --raw --no-renames` | {index['git_log_raw_s']:.1f} |",
+            f"| `git commit-graph write --reachable --changed-paths` | "
+            f"{index['commit_graph_write_s']:.1f} |",
+            f"| floorless's first index, whole history | {index['floorless_index_s']:.1f} |",
+            f"| a restart: the stored index loaded, nothing to add | {index['restart_s']:.1f} |",
+            "",
+            f"Resident memory of the indexing process: {index['rss_before_mb']:.0f} MB before, "
+            f"{index['rss_after_index_mb']:.0f} MB after indexing, "
+            f"{index['rss_after_restart_mb']:.0f} MB after the restart; the index takes "
+            f"{index['index_memory_mb']} MB in memory, the database {index['db_mb']} MB.",
+        ]
+    first = cold.get("first") or {}
+    if first:
+        beside = f", with `{first['companion']}` beside it" if first.get("companion") else ""
+        out += [
+            "",
+            "### First visits",
+            "",
+            f"`floorless serve` over a fresh data directory{beside}; the path history and the "
+            "home page asked for as soon as it listens, then every 0.25 s until complete.",
+            "",
+            "| | path history complete (s) | home's last-commit column (s) | whole index (s) "
+            "| RSS peak (MB) | RSS idle (MB) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for attempt in ("first", "restart"):
+            f = first.get(attempt) or {}
+            out.append(
+                f"| {attempt} | {_num(f.get('history_s'), '.2f')} | "
+                f"{_num(f.get('home_s'), '.2f')} | {_num(f.get('indexed_s'), '.1f')} | "
+                f"{_num(f.get('rss_peak_mb'), '.0f')} | {_num(f.get('rss_idle_mb'), '.0f')} |"
+            )
+    blame = cold.get("blame") or {}
+    if blame:
+        out += [
+            "",
+            "### Cold blame",
+            "",
+            f"`{blame['file']}` ({blame['lines']:,} lines, {blame['groups']:,} groups), median "
+            f"of {blame['runs']}: `git blame --porcelain` {blame['git_blame_s'] * 1000:.0f} ms; "
+            f"floorless's cold page {blame['page_s'] * 1000:.0f} ms (first row at "
+            f"{blame['page_first_row_s'] * 1000:.0f} ms, "
+            f"{blame['page_s'] / blame['git_blame_s']:.2f}x), {blame['page_bytes']:,} bytes, "
+            f"{blame['spawns']} process.",
+        ]
+    commit = cold.get("commit") or {}
+    if commit:
+        out += [
+            "",
+            "### A big commit",
+            "",
+            f"A {commit['files_changed']}-file commit, median of {commit['runs']}: "
+            f"`git show --stat` {commit['git_show_stat_ms']:.0f} ms; floorless's cold page "
+            f"{commit['page_ms']:.0f} ms ({commit['ratio']:.2f}x), {commit['page_bytes']:,} "
+            f"bytes, {commit['files_listed']} files listed, {commit['files_shown']} shown, "
+            f"{commit['lines_highlighted']} lines highlighted.",
+        ]
+    sweep = cold.get("sweep") or {}
+    if sweep.get("classes"):
+        out += [
+            "",
+            "### Distinct URLs against cgit",
+            "",
+            "Each URL asked once of floorless (index complete, every page a cache miss) and of "
+            "cgit without its cache, in turn.",
+            "",
+            "| page | n | floorless p50 / p95 / p99 ms | cgit p50 / p95 / p99 ms | p50 ratio |",
+            "|---|---|---|---|---|",
+        ]
+        for kind, c in sweep["classes"].items():
+            f, g = c["floorless_ms"], c["cgit_ms"]
+            ratio = f["p50"] / g["p50"] if g["p50"] else 0.0
+            out.append(
+                f"| {kind} | {c['requests']} | {f['p50']} / {f['p95']} / {f['p99']} | "
+                f"{g['p50']} / {g['p95']} / {g['p99']} | {ratio:.2f}x |"
+            )
+        out += [
+            "",
+            "Throughput on distinct URLs, 16 clients: "
+            + ", ".join(f"{k} {v:,.1f}/s" for k, v in sweep["throughput"].items())
+            + ". floorless's RSS (MB): "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in sweep["memory_mb"].items())
+            + ". Garbage collection during the sweep: "
+            + ", ".join(f"{k} {v:g}" for k, v in sweep["gc"].items())
+            + ".",
+        ]
+    lanes = cold.get("lanes") or {}
+    if lanes.get("ms"):
+        from bench.lanes import LanesResult
+        from bench.lanes import markdown as lanes_markdown
+
+        out += ["", "### Cheap pages beside dear ones", ""]
+        out += lanes_markdown(LanesResult(**lanes))
+    return out
+
+
 def write(results: Results, json_path: Path, docs_path: Path | None, command: str) -> None:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(to_json(results))
@@ -446,6 +776,7 @@ def from_json(text: str) -> Results:
         if paired is None
         else PairedRun(_pages(paired["local"]), _pages(paired["slow"])),
         api=None if api is None else bench_api.from_json(api, _page),
+        cold=body.get("cold"),
     )
 
 

@@ -34,7 +34,9 @@ PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "blame", 
 BROWSE_PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "explore")
 CONTENDERS = ("floorless", "reference", "cgit", "cgit-cache", "gitweb", "klaus")
 STORAGES = ("local", "slow")  # the scenarios that measure every contender's pages
-SCENARIOS = (*STORAGES, "api")
+DEFAULT_SCENARIOS = (*STORAGES, "api")
+# ``cold`` (bench.cold_suite) indexes the repository several times over: asked for by name
+SCENARIOS = (*DEFAULT_SCENARIOS, "cold")
 OWNER = "bench"
 ENV_CLEAN = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -47,7 +49,7 @@ ENV_CLEAN = {
 @dataclass
 class Options:
     repo: str = "small"  # a size from bench.repos.SIZES, or a path to a repository
-    scenarios: tuple[str, ...] = SCENARIOS
+    scenarios: tuple[str, ...] = DEFAULT_SCENARIOS
     contenders: tuple[str, ...] = CONTENDERS
     slow_contenders: tuple[str, ...] | None = None  # None: the same as ``contenders``
     requests: int = 200
@@ -61,6 +63,8 @@ class Options:
     page_deadline: float = 120.0
     workdir: Path | None = None
     cache_dir: Path = Path(".bench-cache")
+    cold_parts: tuple[str, ...] = ()  # the cold scenario's parts; () for all of them
+    cold_runs: int = 3  # runs of its blame and commit pages (medians)
 
 
 @dataclass(frozen=True)
@@ -312,6 +316,7 @@ class Results:
     seconds: float
     paired: PairedRun | None = None
     api: list[ApiRead] | None = None  # the api scenario's reads, each beside its page
+    cold: dict[str, Any] | None = None  # the cold scenario's figures (bench.cold_suite)
 
 
 def prepare_store(store: Path, source_repo: Path, name: str) -> tuple[Path, Path]:
@@ -573,12 +578,28 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
     runs: list[ContenderRun] = []
     paired: PairedRun | None = None
     api_reads: list[ApiRead] | None = None
+    cold: dict[str, Any] | None = None
     for scenario in options.scenarios:
         log(f"scenario {scenario}: {repo.kind} repository, {options.requests} requests a page")
         base = workdir / scenario
         data_root = workdir / f"{scenario}-floorless-data"
         if scenario == "api":
             api_reads = run_api(options, base, data_root, repo, commit, home, log)
+            continue
+        if scenario == "cold":
+            from bench import cold_suite
+
+            base.mkdir(parents=True, exist_ok=True)
+            cold = asdict(
+                cold_suite.run(
+                    repo,
+                    options.cache_dir,
+                    base,
+                    options.cold_parts or cold_suite.PARTS,
+                    options.cold_runs,
+                    log=log,
+                )
+            )
             continue
         if scenario == "local":
             repos, git_home = prepare_store(base, repo.path, repo.name)
@@ -668,4 +689,5 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
         seconds=time.monotonic() - began,
         paired=paired,
         api=api_reads,
+        cold=cold,
     )

@@ -1,0 +1,236 @@
+"""The ``cold`` scenario of ``python -m bench``: first visits on a real-sized history.
+
+Warm pages say little about the first person to open a repository. This runs, on the
+benchmark's repository (``--repo large`` is the one to judge by), each cold measurement the
+benchmark has, one after the other so that none shares the cores with another:
+
+- ``index``: the first index of the whole history against ``git log --raw`` and ``git
+  commit-graph write --changed-paths`` (``bench.index``), and a restart loading it;
+- ``first``: ``floorless serve`` over a fresh data directory, holding the repository and, for
+  the large one, the medium one beside it (flask's size beside git.git's): seconds until the
+  first page of a path's history and the home page's last-commit column are complete when
+  asked for at once, until the whole index is done, resident memory during indexing and once
+  both are indexed and idle; then a restart over the same data, and the seconds until both
+  pages are complete again;
+- ``blame``: a cold blame page of a 7,000-line file against ``git blame --porcelain``
+  (``bench.cold``, its generated repository);
+- ``commit``: a cold 300-file commit page against ``git show --stat`` (``bench.cold_commit``);
+- ``sweep``: distinct URLs, each once, against cgit without its cache, throughput on distinct
+  URLs at 16 clients, memory and garbage-collection pauses during the crawl (``bench.sweep``);
+- ``lanes``: cheap pages at 16 clients while blames, diffs and archives run (``bench.lanes``),
+  on the data directory ``first`` left, its index complete.
+
+Each part's failure is recorded and the others still run. The figures go into the JSON and
+docs/benchmarks.md (``bench.report``), judged against the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import measure
+from bench.repos import SIZES
+from bench.run import (
+    Target,
+    git,
+    prepare_store,
+    start_floorless,
+    target_repository,
+    wait_listening,
+)
+
+PARTS = ("index", "first", "blame", "commit", "sweep", "lanes")
+# what "within a few seconds" is held to, for the first visit's pages and after a restart
+FEW_SECONDS = 5.0
+
+
+@dataclass
+class ColdResults:
+    repo: str
+    commits: int
+    parts: list[str]
+    index: dict[str, Any] = field(default_factory=dict)
+    first: dict[str, Any] = field(default_factory=dict)
+    blame: dict[str, Any] = field(default_factory=dict)
+    commit: dict[str, Any] = field(default_factory=dict)
+    sweep: dict[str, Any] = field(default_factory=dict)
+    lanes: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def _process(base: str) -> dict[str, float]:
+    from bench import sweep
+
+    return sweep.floorless_process(base)
+
+
+def _complete(client: measure.Client, url: str, done: bytes, pending: bytes) -> bool:
+    status, body, _ = client.get(url)
+    return status == 200 and (done in body if done else pending not in body)
+
+
+def watch_first_visit(
+    base: str, history: str, home: str, deadline: float, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """From now on, ask for ``history`` and ``home`` until each is complete, and the metrics
+    until the index is: seconds for each, and the largest resident memory seen meanwhile."""
+    began = time.monotonic()
+    figures: dict[str, Any] = {}
+    client = measure.Client(base)
+    peak = 0.0
+    try:
+        while time.monotonic() - began < deadline:
+            now = round(time.monotonic() - began, 2)
+            if "history_s" not in figures and _complete(client, history, b"", b"being prepared"):
+                figures["history_s"] = now
+                log(f"first: the path's history complete after {now} s")
+            if "home_s" not in figures and _complete(client, home, b'data-ready="yes"', b""):
+                figures["home_s"] = now
+                log(f"first: the home page's last-commit column complete after {now} s")
+            _, metrics, _ = client.get(base + "/-/metrics")
+            peak = max(peak, _process(base)["rss_mb"])
+            if (
+                "history_s" in figures
+                and "home_s" in figures
+                and b"\nfloorless_index_pending 0.0\n" in metrics
+            ):
+                figures["indexed_s"] = round(time.monotonic() - began, 2)
+                break
+            time.sleep(0.25)
+    finally:
+        client.close()
+    figures["rss_peak_mb"] = peak
+    return figures
+
+
+def first_visit(
+    target: Target,
+    companion: Target | None,
+    work: Path,
+    deadline: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The ``first`` part (see the module's docstring); leaves ``work``'s store and data
+    directory, its index complete, to the ``lanes`` part."""
+    repos, home = prepare_store(work / "store", target.path, target.name)
+    if companion is not None:
+        prepare_store(work / "store", companion.path, companion.name)
+    commit = git(target.path, "rev-parse", f"refs/heads/{target.branch}~1", home=home)
+    figures: dict[str, Any] = {"companion": companion.name if companion else None}
+    for attempt in ("first", "restart"):
+        served, proc = start_floorless(repos, work / "data", target, commit)
+        try:
+            wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
+            urls = served.urls
+            found = watch_first_visit(
+                served.base_url, urls["history"] or "", urls["home"] or "", deadline, log
+            )
+            figures[attempt] = found
+            if companion is not None and attempt == "first":
+                other = f"{served.base_url}/bench/{companion.name}"
+                client = measure.Client(served.base_url)
+                try:
+                    stop_at = time.monotonic() + deadline
+                    while time.monotonic() < stop_at and not _complete(
+                        client, other, b'data-ready="yes"', b""
+                    ):
+                        time.sleep(0.5)
+                finally:
+                    client.close()
+            time.sleep(2.0)  # idle: no request, no index work
+            figures[attempt]["rss_idle_mb"] = _process(served.base_url)["rss_mb"]
+        finally:
+            served.stop()
+    return figures
+
+
+def run(
+    target: Target,
+    cache_dir: Path,
+    work: Path,
+    parts: tuple[str, ...] = PARTS,
+    runs: int = 3,
+    deadline: float = 7200.0,
+    log: Callable[[str], None] = print,
+) -> ColdResults:
+    from bench import cold, cold_commit, index, lanes, sweep
+    from bench.run import target_repository
+
+    result = ColdResults(target.name, target.commits, list(parts))
+    for part in parts:
+        log(f"cold: {part}")
+        try:
+            if part == "index":
+                with tempfile.TemporaryDirectory(prefix="fl-index-", dir=work) as tmp:
+                    result.index = dict(index.run(target.path, Path(tmp)))
+            elif part == "first":
+                companion = (
+                    target_repository("medium", cache_dir) if target.kind == "large" else None
+                )
+                result.first = first_visit(target, companion, work / "first", deadline, log)
+            elif part == "blame":
+                repo = cache_dir.absolute() / "cold-blame.git"
+                if not (repo / "refs").is_dir():
+                    cold.build_blame_repo(repo)
+                result.blame = asdict(cold.measure_blame(repo, cold.BLAME_FILE, "HEAD", runs))
+            elif part == "commit":
+                repo = cache_dir.absolute() / "cold-commit-300.git"
+                if not (repo / "refs").is_dir():
+                    cold_commit.build_commit_repo(repo)
+                result.commit = asdict(cold_commit.measure(repo, "HEAD", runs=runs))
+            elif part == "sweep":
+                spec = target.kind if target.kind in SIZES else str(target.path)
+                options = argparse.Namespace(
+                    repo=spec, seed=7, index_deadline=deadline, cache_dir=cache_dir
+                )
+                result.sweep = asdict(sweep.run(options))
+            elif part == "lanes":
+                data = work / "first" / "data"
+                found = lanes.run(
+                    target,
+                    work / "first",
+                    data=data if data.is_dir() else None,
+                    log=log,
+                )
+                result.lanes = asdict(found)
+        except Exception as error:  # noqa: BLE001 (one part's failure leaves the others to run)
+            log(f"cold: {part} failed: {error}")
+            result.errors[part] = "".join(traceback.format_exception_only(error)).strip()
+            traceback.print_exc()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.cold_suite --repo large [--parts index,first]``: print the JSON."""
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m bench.cold_suite", description=__doc__)
+    parser.add_argument("--repo", default="medium")
+    parser.add_argument("--parts", default=",".join(PARTS))
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
+    args = parser.parse_args(argv)
+    target = target_repository(args.repo, args.cache_dir)
+    with tempfile.TemporaryDirectory(prefix="floorless-cold-") as work:
+        found = run(
+            target,
+            args.cache_dir,
+            Path(work),
+            tuple(p for p in args.parts.split(",") if p),
+            args.runs,
+            log=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    print(json.dumps(asdict(found), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

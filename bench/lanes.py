@@ -1,0 +1,299 @@
+"""``python -m bench.lanes``: do cheap pages queue behind dear ones?
+
+A person opening a file should not wait because someone else asked for a blame, a big diff or
+an archive. floorless runs pages that can cost seconds (``DEAR`` in ``web.gateway``) on threads
+of their own; this measures whether that is enough, over distinct URLs (every page a cache
+miss), in three phases on one server whose index is complete:
+
+1. **unloaded**: one client asks for each of a set of raw files and file pages once, in turn:
+   each page's cost with nothing else running;
+2. **busy**: ``--clients`` clients (16) ask for another set of raw files and file pages, each
+   once: the queueing of cheap pages among themselves;
+3. **dear**: the same number of clients on a third set while ``--dear-clients`` more ask, over
+   and over, for blames, commit diffs and archives (each a different one, so never cached).
+
+It reports each phase's p50/p95/p99 for raw and file pages, the loaded phases' p50 against the
+unloaded one, and how many dear answers came back meanwhile (a 503 with Retry-After, the
+answer when the dear lane is full, counts as an answer). Counts and ratios measured in one run,
+not absolute times, are what to read on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from bench import measure
+from bench.run import (
+    OWNER,
+    Target,
+    git,
+    prepare_store,
+    start_floorless,
+    target_repository,
+    wait_listening,
+)
+from bench.run import wait_floorless_indexed as wait_indexed
+
+CHEAP = ("raw", "file")
+PHASES = ("unloaded", "busy", "dear")
+# "a few times", made a number: what the cheap pages' p50 may reach while dear pages run,
+# against the same pages at the same concurrency without them
+TARGET_RATIO = 4.0
+
+
+@dataclass
+class LanesResult:
+    repo: str
+    commits: int
+    clients: int
+    dear_clients: int
+    requests: dict[str, int] = field(default_factory=dict)  # cheap requests per phase
+    ms: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # phase/class/pXX
+    errors: dict[str, int] = field(default_factory=dict)  # non-200 cheap answers per phase
+    dear_answers: dict[str, int] = field(default_factory=dict)  # status -> count, dear phase
+    dear_kinds: dict[str, int] = field(default_factory=dict)  # blame/diff/archive -> answers
+
+    def ratio(self, phase: str, kind: str, against: str = "unloaded") -> float:
+        """``phase``'s p50 of ``kind`` against ``against``'s."""
+        base = self.ms.get(against, {}).get(kind, {}).get("p50", 0.0)
+        loaded = self.ms.get(phase, {}).get(kind, {}).get("p50", 0.0)
+        return loaded / base if base else 0.0
+
+
+def cheap_url(base: str, name: str, branch: str, kind: str, path: str) -> str:
+    r = f"{base}/{OWNER}/{name}"
+    verb = "raw" if kind == "raw" else "src"
+    return f"{r}/{verb}/branch/{quote(branch)}/{quote(path)}"
+
+
+def dear_urls(base: str, name: str, branch: str, files: list[str], commits: list[str]) -> list[str]:
+    """Blames of distinct files, diffs and archives of distinct commits, interleaved."""
+    r = f"{base}/{OWNER}/{name}"
+    urls: list[str] = []
+    for i in range(max(len(files), len(commits))):
+        if i < len(files):
+            urls.append(f"{r}/blame/branch/{quote(branch)}/{quote(files[i])}")
+        if i < len(commits):
+            urls.append(f"{r}/commit/{commits[i]}.diff")
+            urls.append(f"{r}/archive/{commits[i]}.tar.gz")
+    return urls
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0}
+    return {
+        f"p{int(q * 100)}": round(measure.percentile(samples, q) * 1000, 2)
+        for q in (0.5, 0.95, 0.99)
+    }
+
+
+def _crawl(
+    base: str, jobs: list[tuple[str, str]], clients: int
+) -> tuple[dict[str, list[float]], int]:
+    """``clients`` connections share ``jobs`` (class, URL), each asked once: the seconds each
+    answer took, by class, and how many were not 200."""
+    todo: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+    for job in jobs:
+        todo.put(job)
+    times: dict[str, list[float]] = {kind: [] for kind in CHEAP}
+    errors = [0]
+    lock = threading.Lock()
+
+    def work() -> None:
+        client = measure.Client(base)
+        try:
+            while True:
+                try:
+                    kind, url = todo.get_nowait()
+                except queue.Empty:
+                    return
+                took, status, _, _ = measure.timed_get(client, url)
+                with lock:
+                    times[kind].append(took)
+                    errors[0] += status != 200
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=1800)
+    return times, errors[0]
+
+
+def _dear_load(
+    base: str, urls: list[str], clients: int, stop: threading.Event, answers: dict[str, int]
+) -> list[threading.Thread]:
+    """``clients`` threads asking for the dear URLs in turn (each once) until ``stop``."""
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for url in urls:
+        todo.put(url)
+    lock = threading.Lock()
+
+    def work() -> None:
+        client = measure.Client(base)
+        try:
+            while not stop.is_set():
+                try:
+                    url = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    status, _, _ = client.get(url)
+                except OSError:
+                    status = 0
+                kind = "blame" if "/blame/" in url else "archive" if "/archive/" in url else "diff"
+                with lock:
+                    answers[str(status)] = answers.get(str(status), 0) + 1
+                    if status in (200, 503):
+                        answers[kind] = answers.get(kind, 0) + 1
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def choose(target: Target, home: Path, per_phase: int) -> tuple[list[list[str]], list[str]]:
+    """Three disjoint sets of files (one per phase) and the commits for dear pages, spread
+    over the whole list (every 7th file, every 97th commit) so each set is alike."""
+    files = [
+        f
+        for f in git(
+            target.path, "ls-tree", "-r", "--name-only", target.branch, home=home
+        ).splitlines()
+        if f
+    ]
+    commits = git(target.path, "rev-list", "--max-count=20000", target.branch, home=home).split()
+    spread = files[::7] + [f for i, f in enumerate(files) if i % 7]
+    sets = [spread[i * per_phase : (i + 1) * per_phase] for i in range(3)]
+    sets = [s or files[:per_phase] for s in sets]  # a small repository: reuse (warm) files
+    return sets, commits[::97] or commits
+
+
+def run(
+    target: Target,
+    work: Path,
+    clients: int = 16,
+    dear_clients: int = 4,
+    per_phase: int = 150,
+    data: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> LanesResult:
+    """The three phases on one ``floorless serve`` of ``target`` (over ``data`` when given:
+    a data directory whose index is already complete)."""
+    repos, home = prepare_store(work / "store", target.path, target.name)
+    sets, commits = choose(target, home, per_phase)
+    result = LanesResult(target.name, target.commits, clients, dear_clients)
+    served, proc = start_floorless(repos, data or work / "data", target, commits[0])
+    base = served.base_url
+    try:
+        wait_listening(int(base.rsplit(":", 1)[1]), proc, 120)
+        log(f"lanes: waiting for the index of {target.commits} commits")
+        wait_indexed(served, deadline=7200)
+        for phase, files in zip(PHASES, sets, strict=True):
+            jobs = [
+                (kind, cheap_url(base, target.name, target.branch, kind, path))
+                for path in files
+                for kind in CHEAP
+            ]
+            stop = threading.Event()
+            answers: dict[str, int] = {}
+            dear: list[threading.Thread] = []
+            if phase == "dear":
+                urls = dear_urls(base, target.name, target.branch, sets[0], commits)
+                dear = _dear_load(base, urls, dear_clients, stop, answers)
+                time.sleep(1.0)  # the dear lane is busy before the first cheap page
+            log(f"lanes: {phase}, {len(jobs)} cheap pages")
+            times, errors = _crawl(base, jobs, 1 if phase == "unloaded" else clients)
+            stop.set()
+            for thread in dear:
+                thread.join(timeout=600)
+            result.requests[phase] = sum(len(v) for v in times.values())
+            result.errors[phase] = errors
+            result.ms[phase] = {kind: _percentiles(v) for kind, v in times.items()}
+            if phase == "dear":
+                kinds = ("blame", "diff", "archive")
+                result.dear_kinds = {k: answers.pop(k, 0) for k in kinds}
+                result.dear_answers = answers
+    finally:
+        served.stop()
+    return result
+
+
+def markdown(result: LanesResult) -> list[str]:
+    lines = [
+        f"Repository `{result.repo}` ({result.commits:,} commits); {result.clients} clients "
+        f"on distinct raw files and file pages (each a cache miss), the dear phase with "
+        f"{result.dear_clients} more asking for blames, diffs and archives.",
+        "",
+        "| phase | cheap pages | raw p50 / p95 / p99 ms | file p50 / p95 / p99 ms "
+        "| raw p50 / unloaded | file p50 / unloaded | raw p50 / busy | file p50 / busy |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for phase in PHASES:
+        if phase not in result.ms:
+            continue
+        cells = []
+        for kind in CHEAP:
+            m = result.ms[phase][kind]
+            cells.append(f"{m['p50']} / {m['p95']} / {m['p99']}")
+        lines.append(
+            f"| {phase} | {result.requests[phase]} ({result.errors[phase]} not 200) | "
+            f"{cells[0]} | {cells[1]} | {result.ratio(phase, 'raw'):.1f}x | "
+            f"{result.ratio(phase, 'file'):.1f}x | {result.ratio(phase, 'raw', 'busy'):.2f}x | "
+            f"{result.ratio(phase, 'file', 'busy'):.2f}x |"
+        )
+    if result.dear_kinds:
+        lines += [
+            "",
+            "Dear answers during the dear phase: "
+            + ", ".join(f"{k} {v}" for k, v in result.dear_kinds.items())
+            + " (by status: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(result.dear_answers.items()))
+            + ").",
+        ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.lanes", description=__doc__)
+    parser.add_argument("--repo", default="medium", help="small, medium, large or a path")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--dear-clients", type=int, default=4)
+    parser.add_argument("--per-phase", type=int, default=150, help="files asked per phase")
+    parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    target = target_repository(args.repo, args.cache_dir)
+    with tempfile.TemporaryDirectory(prefix="floorless-lanes-") as work:
+        result = run(
+            target,
+            Path(work),
+            args.clients,
+            args.dear_clients,
+            args.per_phase,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+    print("\n".join(markdown(result)))
+    if args.json is not None:
+        args.json.write_text(json.dumps(asdict(result), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,240 @@
+"""The benchmark's cold scenario (bench.cold_suite, bench.lanes) and how its report judges
+the figures against the targets. The judging is checked on given figures; the scenario itself
+runs end to end on the small repository (marker ``bench``), asserting counts, never times."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import report
+from bench.run import Results
+
+FIGURES: dict[str, Any] = {
+    "repo": "large",
+    "commits": 100000,
+    "parts": ["index", "first", "blame", "commit", "sweep", "lanes"],
+    "index": {
+        "git_log_raw_s": 10.0,
+        "commit_graph_write_s": 20.0,
+        "floorless_index_s": 17.0,
+        "ratio_to_commit_graph": 0.85,
+        "restart_s": 2.0,
+        "rss_before_mb": 40.0,
+        "rss_after_index_mb": 80.0,
+        "rss_after_restart_mb": 75.0,
+        "index_memory_mb": 7.5,
+        "db_mb": 12.0,
+        "commits": 100000,
+        "slices": 21,
+    },
+    "first": {
+        "companion": "medium",
+        "first": {
+            "history_s": 1.5,
+            "home_s": 2.0,
+            "indexed_s": 30.0,
+            "rss_peak_mb": 180.0,
+            "rss_idle_mb": 150.0,
+        },
+        "restart": {
+            "history_s": 0.1,
+            "home_s": None,
+            "indexed_s": None,
+            "rss_peak_mb": 90.0,
+            "rss_idle_mb": 90.0,
+        },
+    },
+    "blame": {
+        "file": "src/sequencer.c",
+        "runs": 3,
+        "lines": 7045,
+        "groups": 1419,
+        "git_blame_s": 0.8,
+        "page_s": 1.0,
+        "page_first_row_s": 0.9,
+        "page_bytes": 960000,
+        "spawns": 1,
+    },
+    "commit": {
+        "runs": 3,
+        "git_show_stat_ms": 100.0,
+        "page_ms": 450.0,
+        "ratio": 4.5,
+        "page_bytes": 475000,
+        "files_changed": 300,
+        "files_listed": 300,
+        "files_shown": 18,
+        "lines_highlighted": 1000,
+    },
+    "sweep": {
+        "classes": {
+            kind: {
+                "requests": 100,
+                "floorless_ms": {"p50": p50, "p95": 9.0, "p99": 12.0},
+                "cgit_ms": {"p50": 4.0, "p95": 6.0, "p99": 8.0},
+                "floorless_errors": 0,
+                "cgit_errors": 0,
+            }
+            for kind, p50 in (("file", 3.0), ("dir", 3.5), ("history", 2.0), ("commit", 5.0))
+        },
+        "throughput": {"floorless": 300.0, "cgit": 250.0},
+        "memory_mb": {"after index": 80.0, "after sweep": 160.0},
+        "gc": {
+            "full collections": 1,
+            "full collection seconds": 0.03,
+            "longest full collection ms": 30.0,
+        },
+    },
+    "lanes": {
+        "repo": "large",
+        "commits": 100000,
+        "clients": 16,
+        "dear_clients": 4,
+        "requests": {"unloaded": 300, "busy": 300, "dear": 300},
+        "ms": {
+            "unloaded": {
+                "raw": {"p50": 1.0, "p95": 2, "p99": 3},
+                "file": {"p50": 2.0, "p95": 3, "p99": 4},
+            },
+            "busy": {
+                "raw": {"p50": 20.0, "p95": 40, "p99": 50},
+                "file": {"p50": 22.0, "p95": 40, "p99": 50},
+            },
+            "dear": {
+                "raw": {"p50": 24.0, "p95": 60, "p99": 90},
+                "file": {"p50": 30.0, "p95": 60, "p99": 90},
+            },
+        },
+        "errors": {"unloaded": 0, "busy": 0, "dear": 0},
+        "dear_answers": {"200": 40, "503": 10},
+        "dear_kinds": {"blame": 20, "diff": 15, "archive": 15},
+    },
+    "errors": {},
+}
+
+
+def results(cold: dict[str, Any] | None) -> Results:
+    return Results(
+        repo={
+            "kind": "large",
+            "name": "large",
+            "commits": 100000,
+            "file": "f.py",
+            "directory": "src",
+            "history_path": "f.py",
+            "branch": "main",
+        },
+        options={"scenarios": ["cold"], "contenders": ["floorless"]},
+        runs=[],
+        machine={"cores": "2", "cpu": "cpu", "kernel": "6", "python": "3.11", "git": "git"},
+        started="today",
+        seconds=1.0,
+        cold=cold,
+    )
+
+
+def judged(cold: dict[str, Any]) -> dict[str, bool | None]:
+    return {c.target: c.passed for c in report.cold_checks(cold)}
+
+
+def find(checks: dict[str, bool | None], words: str) -> bool | None:
+    (found,) = [passed for target, passed in checks.items() if words in target]
+    return found
+
+
+def test_each_cold_target_is_met_or_missed_by_its_figure() -> None:
+    checks = judged(FIGURES)
+    assert find(checks, "first index within 2x") is True
+    assert find(checks, "a cold repository") is True
+    assert find(checks, "after a restart") is False  # the home page never completed
+    assert find(checks, "indexed and idle at most 300 MB") is True
+    assert find(checks, "cold blame page") is True  # 1.25x
+    assert find(checks, "300-file commit") is False  # 4.5x
+    assert find(checks, "on every page class") is False  # the commit page: 1.25x cgit's
+    assert find(checks, "throughput on distinct URLs") is False  # 1.2x, not 2x
+    assert find(checks, "garbage collection") is True  # 1 in 400 requests
+    assert find(checks, "without them") is True  # 1.2x and 1.36x the busy phase
+    assert find(checks, "unloaded p50") is False  # 24x and 15x one client's
+
+
+def test_a_figure_over_its_limit_turns_the_check() -> None:
+    cold = copy.deepcopy(FIGURES)
+    cold["index"]["ratio_to_commit_graph"] = 2.1
+    cold["first"]["first"]["rss_idle_mb"] = 301.0
+    cold["blame"]["page_s"] = 1.21  # 1.51x
+    cold["sweep"]["classes"]["commit"]["floorless_ms"]["p50"] = 3.9
+    cold["sweep"]["throughput"]["floorless"] = 500.0
+    cold["sweep"]["gc"]["full collections"] = 4  # one request in a hundred
+    cold["lanes"]["ms"]["dear"]["file"]["p50"] = 88.1  # 4.005x the busy phase
+    checks = judged(cold)
+    assert find(checks, "first index within 2x") is False
+    assert find(checks, "indexed and idle at most 300 MB") is False
+    assert find(checks, "cold blame page") is False
+    assert find(checks, "on every page class") is True
+    assert find(checks, "throughput on distinct URLs") is True
+    assert find(checks, "garbage collection") is False
+    assert find(checks, "without them") is False
+
+
+def test_a_failed_part_is_said_so_and_the_rest_still_judged() -> None:
+    cold = copy.deepcopy(FIGURES)
+    cold["sweep"] = {}
+    cold["errors"] = {"sweep": "RuntimeError: floorless did not finish indexing in time"}
+    details = {c.target: (c.passed, c.detail) for c in report.cold_checks(cold)}
+    sweep = [v for t, v in details.items() if "distinct URLs" in t]
+    assert len(sweep) == 2
+    assert all(passed is None and "did not finish indexing" in why for passed, why in sweep)
+    assert find(judged(cold), "cold blame page") is True
+
+
+def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> None:
+    page = report.markdown(results(FIGURES), "python -m bench --repo large --scenarios cold")
+    for heading in (
+        "### First index",
+        "### First visits",
+        "### Cold blame",
+        "### A big commit",
+        "### Distinct URLs against cgit",
+        "### Cheap pages beside dear ones",
+    ):
+        assert heading in page
+    assert "300-file commit page within 2x of `git show --stat`: **missed** (4.50x" in page
+    assert "Slow storage" not in page  # no storage scenario ran
+    again = report.from_json(report.to_json(results(FIGURES)))
+    assert again.cold == FIGURES
+    assert report.markdown(again, "c") == report.markdown(results(FIGURES), "c")
+
+
+def test_runs_without_the_cold_scenario_report_as_before() -> None:
+    assert not any("first index" in c.target for c in report.evaluate(results(None)))
+    assert "Cold work" not in report.markdown(results(None), "c")
+
+
+@pytest.mark.bench
+def test_the_cold_scenario_runs_end_to_end(tmp_path: Path) -> None:
+    from bench.__main__ import main
+
+    docs, found = tmp_path / "benchmarks.md", tmp_path / "results.json"
+    argv = ["--repo", "small", "--scenarios", "cold", "--cold-parts", "first,lanes"]
+    argv += ["--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work")]
+    assert main([*argv, "--json", str(found), "--docs", str(docs)]) == 0
+    cold = json.loads(found.read_text())["cold"]
+    assert cold["errors"] == {}
+    first = cold["first"]
+    for attempt in ("first", "restart"):
+        assert first[attempt]["history_s"] is not None
+        assert first[attempt]["home_s"] is not None
+        assert first[attempt]["rss_idle_mb"] > 0
+    lanes = cold["lanes"]
+    assert lanes["errors"] == {"unloaded": 0, "busy": 0, "dear": 0}
+    assert all(lanes["requests"][phase] > 0 for phase in ("unloaded", "busy", "dear"))
+    assert sum(lanes["dear_kinds"].values()) > 0  # dear pages answered while cheap ones ran
+    assert set(lanes["dear_answers"]) <= {"200", "503"}
+    text = docs.read_text()
+    assert "### First visits" in text and "### Cheap pages beside dear ones" in text
+    assert "not measured (the index part was not run)" in text
