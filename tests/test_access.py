@@ -113,6 +113,9 @@ READ_PAGES = [
     ("/{owner}/{repo}/-/last/{sha}", "/alice/demo/-/last/{main}", "GET"),
     ("/{owner}/{repo}/-/last/{sha}/{tail:path}", "/alice/demo/-/last/{main}/docs", "GET"),
     ("/{owner}/{repo}/-/refs", "/alice/demo/-/refs?for=blame&at=README.md", "GET"),
+    ("/{owner}/{repo}/-/paths/{tree}", "/alice/demo/-/paths/{tree}", "GET"),
+    ("/{owner}/{repo}/find/{kind}", "/alice/demo/find/main?q=read", "GET"),
+    ("/{owner}/{repo}/find/{kind}/{tail:path}", "/alice/demo/find/branch/main?q=read", "GET"),
     ("/{owner}/{repo}/issues", "/alice/demo/issues?state=all", "GET"),
     ("/{owner}/{repo}/issues/{number}", "/alice/demo/issues/1", "GET"),
     ("/{owner}/{repo}/labels", "/alice/demo/labels", "GET"),
@@ -166,6 +169,9 @@ def request(
     headers = {"Git-Protocol": "version=2", **(extra_headers or {})}
     if viewer != "anonymous":
         headers["Authorization"] = f"token {site.tokens[viewer]}"
+    if "{tree}" in url:  # the file finder's list, by the main branch's tree id
+        handle = site.forge.open(site.forge.registry.get("alice", "demo"))
+        url = url.replace("{tree}", str(handle[site.main].tree_id))
     url = url.replace("{main}", site.main)
     path, _, query = url.partition("?")
     return site.client.simulate_request(method, path, query_string=query, headers=headers, **extra)

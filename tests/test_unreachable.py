@@ -209,6 +209,11 @@ def pushed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pushed]:
         yield Pushed(server, url, git_dir, doomed, secret, shared, short)
 
 
+def _paths_of(pushed: Pushed, commit_id: str) -> str:
+    """The file finder's list of the tree of ``commit_id`` (which only it has)."""
+    return f"/alice/demo/-/paths/{rev(pushed.git_dir, commit_id + '^{tree}')}"
+
+
 def _pages(commit_id: str, short: str) -> list[str]:
     return [
         f"/alice/demo/commit/{commit_id}",
@@ -227,7 +232,11 @@ def _pages(commit_id: str, short: str) -> list[str]:
 def deleted(pushed: Pushed) -> Pushed:
     """The branches ``doomed`` and ``shared`` deleted by a real ``git push --delete``, once
     every page of the doomed commit answered."""
-    for path in [*_pages(pushed.doomed, pushed.short), f"/alice/demo/raw/blob/{pushed.secret}"]:
+    for path in [
+        *_pages(pushed.doomed, pushed.short),
+        f"/alice/demo/raw/blob/{pushed.secret}",
+        _paths_of(pushed, pushed.doomed),
+    ]:
         assert settled(pushed.server, path) == 200, path
     git("push", "-q", pushed.url, "--delete", "doomed", "shared")
     return pushed
@@ -240,6 +249,7 @@ def test_pages_of_a_deleted_branchs_commit_answer_404(deleted: Pushed):
         assert settled(server, path) == 404, path
     assert settled(server, f"/alice/demo/raw/commit/{doomed}/secret.txt") == 404
     assert settled(server, f"/alice/demo/raw/blob/{deleted.secret}") == 404
+    assert settled(server, _paths_of(deleted, doomed)) == 404  # the file finder's list
     # still reached from another branch: still served
     for path in _pages(deleted.shared, deleted.shared[:12]):
         assert settled(server, path) == 200, path

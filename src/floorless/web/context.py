@@ -81,6 +81,10 @@ class RepoView:
         return objects.get_commit(self.handle, resolved.commit)
 
     def template_context(self, **more: Any) -> dict[str, Any]:
+        resolved = more.get("resolved")
+        if isinstance(resolved, Resolved) and "finder_tree" not in more:
+            # the file finder's list is fetched by the ref's tree id (views/finder.py)
+            more["finder_tree"] = str(self.commit(resolved).tree_id)
         return {
             "repo": self.repo,
             "snapshot": self.snapshot,

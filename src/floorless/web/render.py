@@ -60,6 +60,13 @@ def isotime(when: datetime | float | None) -> str:
     return dates.to_datetime(when).isoformat()
 
 
+def exact(when: datetime | float | None) -> str:
+    """The exact date and time of a relative one, shown on hover (``<time title>``)."""
+    if when is None:
+        return ""
+    return dates.display(dates.to_datetime(when))
+
+
 def filesize(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -71,11 +78,11 @@ def filesize(n: int) -> str:
 
 def _fragment_caches(size_bytes: int) -> dict[str, Cache[Hashable, object]]:
     """Highlighted files and blames, READMEs, commit diffs, the Markdown of issues and pull
-    requests (by a digest of its text and what its relative links resolve against):
-    ``size_bytes`` each."""
+    requests (by a digest of its text and what its relative links resolve against), the
+    file finder's path lists (by tree id): ``size_bytes`` each."""
     return {
         name: Cache.lru(size_bytes, getsizeof=approximate_size)
-        for name in ("highlight", "readme", "diff", "markdown")
+        for name in ("highlight", "readme", "diff", "markdown", "paths")
     }
 
 
@@ -96,6 +103,7 @@ class Renderer:
             xmlsafe=xmlsafe,
             reltime=reltime,
             isotime=isotime,
+            exact=exact,
             stamp=dates.display,
             rfc2822=dates.rfc2822,
             filesize=filesize,

@@ -24,7 +24,7 @@ import falcon
 
 from floorless.errors import BadRequest
 
-PAGES = ("src", "raw", "blame", "commits")  # the pages of a {kind}/{ref}/{path}
+PAGES = ("src", "raw", "blame", "commits", "find")  # the pages of a {kind}/{ref}/{path}
 KINDS = ("branch", "tag", "commit")
 FEEDS = ("atom", "rss")
 ARCHIVES = (".tar.gz", ".tar", ".zip")
@@ -170,6 +170,16 @@ def commits(
     repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"", **params: str | bytes | None
 ) -> str:
     return ref_page("commits", repo, kind, ref, at, **params)
+
+
+def find(repo: Named, kind: str, ref: str | bytes, q: str | None = None) -> str:
+    """The file finder of a ref as a page (the paths matching ``q``)."""
+    return ref_page("find", repo, kind, ref, q=q or None)
+
+
+def paths(repo: Named, tree: str | bytes) -> str:
+    """Every path of tree ``tree`` (in hex, or binary) as JSON, for the file finder."""
+    return f"{home(repo)}/-/paths/{_hex(tree)}"
 
 
 def default_page(repo: Named, page: str) -> str:

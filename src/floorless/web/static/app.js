@@ -141,7 +141,7 @@
           link.href = entry.url; link.textContent = entry.summary;
           msg.appendChild(link);
           var time = document.createElement("time");
-          time.dateTime = entry.when; time.textContent = entry.ago;
+          time.dateTime = entry.when; time.title = entry.exact; time.textContent = entry.ago;
           date.appendChild(time);
         });
         table.dataset.ready = "yes";

@@ -13,7 +13,7 @@ from floorless.git import objects
 from floorless.git.oid import is_full
 from floorless.web import urls
 from floorless.web.context import repo_view
-from floorless.web.render import reltime
+from floorless.web.render import exact, reltime
 from floorless.web.views.base import View
 
 
@@ -54,6 +54,7 @@ class LastCommits(View):
                     "summary": info.summary,
                     "when": info.time.isoformat(),
                     "ago": reltime(info.time),
+                    "exact": exact(info.time),
                     "url": urls.commit(view.repo, info.id),
                 }
             resp.cache_control = ["public", "max-age=300"]  # "3 days ago" ages

@@ -38,13 +38,17 @@ class Branches(View):
 class Tags(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
+        # the ref switcher's order (newest first), kept with the ref snapshot: one order for both
+        _, names = view.snapshot.newest_first(
+            lambda oid: objects.get_commit(view.handle, oid).commit_time
+        )
         rows = []
-        for name, tag in view.snapshot.tags.items():
+        for name in names:
+            tag = view.snapshot.tags[name]
             info = (
                 objects.commit_info(objects.get_commit(view.handle, tag.commit))
                 if tag.commit
                 else None
             )
             rows.append(RefRow(name, info, annotated=tag.annotated))
-        rows.sort(key=lambda r: (-r.sort_time, r.name))
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="tags"))

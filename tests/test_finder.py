@@ -1,0 +1,154 @@
+"""The file finder: ``/-/paths/{tree}`` lists a tree's paths as JSON (git's own listing is the
+oracle), fetched once per tree, cached and ETagged, with no process; ``/find/{kind}/{ref}`` is
+the finder as a page without script, ranked as the script ranks; every page of a ref links to
+it and carries what the keyboard shortcuts need."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote_to_bytes
+
+import pytest
+from falcon import testing
+from gitfixtures import DEMO_INVALID_UTF8_PATH, git_text
+from test_spawns import counting
+
+from floorless.web.views.finder import rank
+
+DEMO = "/alice/demo"
+
+
+def _git_paths(repo: Path, rev: str) -> list[bytes]:
+    listing = git_text(repo, "ls-tree", "-r", "-z", "--name-only", rev)
+    return sorted(p.encode("utf-8", "surrogateescape") for p in listing.split("\0") if p)
+
+
+def _tree(repo: Path, rev: str) -> str:
+    return git_text(repo, "rev-parse", f"{rev}^{{tree}}")
+
+
+def test_paths_are_gits_listing(client: testing.TestClient, fixture_root: Path) -> None:
+    repo = fixture_root / "alice" / "demo.git"
+    tree = _tree(repo, "main")
+    with counting() as spawned:
+        result = client.simulate_get(f"{DEMO}/-/paths/{tree}")
+    assert spawned == []
+    assert result.status_code == 200
+    assert result.headers["content-type"].startswith("application/json")
+    body = json.loads(result.text)
+    assert body["tree"] == tree and body["truncated"] is False
+    listed = [unquote_to_bytes(p) for p in body["paths"]]
+    assert listed == _git_paths(repo, "main")
+    assert DEMO_INVALID_UTF8_PATH in listed  # exact bytes, though not UTF-8
+    assert result.headers["etag"].strip('"') == tree
+    assert "immutable" in result.headers["cache-control"]
+    again = client.simulate_get(
+        f"{DEMO}/-/paths/{tree}", headers={"If-None-Match": result.headers["etag"]}
+    )
+    assert again.status_code == 304 and again.content == b""
+
+
+def test_a_page_of_a_ref_links_the_finder(client: testing.TestClient, fixture_root: Path) -> None:
+    """Every page of a ref carries "Go to file" (the finder's page without script) and what
+    the shortcuts need: the list's URL by tree id, the permanent link, blame and history."""
+    repo = fixture_root / "alice" / "demo.git"
+    main = git_text(repo, "rev-parse", "main")
+    tree = _tree(repo, "main")
+    for url in (
+        f"{DEMO}/src/branch/main",
+        f"{DEMO}/src/branch/main/README.md",
+        f"{DEMO}/blame/branch/main/README.md",  # a blame may spawn git on a cache miss
+        f"{DEMO}/commits/branch/main/README.md",
+    ):
+        with counting() as spawned:
+            page = client.simulate_get(url)
+        assert page.status_code == 200, url
+        assert spawned == [] or "/blame/" in url, url
+        link = re.search(r'<a class="go-file"[^>]*>', page.text)
+        assert link, url
+        tag = link.group(0)
+        assert 'href="/alice/demo/find/branch/main"' in tag
+        assert f'data-paths="/alice/demo/-/paths/{tree}"' in tag
+        assert 'data-src="/alice/demo/src/branch/main"' in tag
+        page_kind = url.split("/")[3]
+        assert f'data-permalink="/alice/demo/{page_kind}/commit/{main}' in tag
+    blob = client.simulate_get(f"{DEMO}/src/branch/main/README.md").text
+    assert 'data-blame="/alice/demo/blame/branch/main/README.md"' in blob
+    assert f'data-raw="/alice/demo/raw/commit/{main}/README.md"' in blob
+    assert 'data-history="/alice/demo/commits/branch/main/README.md"' in blob
+    directory = client.simulate_get(f"{DEMO}/src/branch/main").text
+    assert "data-blame=" not in directory  # no blame of a directory
+
+
+def test_dates_carry_the_exact_date(client: testing.TestClient) -> None:
+    for url in (f"{DEMO}/src/branch/main", f"{DEMO}/commits/branch/main", f"{DEMO}/tags", "/"):
+        page = client.simulate_get(url).text
+        times = re.findall(r'<time datetime="[^"]+"[^>]*>', page)
+        assert times, url
+        for tag in times:
+            assert re.search(r'title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4}"', tag), (url, tag)
+
+
+def test_the_finder_page_ranks_as_the_script(
+    client: testing.TestClient, fixture_root: Path
+) -> None:
+    """Without script: all paths (bounded), or those matching ?q=, best first."""
+    repo = fixture_root / "alice" / "demo.git"
+    every = _git_paths(repo, "main")
+    with counting() as spawned:
+        page = client.simulate_get(f"{DEMO}/find/branch/main")
+    assert spawned == []
+    assert page.status_code == 200
+    assert f"{len(every)} paths" in page.text
+    hrefs = re.findall(r'<li><a href="([^"]*)">', page.text)
+    assert [
+        unquote_to_bytes(h.removeprefix("/alice/demo/src/branch/main/")) for h in hrefs
+    ] == every
+    assert 'role="search"' in page.text and 'name="q"' in page.text
+    readme = client.simulate_get(f"{DEMO}/find/branch/main", query_string="q=readme")
+    found = re.findall(r'<li><a href="/alice/demo/src/branch/main/([^"]*)">', readme.text)
+    assert found and found[0] == "README.md"
+    assert all("readme" in unquote_to_bytes(f).decode("utf-8", "replace").lower() for f in found)
+    nothing = client.simulate_get(f"{DEMO}/find/branch/main", query_string="q=zzzzqqq")
+    assert "No path matches." in nothing.text
+    assert client.simulate_get(f"{DEMO}/find/branch/main/docs").status_code == 404
+    assert client.simulate_get(f"{DEMO}/find/branch/nope").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("paths", "q", "expected"),
+    [
+        # the file's name starting with the query first, then holding it, then its letters
+        (
+            ["src/app.py", "app/main.py", "docs/apple.md", "lib/a_p_p.txt"],
+            "app",
+            ["src/app.py", "docs/apple.md", "lib/a_p_p.txt", "app/main.py"],
+        ),
+        # whole in the path before scattered across it; fewer runs before more
+        (
+            ["x/core/engine.py", "c/o/r/e.py", "co/re/x.py"],
+            "core",
+            ["x/core/engine.py", "co/re/x.py", "c/o/r/e.py"],
+        ),
+        # case and spaces ignored, shorter first among equals, then by name
+        (
+            ["b/Makefile", "a/Makefile", "Makefile"],
+            "make FILE",
+            ["Makefile", "a/Makefile", "b/Makefile"],
+        ),
+        (["src/app.py"], "zz", []),
+    ],
+)
+def test_rank(paths: list[str], q: str, expected: list[str]) -> None:
+    assert rank(((p.encode(), p) for p in paths), q) == [e.encode() for e in expected]
+
+
+def test_bad_tree_ids(client: testing.TestClient, fixture_root: Path) -> None:
+    """Not an id, an id of no object, a blob's id, a tree no ref reaches: 404 each."""
+    repo = fixture_root / "alice" / "demo.git"
+    blob = git_text(repo, "rev-parse", "main:README.md")
+    for tree in ("nothex", "0" * 40, "ab" * 20, blob, "%00" + "a" * 37):
+        assert client.simulate_get(f"{DEMO}/-/paths/{tree}").status_code == 404, tree
+    assert client.simulate_get("/alice/nothing/-/paths/" + "a" * 40).status_code == 404
