@@ -280,6 +280,27 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " VALUES (14, 'ann', 'plans', 'main', 1, 'ci/*', 0, 1.5, 2.5)",
         (),
     ),
+    "search_blobs": (
+        "INSERT INTO search_blobs (id, oid, kind, size) VALUES (3, ?, 'text', 120)",
+        (b"\x22" * 20,),
+    ),
+    "search_segments": (
+        "INSERT INTO search_segments (id, blobs, created_at) VALUES (1, 1, 1.5)",
+        (),
+    ),
+    "search_postings": (
+        "INSERT INTO search_postings (gram, segment, numbers) VALUES (6647396, 1, ?)",
+        (b"x\x01\x03\x00\x00\x00",),
+    ),
+    "search_trees": (
+        "INSERT INTO search_trees (tree, paths, oids, numbers) VALUES (?, ?, ?, ?)",
+        (b"\x33" * 20, b"README.md", b"\x22" * 20, b"\x03\x00\x00\x00"),
+    ),
+    "search_repos": (
+        "INSERT INTO search_repos (repo_id, kind, ref, commit_id, tree, indexed_at)"
+        " VALUES (7, 'branch', ?, ?, ?, 2.5)",
+        (b"main", b"\x44" * 20, b"\x33" * 20),
+    ),
 }
 
 

@@ -159,6 +159,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.5,
     ),
     Setting(
+        "search_max_file_bytes",
+        int,
+        1_048_576,
+        "Largest file, in bytes, that code search indexes; larger files (and binary ones: a NUL byte in their first 8000 bytes) are left out of its results.",
+        minimum=1024,
+    ),
+    Setting(
+        "search_seconds",
+        float,
+        2.0,
+        "Time one code search may spend matching files before it answers with what it found, marked as partial.",
+        minimum=0.05,
+    ),
+    Setting(
         "repo_handles",
         int,
         128,
@@ -465,6 +479,8 @@ class Settings:
     ref_check_interval: float
     index_slice_commits: int
     lease_seconds: float
+    search_max_file_bytes: int
+    search_seconds: float
     repo_handles: int
     max_file_view: int
     max_highlight: int

@@ -51,6 +51,7 @@ from floorless.pulls import Pull, Pulls
 from floorless.references import References
 from floorless.repos import Registry, Repo, ScanResult, _renamed_path, check_name
 from floorless.reviews import Reviews
+from floorless.search.index import CodeIndex
 from floorless.state import RepoState, RepoStates
 from floorless.statuses import Statuses
 from floorless.triage import Triage
@@ -112,6 +113,9 @@ class Forge:
         # refs moved: a push or API write through it, or a change its ref check saw. Pull
         # requests follow their heads and bases from here.
         self.ref_listeners: list[Callable[[Repo, RefSnapshot], None]] = []
+        # Code search's index of each default branch, kept up in the background (search/).
+        self.code = CodeIndex(self.db, self._handle_of, settings.search_max_file_bytes)
+        self.ref_listeners.append(self.code.queue)
         self.reviews = Reviews(self.db, self.issues, self.pulls)
         self.reviews.locate = self._locate
         self.ref_listeners.append(lambda repo, _: self.reviews.follow_soon(repo.owner, repo.name))
@@ -173,6 +177,7 @@ class Forge:
             self.references.start()
             self.hook_events.start()
             self.webhooks.start()
+            self.code.start()
             self._thread = start_thread(self._maintain, "maintain")
 
     def stop(self) -> None:
@@ -183,6 +188,7 @@ class Forge:
         self.references.stop()
         self.hook_events.stop()
         self.webhooks.stop()
+        self.code.stop()
         self.notices.stop()
         self.reviews.stop()
         self.indexer.stop()

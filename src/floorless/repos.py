@@ -251,7 +251,7 @@ class Registry:
         """Remove a repository's row and everything indexed under it (visibility and
         collaborators and issues stay with the name: a repository back after a moment is as it
         was)."""
-        for table in ("index_chunks", "index_changes", "answers", "repo_missing"):
+        for table in ("index_chunks", "index_changes", "answers", "repo_missing", "search_repos"):
             self.db.execute(f"DELETE FROM {table} WHERE repo_id = ?", (repo_id,))  # noqa: S608
         self.db.execute("DELETE FROM repos WHERE id = ?", (repo_id,))
 
@@ -269,6 +269,23 @@ class Registry:
     def by_id(self, repo_id: int) -> Repo | None:
         rows = self.db.remembered(f"{_SELECT} WHERE repos.id = ?", (repo_id,), _TABLES)
         return _repo(rows[0]) if rows else None
+
+    def readable(
+        self, visible: tuple[str, list[object]], ids: list[int] | None = None
+    ) -> list[Repo]:
+        """The repositories that pass ``visible`` (the access policy's condition), by name;
+        only those of ``ids`` when given (code search across repositories)."""
+        clause, params = visible
+        if ids is not None:
+            if not ids:
+                return []
+            clause += f" AND id IN ({', '.join('?' * len(ids))})"
+            params = [*params, *ids]
+        rows = self.db.query(
+            f"SELECT * FROM ({_SELECT}) AS repos WHERE {clause} ORDER BY owner, name",  # noqa: S608
+            params,
+        )
+        return [_repo(r) for r in rows]
 
     def owner_exists(self, owner: str, visible: tuple[str, list[object]] = ("1 = 1", [])) -> bool:
         """Whether ``owner`` is an account or owns a repository that passes ``visible``."""

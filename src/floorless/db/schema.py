@@ -769,6 +769,52 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        18,
+        "the code index: blobs' trigrams, trees' files, and what each repository searches",
+        (
+            # Every blob the code index looked at, numbered; ``kind`` is text (indexed),
+            # binary or large (skipped). Keyed by object id: a blob is read once, whichever
+            # repository holds it (``search/index.py``).
+            """CREATE TABLE IF NOT EXISTS search_blobs (
+                id {id},
+                oid {blob} NOT NULL UNIQUE,
+                kind TEXT NOT NULL,
+                size {bigint} NOT NULL
+            )""",
+            # Postings are written a segment per indexing run (only its new blobs), and the
+            # segments merged into one now and then.
+            """CREATE TABLE IF NOT EXISTS search_segments (
+                id {id},
+                blobs {bigint} NOT NULL,
+                created_at {real} NOT NULL
+            )""",
+            # A trigram's blob numbers in one segment: sorted deltas, compressed.
+            """CREATE TABLE IF NOT EXISTS search_postings (
+                gram {bigint} NOT NULL,
+                segment {bigint} NOT NULL,
+                numbers {blob} NOT NULL,
+                PRIMARY KEY (gram, segment)
+            )""",
+            # A tree's text files: paths, blob ids and blob numbers, each packed.
+            """CREATE TABLE IF NOT EXISTS search_trees (
+                tree {blob} PRIMARY KEY,
+                paths {blob} NOT NULL,
+                oids {blob} NOT NULL,
+                numbers {blob} NOT NULL
+            )""",
+            # The ref, commit and tree of each repository that its code search reads.
+            """CREATE TABLE IF NOT EXISTS search_repos (
+                repo_id {bigint} PRIMARY KEY,
+                kind TEXT NOT NULL,
+                ref {blob} NOT NULL,
+                commit_id {blob} NOT NULL,
+                tree {blob} NOT NULL,
+                indexed_at {real} NOT NULL
+            )""",
+            "CREATE INDEX IF NOT EXISTS search_repos_tree ON search_repos (tree)",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

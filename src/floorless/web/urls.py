@@ -101,6 +101,13 @@ def owner(name: str, q: str = "", sort: str = "", page: int = 1) -> str:
     )
 
 
+def code_search(q: str = "", mode: str = "", page: int = 1) -> str:
+    """Code search across every repository its reader may read."""
+    return "/-/search" + query(
+        {"q": q or None, "mode": mode or None, "page": page if page > 1 else None}
+    )
+
+
 def login(next: str | None = None) -> str:
     return "/-/login" + query({"next": next})
 
@@ -127,6 +134,18 @@ def static(name: str) -> str:
 def home(repo: Named) -> str:
     """The repository's home page; every other page of it is below this."""
     return f"/{segment(repo.owner)}/{segment(repo.name)}"
+
+
+def repo_search(repo: Named, q: str = "", mode: str = "", page: int = 1) -> str:
+    """Code search in one repository."""
+    return f"{home(repo)}/search" + query(
+        {"q": q or None, "mode": mode or None, "page": page if page > 1 else None}
+    )
+
+
+def line(repo: Named, commit: str | bytes, at: str | bytes, number: int) -> str:
+    """Line ``number`` of the file ``at`` of a commit (a permanent link)."""
+    return src(repo, "commit", _hex(commit), at) + f"#L{number}"
 
 
 def clone(repo: Named) -> str:

@@ -1,0 +1,1 @@
+"""Code search: a trigram index of each repository's default branch, kept in the database."""

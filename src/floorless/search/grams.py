@@ -1,0 +1,175 @@
+"""Trigrams: what the code index keeps of each file, and what a query needs of it.
+
+A file is indexed by the set of its three-byte sequences, ASCII letters folded to lower case
+(searches ignore case unless asked not to, and a case-sensitive match is still a
+case-insensitive one). A gram is an integer, ``b0 << 16 | b1 << 8 | b2``.
+
+A query is turned into a ``Plan``: the trigrams a file must contain to possibly match, as an
+AND and OR tree, so that only candidate files are read and matched. A literal needs every
+trigram it has; a regular expression needs those of the literal runs it cannot match
+without (taken from the pattern's parse tree), with alternatives joined by OR. A plan of
+``None`` says the index cannot narrow the search: every file is a candidate.
+
+Python's ``re`` cannot be interrupted while it matches, so the patterns that backtrack
+exponentially are refused before they run (``check_pattern``): a repeat inside an unbounded
+repeat, an alternation inside one, and back-references.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+# re's own parser (``sre_parse`` is its deprecated public name): the parse tree it gives is
+# what ``re.compile`` compiles, so the literal runs read from it are exactly the pattern's.
+_parser: Any = importlib.import_module("re._parser")
+_constants: Any = importlib.import_module("re._constants")
+
+MAX_GRAMS = 24  # trigrams of one literal looked up: enough to narrow, few rows to read
+
+
+def gram(chunk: bytes) -> int:
+    return chunk[0] << 16 | chunk[1] << 8 | chunk[2]
+
+
+def file_grams(data: bytes) -> set[int]:
+    """Every trigram of ``data`` (lower-cased), as integers."""
+    lower = data.lower()
+    chunks = {lower[i : i + 3] for i in range(len(lower) - 2)}
+    return {c[0] << 16 | c[1] << 8 | c[2] for c in chunks}
+
+
+def literal_grams(text: bytes) -> list[int]:
+    """The distinct trigrams of a literal (lower-cased), at most ``MAX_GRAMS`` of them, spread
+    over its length."""
+    lower = text.lower()
+    found = list(dict.fromkeys(gram(lower[i : i + 3]) for i in range(len(lower) - 2)))
+    if len(found) <= MAX_GRAMS:
+        return found
+    step = len(found) / MAX_GRAMS
+    return [found[int(i * step)] for i in range(MAX_GRAMS)]
+
+
+@dataclass(frozen=True)
+class Grams:
+    """Every one of ``grams`` (a literal run's)."""
+
+    grams: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AllOf:
+    parts: tuple[Plan, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple[Plan, ...]
+
+
+Plan = Grams | AllOf | AnyOf
+
+
+def literal_plan(text: bytes) -> Plan | None:
+    found = literal_grams(text)
+    return Grams(tuple(found)) if found else None
+
+
+def text_plan(text: str, ignore_case: bool = True) -> Plan | None:
+    """The plan of a literal query. Ignoring case, only its ASCII runs narrow the search:
+    the index folds ASCII letters alone, and ``re`` folds every letter."""
+    data = text.encode("utf-8", "surrogateescape")
+    if not ignore_case:
+        return literal_plan(data)
+    runs = re.split(rb"[\x80-\xff]+", data)
+    return _all(literal_plan(run) for run in runs if len(run) >= 3)
+
+
+def _all(parts: Iterable[Plan | None]) -> Plan | None:
+    kept = tuple(p for p in parts if p is not None)
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else AllOf(kept)
+
+
+def _any(parts: list[Plan | None]) -> Plan | None:
+    if not parts or any(p is None for p in parts):
+        return None  # one alternative that needs nothing: any file may match
+    kept = tuple(p for p in parts if p is not None)
+    return kept[0] if len(kept) == 1 else AnyOf(kept)
+
+
+class PatternRefused(ValueError):
+    """A regular expression that could take exponential time."""
+
+
+def regex_plan(pattern: str, ignore_case: bool = True) -> Plan | None:
+    """The trigrams a file must hold to match ``pattern`` (which ``re`` compiles)."""
+    flags = _constants.SRE_FLAG_IGNORECASE if ignore_case else 0
+    return _sequence(_parser.parse(pattern, flags), ignore_case)
+
+
+def _sequence(items: Any, ignore_case: bool) -> Plan | None:
+    """The plan of a sequence of parse-tree items: its literal runs, and what its groups and
+    required repeats need."""
+    parts: list[Plan | None] = []
+    run = bytearray()
+
+    def close() -> None:
+        if len(run) >= 3:
+            parts.append(literal_plan(bytes(run)))
+        run.clear()
+
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL" and (arg < 128 or not ignore_case):
+            run.extend(chr(arg).encode("utf-8", "surrogateescape"))
+            continue
+        close()
+        if name == "SUBPATTERN":
+            parts.append(_sequence(arg[-1], ignore_case))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and arg[0] >= 1:
+            parts.append(_sequence(arg[2], ignore_case))
+        elif name == "ATOMIC_GROUP":
+            parts.append(_sequence(arg, ignore_case))
+        elif name == "BRANCH":
+            parts.append(_any([_sequence(branch, ignore_case) for branch in arg[1]]))
+    close()
+    return _all(parts)
+
+
+def check_pattern(pattern: str) -> None:
+    """Refuse (``PatternRefused``) what could backtrack exponentially; a syntax error raises
+    ``re.error``."""
+    _check(_parser.parse(pattern, 0), inside_unbounded=False)
+
+
+def _check(items: Any, inside_unbounded: bool) -> None:
+    for op, arg in items:
+        name = str(op)
+        if name == "GROUPREF" or name == "GROUPREF_EXISTS":
+            raise PatternRefused("back-references are not supported")
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            _, high, body = arg
+            if inside_unbounded and high > 1:
+                raise PatternRefused(
+                    "a repeat inside a repeat (such as (a+)+) can take exponential time"
+                )
+            unbounded = high == _constants.MAXREPEAT or high > 100
+            _check(body, inside_unbounded or unbounded)
+        elif name == "SUBPATTERN":
+            _check(arg[-1], inside_unbounded)
+        elif name == "ATOMIC_GROUP":
+            _check(arg, inside_unbounded)
+        elif name == "BRANCH":
+            if inside_unbounded and len(arg[1]) > 1:
+                raise PatternRefused(
+                    "alternatives inside a repeat (such as (a|ab)*) can take exponential time"
+                )
+            for branch in arg[1]:
+                _check(branch, inside_unbounded)
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            _check(arg[1], inside_unbounded)

@@ -1,0 +1,144 @@
+"""Code search pages: one repository's (``/{owner}/{repo}/search``) and every repository its
+reader may read (``/-/search``, the explore page's "Code" tab). Both are plain GET forms
+(``<form role="search">`` with ``q``), working without JavaScript.
+
+A repository's page is found and refused as every other page of it is (``repo_view``: 404
+for a reader who may not read it); the site-wide page searches only the repositories the
+access policy's ``visible_clause`` keeps for its reader. Either reads files from the
+repository's own objects through its open handle: no process is started.
+"""
+
+from __future__ import annotations
+
+import falcon
+
+from floorless.errors import BadRequest, FloorlessError
+from floorless.search import query as code
+from floorless.search.index import Indexed
+from floorless.web import urls
+from floorless.web.auth import viewer_of
+from floorless.web.context import repo_view
+from floorless.web.views.base import View
+
+MODES = {"": "Text", "regex": "Regular expression"}
+
+
+def _page(req: falcon.Request) -> int:
+    try:
+        return int(req.get_param("page", default="1"))
+    except ValueError as exc:
+        raise BadRequest("page must be a number") from exc
+
+
+def _form(req: falcon.Request) -> tuple[str, str]:
+    q = req.get_param("q", default="") or ""
+    mode = req.get_param("mode", default="") or ""
+    if mode not in MODES:
+        raise BadRequest("mode is text (empty) or regex")
+    return q, mode
+
+
+class RepoSearch(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        view = repo_view(self.forge, req, owner, repo)
+        q, mode = _form(req)
+        indexed = self.forge.code.indexed(view.repo.id)
+        results = None
+        error = ""
+        page = 1
+        if q.strip():
+            page = _page(req)
+            try:
+                parsed = code.parse(q, mode)
+                if parsed.repos:
+                    raise BadRequest("repo: filters are for the site-wide search")
+                targets = (
+                    [code.Target(view.repo, indexed, view.handle)] if indexed is not None else []
+                )
+                results = code.search(
+                    self.forge.code, targets, parsed, page, self.settings.search_seconds
+                )
+            except BadRequest as exc:
+                resp.status = falcon.HTTP_400
+                error = exc.args[0] if exc.args else "bad query"
+        home = view.snapshot.home
+        self.html(
+            resp,
+            "search.html",
+            **view.template_context(
+                q=q,
+                mode=mode,
+                modes=MODES,
+                results=results,
+                error=error,
+                page=page,
+                indexed=indexed,
+                behind=indexed is not None and home is not None and indexed.commit != home[2],
+                action=urls.repo_search(view.repo),
+                page_url=lambda n: urls.repo_search(view.repo, q, mode, n),
+                site_wide=False,
+            ),
+        )
+
+
+class SiteSearch(View):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        q, mode = _form(req)
+        results = None
+        error = ""
+        page = 1
+        if q.strip():
+            page = _page(req)
+            try:
+                parsed = code.parse(q, mode)
+                results = code.search(
+                    self.forge.code,
+                    self._targets(req, parsed),
+                    parsed,
+                    page,
+                    self.settings.search_seconds,
+                )
+            except BadRequest as exc:
+                resp.status = falcon.HTTP_400
+                error = exc.args[0] if exc.args else "bad query"
+        self.html(
+            resp,
+            "search.html",
+            q=q,
+            mode=mode,
+            modes=MODES,
+            results=results,
+            error=error,
+            page=page,
+            action=urls.code_search(),
+            page_url=lambda n: urls.code_search(q, mode, n),
+            site_wide=True,
+        )
+
+    def _targets(self, req: falcon.Request, parsed: code.Query) -> list[code.Target]:
+        """Every repository the reader may read that is indexed (those ``repo:`` names)."""
+        rows = self.forge.db.query("SELECT * FROM search_repos")
+        indexed = {
+            int(row["repo_id"]): Indexed(
+                int(row["repo_id"]),
+                row["kind"],
+                bytes(row["ref"]),
+                bytes(row["commit_id"]),
+                bytes(row["tree"]),
+                row["indexed_at"],
+            )
+            for row in rows
+        }
+        visible = self.forge.policy.visible_clause(viewer_of(req))
+        repos = self.forge.registry.readable(visible, sorted(indexed))
+        if parsed.repos:
+            wanted = {name.lower().removesuffix(".git") for name in parsed.repos}
+            repos = [r for r in repos if r.full_name.lower() in wanted or r.name.lower() in wanted]
+        targets = []
+        for repo in repos:
+            try:
+                handle = self.forge.open(repo)
+            except FloorlessError:  # gone or broken on disk: nothing of it to show
+                continue
+            targets.append(code.Target(repo, indexed[repo.id], handle))
+        return targets
