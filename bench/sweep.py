@@ -210,7 +210,8 @@ def run(args: argparse.Namespace) -> SweepResult:
     sets = choose(built.path, home, built.branch, args.seed)
     commit = sets[0]["commit"][0]
     result = SweepResult(name, built.commits)
-    served, proc = start_floorless(repos, work / "data", target, commit)
+    serve = tuple(getattr(args, "serve_options", None) or ())  # e.g. --database, --processes
+    served, proc = start_floorless(repos, work / "data", target, commit, serve)
     try:
         wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
         print(f"floorless: waiting for the index of {built.commits} commits", file=sys.stderr)
@@ -283,7 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-deadline", type=float, default=7200.0)
     parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--serve-options",
+        default="",
+        help="more options of floorless serve, e.g. '--database URL --processes 2'",
+    )
     args = parser.parse_args(argv)
+    args.serve_options = args.serve_options.split()
     reason = contenders.available("cgit")
     if reason is not None:
         raise SystemExit(reason)

@@ -111,6 +111,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "processes",
+        int,
+        1,
+        "Server processes on this machine (`floorless serve`). More than one needs PostgreSQL: each process is a node of its own as on several machines (scale-out.md), sharing the database and the data directory, so pages use every core; on SQLite one process serves.",
+        minimum=1,
+    ),
+    Setting(
         "default_owner",
         str,
         "local",
@@ -471,6 +478,7 @@ class Settings:
     port: int
     threads: int
     dear_threads: int
+    processes: int
     default_owner: str
     site_name: str
     base_url: str

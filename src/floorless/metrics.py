@@ -137,6 +137,20 @@ class Metrics:
             "Repositories waiting to be indexed.",
             registry=self.registry,
         )
+        # Several processes answer on one port (``processes``) and each reports its own
+        # figures: the process id says whose a scrape is.
+        self.process_id = Gauge(
+            "floorless_process_id",
+            "The id of the process that answered this scrape.",
+            registry=self.registry,
+        )
+        self.index_commits = Gauge(
+            "floorless_index_commits",
+            "Commits whose changed paths this process has indexed since it started (each "
+            "repository is indexed by one process at a time, under its lease: the processes' "
+            "sums add up to each history once).",
+            registry=self.registry,
+        )
         self.queries = Counter(
             "floorless_db_queries",
             "Database queries made while answering requests.",

@@ -16,6 +16,11 @@ from floorless.forge import Forge
 @click.option("--host", help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, help="Port to listen on (default 3000).")
 @click.option("--threads", type=int, help="Request-handling threads (default 4).")
+@click.option(
+    "--processes",
+    type=int,
+    help="Server processes (default 1); more than one needs a PostgreSQL database.",
+)
 def serve(
     config_file: Path | None,
     data: Path | None,
@@ -24,6 +29,7 @@ def serve(
     host: str | None,
     port: int | None,
     threads: int | None,
+    processes: int | None,
 ) -> None:
     """Serve every git repository below the repositories directory."""
     from granian import Granian
@@ -37,12 +43,21 @@ def serve(
         host=host,
         port=port,
         threads=threads,
+        processes=processes,
     )
     if not settings.repos.is_dir():
         if repos is not None:
             raise click.UsageError(f"--repos {settings.repos}: no such directory")
         settings.repos.mkdir(parents=True, exist_ok=True)
     forge = Forge(settings)
+    if settings.processes > 1 and forge.db.dialect != "postgresql":
+        # Each process remembers rows, refs and the index between requests and learns of
+        # another's writes only through PostgreSQL's notices: on SQLite a second process
+        # would serve what the first has already changed.
+        raise click.UsageError(
+            f"processes = {settings.processes} needs a PostgreSQL database (--database "
+            "postgresql://...); on SQLite one process serves"
+        )
     forge.prepare()
     forge.registry.scan()
     os.environ.update(settings.as_environ())
@@ -62,15 +77,18 @@ def serve(
             "floorless: no accounts yet; create the first administrator with\n"
             f"  floorless admin user create NAME --email EMAIL --admin --password-stdin{options}"
         )
-    # One worker process, which granian starts again should it die (a pack file truncated
-    # under a mapped handle raises SIGBUS, which no Python code can catch); the listening
-    # socket stays open meanwhile, so clients wait rather than fail.
+    # ``processes`` worker processes (one by default), which granian starts again should one
+    # die (a pack file truncated under a mapped handle raises SIGBUS, which no Python code can
+    # catch); the listening socket stays open meanwhile, so clients wait rather than fail.
+    # Each worker builds its own forge (web/asgi.py): on PostgreSQL each is a node as on
+    # several machines: one indexes a repository under its lease while the others read what
+    # it stores, and a push through one is told to the others before it returns.
     Granian(
         "floorless.web.asgi:application",
         address=settings.host,
         port=settings.port,
         interface=Interfaces.ASGI,
-        workers=1,
+        workers=settings.processes,
         factory=True,
         log_access=False,
         respawn_failed_workers=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import os
 
 import falcon
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -96,6 +97,8 @@ class MetricsPage:
             raise NotFound("no such page")
         self.metrics.index_lag.set(self.forge.indexer.lag())
         self.metrics.index_pending.set(0 if self.forge.indexer.idle() else 1)
+        self.metrics.process_id.set(os.getpid())
+        self.metrics.index_commits.set(self.forge.indexer.commits_indexed)
         _ = spawn_counter()
         resp.content_type = CONTENT_TYPE_LATEST
         resp.data = generate_latest(self.metrics.registry)
