@@ -202,6 +202,14 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0,
     ),
     Setting(
+        "max_render_bytes",
+        int,
+        524_288,
+        "Largest document, in bytes, rendered (Markdown, reStructuredText, AsciiDoc, CSV, a "
+        "notebook, a README); a larger one is shown as its source.",
+        minimum=0,
+    ),
+    Setting(
         "max_diff_lines",
         int,
         1500,
@@ -492,6 +500,7 @@ class Settings:
     repo_handles: int
     max_file_view: int
     max_highlight: int
+    max_render_bytes: int
     max_diff_lines: int
     max_diff_total_lines: int
     max_diff_highlight_lines: int

@@ -249,7 +249,7 @@ class AuthMiddleware:
             current = (resp.get_header("Cache-Control") or "no-cache").split(",")
             directives = [d.strip() for d in current if d.strip() not in ("public", "private")]
             resp.cache_control = ["private", *directives]
-        resp.vary = ("Cookie", "Authorization")
+        resp.append_header("Vary", "Cookie, Authorization")  # after a view's own (raw SVGs')
         reset = req.context.get("auth_reset")
         if reset is not None:
             _current.reset(reset)

@@ -13,69 +13,114 @@ import re
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from html import escape
+from html import escape, unescape
 from typing import Any, Protocol
-from urllib.parse import unquote_to_bytes, urlsplit
 
 import cmarkgfm
-import nh3
 from cmarkgfm.cmark import Options
 from markupsafe import Markup
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
-from pygments.lexers import find_lexer_class, get_all_lexers
+from pygments.lexers import find_lexer_class, get_all_lexers, get_lexer_by_name
 from pygments.lexers.special import TextLexer
+from pygments.util import ClassNotFound
+
+from floorless.web import sanitize
+from floorless.web.sanitize import Link
 
 MARKDOWN_NAMES = (".md", ".markdown", ".mdown", ".mkd")
-_TAGS = set(nh3.ALLOWED_TAGS) | {"input"}
-_ATTRIBUTES = {
-    **{tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items()},
-    "input": {"checked", "disabled"},
-    "code": {"class"},
-    "pre": {"lang"},
-    "th": {"align"},
-    "td": {"align"},
-    "h1": {"id"},
-    "h2": {"id"},
-    "h3": {"id"},
-    "h4": {"id"},
-}
+# ids the pages themselves use beside rendered documents: a heading never takes one
+RESERVED = frozenset({"i-tree", "i-blob", "i-link", "i-submodule", "main", "content"})
 
 
 def is_markdown(name: str) -> bool:
     return name.lower().endswith(MARKDOWN_NAMES)
 
 
-def render_markdown(text: str, link: Callable[[bytes, bool], str], directory: bytes = b"") -> str:
-    """GitHub-flavoured Markdown to sanitized HTML. A relative link is taken from
-    ``directory`` (the file's own, in the repository) and made a URL by ``link(path,
-    image)``: a file page, or the raw file for an image's source."""
+def render_markdown(
+    text: str, link: Link | None = None, directory: bytes = b"", reserved: frozenset[str] = RESERVED
+) -> str:
+    """GitHub-flavoured Markdown to sanitized HTML, as GitHub renders it: inline HTML through
+    the allow-list (``sanitize``), headings with ids and anchor links, footnotes, task lists,
+    fenced code highlighted by its info string. A relative link is taken from ``directory``
+    (the file's own, in the repository) and made a URL by ``link(path, image)``: a file
+    page, or the raw file for an image's source."""
     html = cmarkgfm.github_flavored_markdown_to_html(
-        text, options=Options.CMARK_OPT_GITHUB_PRE_LANG | Options.CMARK_OPT_FOOTNOTES
+        text,
+        options=Options.CMARK_OPT_GITHUB_PRE_LANG
+        | Options.CMARK_OPT_FOOTNOTES
+        | Options.CMARK_OPT_UNSAFE,  # raw HTML is kept for the allow-list to judge
     )
+    return highlight_blocks(heading_ids(sanitize.clean(html, link, directory), reserved))
 
-    def rewrite(tag: str, attribute: str, value: str) -> str | None:
-        if attribute in ("href", "src") and _is_relative(value):
-            target, _, fragment = value.partition("#")
-            if not target:
-                return value
-            # cmark has percent-encoded the target already: decode it to the exact bytes, so
-            # that the URL encodes them once (a space must become %20, not %2520)
-            path = posixpath.normpath(posixpath.join(b"/", directory, unquote_to_bytes(target)))
-            url = link(path.lstrip(b"/"), tag == "img")
-            return url + (f"#{fragment}" if fragment else "")
-        return value
 
-    return nh3.clean(
-        html,
-        tags=_TAGS,
-        attributes=_ATTRIBUTES,
-        tag_attribute_values={"input": {"type": {"checkbox"}}},
-        set_tag_attribute_values={"input": {"disabled": "disabled"}},
-        attribute_filter=rewrite,
-        url_schemes={"http", "https", "mailto"},
-    )
+_HEADING = re.compile(r"<h([1-6])((?:\s[^>]*)?)>(.*?)</h\1>", re.S)
+_ID_ATTRIBUTE = re.compile(r'\sid="[^"]*"')
+_NOT_SLUG = re.compile(r"[^\w\- ]")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading's text: lower case, punctuation and symbols dropped
+    (letters, digits, ``_`` and ``-`` of any script stay), each space a ``-``."""
+    return _NOT_SLUG.sub("", heading.strip().lower()).replace(" ", "-")
+
+
+def heading_ids(html: str, reserved: frozenset[str] = RESERVED) -> str:
+    """Sanitized ``html`` with an id on each heading (its slug; a repeated one ``-1``, ``-2``
+    as GitHub numbers them) and a link to it, so that ``#usage`` links work without
+    script."""
+    used: set[str] = set(reserved)
+
+    def number(match: re.Match[str]) -> str:
+        level, attributes, inner = match.groups()
+        words = unescape(_TAG.sub("", inner))
+        base = slug(words) or "section"
+        anchor, n = base, 0
+        while anchor in used:
+            n += 1
+            anchor = f"{base}-{n}"
+        used.add(anchor)
+        attributes = _ID_ATTRIBUTE.sub("", attributes)
+        label = escape(f"Link to this section: {words.strip()}", quote=True)
+        return (
+            f'<h{level} id="{anchor}"{attributes}>{inner}'
+            f'<a class="anchor" href="#{anchor}" aria-label="{label}"></a></h{level}>'
+        )
+
+    return _HEADING.sub(number, html)
+
+
+_FENCE = re.compile(r'<pre lang="([^"]{1,100})"><code>(.*?)</code></pre>', re.S)
+
+
+@functools.lru_cache(maxsize=512)
+def fence_lexer(info: str) -> type[Lexer] | None:
+    """The lexer a fenced block's info string names: a Pygments alias (``python``, ``sh``)
+    or a file extension (``py``, ``rs``)."""
+    word = unescape(info).strip().lower()
+    try:
+        return type(get_lexer_by_name(word))
+    except ClassNotFound:
+        return lexer_class(f"x.{word}")
+
+
+def highlight_blocks(html: str) -> str:
+    """Sanitized ``html`` with its fenced code blocks highlighted by their info string.
+    Pygments escapes what it is given, so its output needs no second sanitizing."""
+
+    def colour(match: re.Match[str]) -> str:
+        found = fence_lexer(match.group(1))
+        if found is None:
+            return match.group()
+        code = unescape(match.group(2))
+        HIGHLIGHTED.add(code.count("\n") + 1)
+        inner = highlight(code, found(stripnl=False, ensurenl=False), _FORMATTER)
+        return (
+            f'<div class="highlight"><pre lang="{match.group(1)}"><code>{inner}</code></pre></div>'
+        )
+
+    return _FENCE.sub(colour, html)
 
 
 # A tag of nh3's output, whose attribute values are always double-quoted (and may hold ">").
@@ -147,14 +192,7 @@ def link_references(
 
     def linked(pieces: list[tuple[str, bool]]) -> str:
         text = "".join(_REFERENCE.sub(replace, text) if can else text for text, can in pieces)
-        return nh3.clean(
-            text,
-            tags=_TAGS,
-            attributes=_ATTRIBUTES,
-            tag_attribute_values={"input": {"type": {"checkbox"}}},
-            set_tag_attribute_values={"input": {"disabled": "disabled"}},
-            url_schemes={"http", "https", "mailto"},
-        )
+        return sanitize.clean(text)
 
     done = []
     for html, digest, (pieces, refs) in zip(htmls, digests, split, strict=True):
@@ -196,11 +234,6 @@ def _linkable_pieces(html: str, found: dict[str, set[str]]) -> list[tuple[str, b
         pieces.append((piece, False))
         position = tag.end()
     return pieces
-
-
-def _is_relative(url: str) -> bool:
-    parts = urlsplit(url)
-    return not parts.scheme and not parts.netloc and not url.startswith(("/", "#"))
 
 
 def lexer_for(name: str, text: str) -> Lexer:
@@ -295,8 +328,9 @@ def highlight_lines(name: str, text: str, enabled: bool = True) -> list[str]:
 
 def stylesheet() -> str:
     """Pygments' CSS for the light and the dark theme."""
-    light = HtmlFormatter(style="default").get_style_defs(".code")  # type: ignore[no-untyped-call]
-    dark = HtmlFormatter(style="monokai").get_style_defs(".code")  # type: ignore[no-untyped-call]
+    scopes = [".code", ".highlight"]  # code pages, and code blocks in rendered documents
+    light = HtmlFormatter(style="default").get_style_defs(scopes)  # type: ignore[no-untyped-call]
+    dark = HtmlFormatter(style="monokai").get_style_defs(scopes)  # type: ignore[no-untyped-call]
     return f"{light}\n@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"
 
 

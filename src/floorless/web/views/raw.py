@@ -1,8 +1,16 @@
 """Raw bytes: ``/raw/{kind}/{ref}/{path}`` and ``/raw/blob/{sha}``.
 
-Never served as HTML or SVG (so a repository cannot run script on the forge's origin), always
-with ``nosniff`` and a sandboxing CSP; ETag from the blob id; immutable when commit-addressed;
+Never served as HTML (so a repository cannot run script on the forge's origin), always with
+``nosniff`` and a sandboxing CSP; ETag from the blob id; immutable when commit-addressed;
 HEAD and single ``Range`` requests.
+
+An SVG file is an image that may hold script. It is served as ``image/svg+xml`` only to an
+image fetch (``Sec-Fetch-Dest: image``, a header the browser sets and a page cannot), which
+is how ``<img>`` loads it: a browser runs no script in an image, and the answer carries a CSP
+with no script source and a sandbox besides. Any other fetch (the file opened in a tab,
+``<iframe>``, ``<object>``, ``<embed>``, a browser that sends no such header) gets it as plain
+text. The two answers differ by ``Vary: Sec-Fetch-Dest, Accept`` and by ETag, so no cache hands one
+for the other.
 """
 
 from __future__ import annotations
@@ -23,6 +31,21 @@ from floorless.web.views.base import View
 from floorless.web.views.source import image_type
 
 SAFE_TYPES = {".json": "text/plain; charset=utf-8"}
+SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+
+
+def svg_as_image(req: falcon.Request, name: bytes) -> bool:
+    """Whether to answer with an SVG image (see the module's docstring). A browser that
+    sends no ``Sec-Fetch-Dest`` (one over plain HTTP to a host other than localhost) is
+    judged by ``Accept``, whose first type is an image's only when it loads an image: a
+    navigation, a frame or an object asks for HTML first."""
+    if not name.lower().endswith(b".svg"):
+        return False
+    dest = req.get_header("Sec-Fetch-Dest")
+    if dest is not None:
+        return dest == "image"
+    accept = (req.get_header("Accept") or "").split(",")[0].strip().lower()
+    return accept.startswith("image/")
 
 
 def content_type(name: bytes, data: bytes) -> str:
@@ -112,10 +135,13 @@ def _answer(
     immutable: bool,
 ) -> None:
     budget = forge.settings.max_raw_in_process_bytes
-    etag = blob_id
+    svg = svg_as_image(req, name)
+    etag = f"{blob_id}.svg" if svg else blob_id
     resp.etag = etag
     resp.set_header("X-Content-Type-Options", "nosniff")
-    resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
+    resp.set_header("Content-Security-Policy", SVG_CSP if svg else "default-src 'none'; sandbox")
+    if name.lower().endswith(b".svg"):
+        resp.vary = ["Sec-Fetch-Dest", "Accept"]
     resp.set_header("Accept-Ranges", "bytes")
     resp.cache_control = ["public", "max-age=31536000", "immutable"] if immutable else ["no-cache"]
     if name:
@@ -128,13 +154,13 @@ def _answer(
         resp.status = falcon.HTTP_304
         return
     if size is not None and size > budget:
-        _stream(forge, req, resp, view, blob_id, name, size)
+        _stream(forge, req, resp, view, blob_id, name, size, etag, svg)
         return
     if not isinstance(blob, pygit2.Blob):
         raise NotFound("not a file")
     with timing.phase("git"):
         content = memoryview(blob)  # copied once below: whole, or only the range asked for
-    resp.content_type = content_type(name, bytes(content[:8000]))
+    resp.content_type = "image/svg+xml" if svg else content_type(name, bytes(content[:8000]))
     window = _window(req, resp, etag, len(content))
     if window is None:
         return
@@ -150,11 +176,13 @@ def _stream(
     blob_id: str,
     name: bytes,
     size: int,
+    etag: str,
+    svg: bool,
 ) -> None:
     """A large blob from a ``git cat-file`` child, chunk by chunk: reading it in-process
     would hold the interpreter (and every other request) while libgit2 inflates it. A
     range is honoured by reading and dropping the bytes before it, in the child's pipe."""
-    window = _window(req, resp, blob_id, size)
+    window = _window(req, resp, etag, size)
     if window is None:
         return
     stream = transport.start(
@@ -168,7 +196,7 @@ def _stream(
     if not first_bytes and size and not stream.succeeded():
         stream.close()
         raise RepositoryBroken("git cat-file cannot read this object")
-    resp.content_type = content_type(name, first_bytes[:8000])
+    resp.content_type = "image/svg+xml" if svg else content_type(name, first_bytes[:8000])
     first, end = window
     resp.content_length = end - first  # a HEAD's body is closed unsent (BodylessMiddleware)
     whole = (first, end) == (0, size)

@@ -14,9 +14,9 @@ from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Resolved
-from floorless.web import urls
+from floorless.web import documents, urls
 from floorless.web.context import RepoView
-from floorless.web.markup import highlight_lines, is_markdown, numbered_rows, render_markdown
+from floorless.web.markup import highlight_lines, numbered_rows
 from floorless.web.render import text
 from floorless.web.views.base import RefPage
 from floorless.web.views.tree import markdown_links, tree_context
@@ -126,7 +126,8 @@ class Source(RefPage):
             "rows": None,
             "line_count": 0,
             "truncated": False,
-            "markdown": None,
+            "rendered": None,
+            "svg": name.lower().endswith(b".svg"),
         }
         if image_type(name):
             info["image"] = True
@@ -152,12 +153,19 @@ class Source(RefPage):
                 key, lambda: _rows(highlight_lines(filename, content(), enabled))
             ),
         )
-        if is_markdown(filename) and not info["truncated"]:
+        if documents.kind(filename) and size <= self.settings.max_render_bytes:
             directory = resolved.path.rpartition(b"/")[0]
             where = urls.src(view.repo, resolved.kind, resolved.ref, directory)
-            info["markdown"] = self.renderer.caches["readme"].get_or_make(
-                (str(blob.id), where, "file"),
-                lambda: render_markdown(content(), markdown_links(view, resolved), directory),
+            limit = self.settings.max_render_bytes
+            info["rendered"] = self.renderer.caches["readme"].get_or_make(
+                (str(blob.id), where, filename, limit),
+                lambda: documents.render(
+                    filename,
+                    objects.blob_bytes(blob, limit + 1),
+                    markdown_links(view, resolved),
+                    directory,
+                    limit,
+                ),
             )
         return info
 

@@ -13,13 +13,20 @@ from floorless import timing
 from floorless.caches import Cache
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web import urls
+from floorless.web import documents, urls
 from floorless.web.context import RepoView
-from floorless.web.markup import is_markdown, render_markdown
 from floorless.web.render import text
 
-README_NAMES = ("readme.md", "readme.markdown", "readme", "readme.txt", "readme.rst")
-MAX_README = 512 * 1024
+# in GitHub's order of preference
+README_NAMES = (
+    "readme.md",
+    "readme.markdown",
+    "readme.rst",
+    "readme.ipynb",
+    "readme",
+    "readme.txt",
+)
+MAX_README = 512 * 1024  # bytes of a README shown as plain text
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ def readme(
     resolved: Resolved,
     cache: Cache[Hashable, object],
 ) -> dict[str, Any] | None:
+    limit = view.forge.settings.max_render_bytes
     candidates = {
         (e.raw_name or b"").lower(): e for e in tree if e.filemode in (0o100644, 0o100755)
     }
@@ -101,13 +109,12 @@ def readme(
             continue
         # the rendered links depend on the repository, the ref and the directory
         where = urls.src(view.repo, resolved.kind, resolved.ref, resolved.path)
-        key = (str(entry.id), where, filename)
+        key = (str(entry.id), where, filename, limit)
 
         def make(blob: pygit2.Blob = blob, filename: str = filename) -> str:
-            content = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
-            if is_markdown(filename):
-                return render_markdown(content, markdown_links(view, resolved), resolved.path)
-            return ""
+            data = objects.blob_bytes(blob, limit + 1)
+            links = markdown_links(view, resolved)
+            return documents.render(filename, data, links, resolved.path, limit) or ""
 
         html = cache.get_or_make(key, make)
         plain = None
