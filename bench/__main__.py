@@ -34,6 +34,19 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     parser.add_argument(
         "--cold-runs", type=int, default=3, help="runs of the cold blame and commit pages"
     )
+    parser.add_argument(
+        "--cold-postgres",
+        default=None,
+        help="a PostgreSQL server's URL: floorless keeps its data there in the cold scenario "
+        "(a fresh database for each part)",
+    )
+    parser.add_argument(
+        "--cold-processes",
+        type=int,
+        default=1,
+        help="floorless serve --processes in the cold scenario (more than one needs "
+        "--cold-postgres)",
+    )
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument(
         "--slow-contenders",
@@ -95,6 +108,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         cache_dir=args.cache_dir,
         cold_parts=tuple(p for p in args.cold_parts.split(",") if p),
         cold_runs=args.cold_runs,
+        cold_postgres=args.cold_postgres,
+        cold_processes=args.cold_processes,
     )
     unknown = set(options.contenders) - set(CONTENDERS)
     if unknown:
@@ -107,6 +122,8 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
     unknown = set(options.cold_parts) - set(PARTS)
     if unknown:
         parser.error(f"unknown cold parts: {', '.join(sorted(unknown))}")
+    if options.cold_processes > 1 and not options.cold_postgres:
+        parser.error("--cold-processes above 1 needs --cold-postgres")
     return options, args
 
 

@@ -10,7 +10,8 @@ benchmark has, one after the other so that none shares the cores with another:
   the large one, the medium one beside it (flask's size beside git.git's): seconds until the
   first page of a path's history and the home page's last-commit column are complete when
   asked for at once, until the whole index is done, resident memory during indexing and once
-  both are indexed and idle; then a restart over the same data, and the seconds until both
+  both are indexed and idle (its worker processes', and beside it the whole process tree's);
+  then a restart over the same data, and the seconds until both
   pages are complete again;
 - ``blame``: a cold blame page of a 7,000-line file against ``git blame --porcelain``
   (``bench.cold``, its generated repository);
@@ -56,6 +57,8 @@ class ColdResults:
     repo: str
     commits: int
     parts: list[str]
+    processes: int = 1  # floorless serve's, in the first, sweep and lanes parts
+    database: str = "sqlite"
     index: dict[str, Any] = field(default_factory=dict)
     first: dict[str, Any] = field(default_factory=dict)
     blame: dict[str, Any] = field(default_factory=dict)
@@ -65,10 +68,32 @@ class ColdResults:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def _process(base: str) -> dict[str, float]:
-    from bench import sweep
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
-    return sweep.floorless_process(base)
+
+def server_memory(root: int) -> dict[str, float]:
+    """Resident memory of a ``floorless serve`` (pid ``root``): its worker processes' (the
+    forges, whose memory the targets are about), and the whole tree with granian's main
+    process and any git child."""
+    from bench.load import server_rss_mb
+
+    workers: list[int] = []
+    try:
+        for task in Path(f"/proc/{root}/task").iterdir():
+            workers += [int(p) for p in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return {
+        "workers": round(sum(_rss_mb(pid) for pid in workers), 1),
+        "all": round(server_rss_mb(root), 1),
+    }
 
 
 def _complete(client: measure.Client, url: str, done: bytes, pending: bytes) -> bool:
@@ -77,7 +102,7 @@ def _complete(client: measure.Client, url: str, done: bytes, pending: bytes) -> 
 
 
 def watch_first_visit(
-    base: str, history: str, home: str, deadline: float, log: Callable[[str], None]
+    base: str, root: int, history: str, home: str, deadline: float, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """From now on, ask for ``history`` and ``home`` until each is complete, and the metrics
     until the index is: seconds for each, and the largest resident memory seen meanwhile."""
@@ -95,7 +120,7 @@ def watch_first_visit(
                 figures["home_s"] = now
                 log(f"first: the home page's last-commit column complete after {now} s")
             _, metrics, _ = client.get(base + "/-/metrics")
-            peak = max(peak, _process(base)["rss_mb"])
+            peak = max(peak, server_memory(root)["workers"])
             if (
                 "history_s" in figures
                 and "home_s" in figures
@@ -116,6 +141,7 @@ def first_visit(
     work: Path,
     deadline: float,
     log: Callable[[str], None],
+    serve: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The ``first`` part (see the module's docstring); leaves ``work``'s store and data
     directory, its index complete, to the ``lanes`` part."""
@@ -125,12 +151,12 @@ def first_visit(
     commit = git(target.path, "rev-parse", f"refs/heads/{target.branch}~1", home=home)
     figures: dict[str, Any] = {"companion": companion.name if companion else None}
     for attempt in ("first", "restart"):
-        served, proc = start_floorless(repos, work / "data", target, commit)
+        served, proc = start_floorless(repos, work / "data", target, commit, serve)
         try:
             wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
             urls = served.urls
             found = watch_first_visit(
-                served.base_url, urls["history"] or "", urls["home"] or "", deadline, log
+                served.base_url, proc.pid, urls["history"] or "", urls["home"] or "", deadline, log
             )
             figures[attempt] = found
             if companion is not None and attempt == "first":
@@ -145,7 +171,9 @@ def first_visit(
                 finally:
                     client.close()
             time.sleep(2.0)  # idle: no request, no index work
-            figures[attempt]["rss_idle_mb"] = _process(served.base_url)["rss_mb"]
+            memory = server_memory(proc.pid)
+            figures[attempt]["rss_idle_mb"] = memory["workers"]
+            figures[attempt]["rss_idle_all_mb"] = memory["all"]
         finally:
             served.stop()
     return figures
@@ -159,11 +187,35 @@ def run(
     runs: int = 3,
     deadline: float = 7200.0,
     log: Callable[[str], None] = print,
+    postgres: str | None = None,
+    processes: int = 1,
 ) -> ColdResults:
+    """Each of ``parts`` in turn. With ``postgres`` (a server's URL), each ``floorless serve``
+    keeps its data in a fresh database there, and runs ``processes`` processes."""
     from bench import cold, cold_commit, index, lanes, sweep
     from bench.run import target_repository
+    from bench.scaleout import fresh_database
 
-    result = ColdResults(target.name, target.commits, list(parts))
+    if processes > 1 and not postgres:
+        raise ValueError("more than one floorless process needs a PostgreSQL server")
+    databases: dict[str, tuple[str, ...]] = {}
+
+    def serve(part: str) -> tuple[str, ...]:
+        """floorless serve's options for ``part`` (lanes reuses the first visit's data)."""
+        if not postgres:
+            return ()
+        if part not in databases:
+            url = fresh_database(postgres, f"bench_cold_{part}")
+            databases[part] = ("--database", url, "--processes", str(processes))
+        return databases[part]
+
+    result = ColdResults(
+        target.name,
+        target.commits,
+        list(parts),
+        processes,
+        "postgresql" if postgres else "sqlite",
+    )
     for part in parts:
         log(f"cold: {part}")
         try:
@@ -174,7 +226,9 @@ def run(
                 companion = (
                     target_repository("medium", cache_dir) if target.kind == "large" else None
                 )
-                result.first = first_visit(target, companion, work / "first", deadline, log)
+                result.first = first_visit(
+                    target, companion, work / "first", deadline, log, serve("first")
+                )
             elif part == "blame":
                 repo = cache_dir.absolute() / "cold-blame.git"
                 if not (repo / "refs").is_dir():
@@ -188,7 +242,11 @@ def run(
             elif part == "sweep":
                 spec = target.kind if target.kind in SIZES else str(target.path)
                 options = argparse.Namespace(
-                    repo=spec, seed=7, index_deadline=deadline, cache_dir=cache_dir
+                    repo=spec,
+                    seed=7,
+                    index_deadline=deadline,
+                    cache_dir=cache_dir,
+                    serve_options=serve("sweep"),
                 )
                 result.sweep = asdict(sweep.run(options))
             elif part == "lanes":
@@ -198,6 +256,7 @@ def run(
                     work / "first",
                     data=data if data.is_dir() else None,
                     log=log,
+                    serve=serve("first" if data.is_dir() else "lanes"),
                 )
                 result.lanes = asdict(found)
         except Exception as error:  # noqa: BLE001 (one part's failure leaves the others to run)
@@ -217,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
+    parser.add_argument("--postgres", default=None, help="a PostgreSQL server's URL")
+    parser.add_argument("--processes", type=int, default=1)
     args = parser.parse_args(argv)
     target = target_repository(args.repo, args.cache_dir)
     with tempfile.TemporaryDirectory(prefix="floorless-cold-") as work:
@@ -227,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             tuple(p for p in args.parts.split(",") if p),
             args.runs,
             log=lambda line: print(line, file=sys.stderr, flush=True),
+            postgres=args.postgres,
+            processes=args.processes,
         )
     print(json.dumps(asdict(found), indent=2))
     return 0

@@ -193,13 +193,14 @@ def run(
     per_phase: int = 150,
     data: Path | None = None,
     log: Callable[[str], None] = print,
+    serve: tuple[str, ...] = (),
 ) -> LanesResult:
     """The three phases on one ``floorless serve`` of ``target`` (over ``data`` when given:
-    a data directory whose index is already complete)."""
+    a data directory whose index is already complete; ``serve``: more of its options)."""
     repos, home = prepare_store(work / "store", target.path, target.name)
     sets, commits = choose(target, home, per_phase)
     result = LanesResult(target.name, target.commits, clients, dear_clients)
-    served, proc = start_floorless(repos, data or work / "data", target, commits[0])
+    served, proc = start_floorless(repos, data or work / "data", target, commits[0], serve)
     base = served.base_url
     try:
         wait_listening(int(base.rsplit(":", 1)[1]), proc, 120)

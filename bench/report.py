@@ -306,7 +306,7 @@ def markdown(results: Results, command: str) -> str:
         ]
         out += _api_table(results.api)
     if results.cold is not None:
-        out += ["", "## Cold work: first index, first visits, distinct URLs", ""]
+        out += ["", COLD_HEADING, ""]
         out += cold_section(results.cold)
     if any(not run.skipped for run in results.runs):
         out += _cold_requests(results)
@@ -501,7 +501,9 @@ def cold_checks(cold: dict[str, Any]) -> list[Check]:
         Check(
             target,
             _within(idle, MEMORY_MB),
-            f"{_num(idle, '.0f')} MB idle; {_num(_get(first, 'first', 'rss_peak_mb'), '.0f')} "
+            f"{_num(idle, '.0f')} MB idle (with granian's main process "
+            f"{_num(_get(first, 'first', 'rss_idle_all_mb'), '.0f')} MB); "
+            f"{_num(_get(first, 'first', 'rss_peak_mb'), '.0f')} "
             f"MB at most while indexing; {_num(_get(first, 'restart', 'rss_idle_mb'), '.0f')} "
             "MB after a restart"
             if first
@@ -626,9 +628,17 @@ def _lanes_checks(cold: dict[str, Any]) -> list[Check]:
 
 def cold_section(cold: dict[str, Any]) -> list[str]:
     """The cold scenario's figures as Markdown: a table for each part that ran."""
+    processes = cold.get("processes", 1)
     out = [
         f"Repository `{cold['repo']}` ({cold['commits']:,} commits); parts run: "
-        f"{', '.join(cold['parts'])}."
+        f"{', '.join(cold['parts'])}; `floorless serve` with {processes} "
+        f"process{'es' if processes > 1 else ''} on {cold.get('database', 'sqlite')}"
+        + (
+            " (figures read from `/-/metrics`, the sweep's memory and collections among them, "
+            "are one process's)."
+            if processes > 1
+            else "."
+        )
     ]
     for part, error in (cold.get("errors") or {}).items():
         out += ["", f"The {part} part failed: `{error}`."]
@@ -736,12 +746,76 @@ def cold_section(cold: dict[str, Any]) -> list[str]:
     return out
 
 
+COLD_HEADING = "## Cold work: first index, first visits, distinct URLs"
+
+
+def cold_only(results: Results) -> bool:
+    return results.cold is not None and not _storages(results) and not results.api
+
+
+def cold_page_section(results: Results, command: str) -> list[str]:
+    """The cold scenario's section as it stands on its own in a page another run wrote: its
+    run, its command and its targets with it."""
+    assert results.cold is not None
+    out = [
+        COLD_HEADING,
+        "",
+        f"Measured {results.started} on {results.machine['cores']} cores "
+        f"({results.machine['cpu']}), Python {results.machine['python']}, "
+        f"{results.machine['git']}; the run took {results.seconds:.0f} s.",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        "Targets:",
+        "",
+    ]
+    for check in cold_checks(results.cold):
+        mark = {True: "met", False: "**missed**", None: "not measured"}[check.passed]
+        out.append(f"- {check.target}: {mark} ({check.detail})")
+    out.append("")
+    return out + cold_section(results.cold)
+
+
+def splice_cold(page: str, section: list[str]) -> str:
+    """``page`` with its cold section replaced by ``section`` (or given one, before the cold
+    requests' table or at the end): a run of the cold scenario alone keeps the figures of the
+    run that wrote the rest of the page."""
+    lines = page.rstrip("\n").split("\n")
+    if COLD_HEADING in lines:
+        start = lines.index(COLD_HEADING)
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+        )
+    else:
+        start = end = next(
+            (i for i, line in enumerate(lines) if line == "## Cold requests"), len(lines)
+        )
+        if start == len(lines):
+            lines.append("")
+            start = end = len(lines)
+    tail = lines[end:]
+    return "\n".join([*lines[:start], *section, *([""] if tail else []), *tail]) + "\n"
+
+
 def write(results: Results, json_path: Path, docs_path: Path | None, command: str) -> None:
+    """The JSON, and the docs page: a run of the cold scenario alone replaces only the cold
+    section of a page ``python -m bench`` wrote before."""
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(to_json(results))
     if docs_path is not None:
-        docs_path.parent.mkdir(parents=True, exist_ok=True)
-        docs_path.write_text(markdown(results, command))
+        write_docs(results, docs_path, command)
+
+
+def write_docs(results: Results, docs_path: Path, command: str) -> None:
+    docs_path.parent.mkdir(parents=True, exist_ok=True)
+    if cold_only(results) and docs_path.is_file():
+        before = docs_path.read_text()
+        if "<!-- Written by `python -m bench`" in before:
+            docs_path.write_text(splice_cold(before, cold_page_section(results, command)))
+            return
+    docs_path.write_text(markdown(results, command))
 
 
 def _page(raw: Any) -> PageResult:
@@ -791,8 +865,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = from_json(args.results.read_text())
     print(table(results))
     if args.docs is not None:
-        args.docs.parent.mkdir(parents=True, exist_ok=True)
-        args.docs.write_text(markdown(results, args.command))
+        write_docs(results, args.docs, args.command)
     return 0
 
 

@@ -65,6 +65,8 @@ class Options:
     cache_dir: Path = Path(".bench-cache")
     cold_parts: tuple[str, ...] = ()  # the cold scenario's parts; () for all of them
     cold_runs: int = 3  # runs of its blame and commit pages (medians)
+    cold_postgres: str | None = None  # a PostgreSQL server for floorless in the cold scenario
+    cold_processes: int = 1  # floorless serve --processes in the cold scenario
 
 
 @dataclass(frozen=True)
@@ -598,6 +600,8 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
                     options.cold_parts or cold_suite.PARTS,
                     options.cold_runs,
                     log=log,
+                    postgres=options.cold_postgres,
+                    processes=options.cold_processes,
                 )
             )
             continue

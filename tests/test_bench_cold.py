@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import POSTGRES
 
 from bench import report
 from bench.run import Results
@@ -129,7 +130,17 @@ def results(cold: dict[str, Any] | None) -> Results:
             "history_path": "f.py",
             "branch": "main",
         },
-        options={"scenarios": ["cold"], "contenders": ["floorless"]},
+        options={
+            "scenarios": ["cold"],
+            "contenders": ["floorless"],
+            "delay_ms": 30.0,
+            "jitter_ms": None,
+            "cache_seconds": 0.0,
+            "requests": 200,
+            "warmup": 20,
+            "concurrency": 16,
+            "throughput_seconds": 3.0,
+        },
         runs=[],
         machine={"cores": "2", "cpu": "cpu", "kernel": "6", "python": "3.11", "git": "git"},
         started="today",
@@ -210,6 +221,27 @@ def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> Non
     assert report.markdown(again, "c") == report.markdown(results(FIGURES), "c")
 
 
+def test_a_cold_run_alone_replaces_only_the_cold_section_of_the_page(tmp_path: Path) -> None:
+    docs = tmp_path / "benchmarks.md"
+    warm = results(None)
+    warm.options = {**warm.options, "scenarios": ["local"]}
+    docs.write_text(report.markdown(warm, "python -m bench --repo small"))
+    before = docs.read_text()
+    report.write_docs(results(FIGURES), docs, "python -m bench --scenarios cold")
+    once = docs.read_text()
+    assert once.startswith(before.rstrip("\n"))  # the warm run's page kept, the cold added
+    assert once.count(report.COLD_HEADING) == 1
+    assert "python -m bench --scenarios cold" in once
+    later = copy.deepcopy(FIGURES)
+    later["commit"]["ratio"] = 1.5
+    report.write_docs(results(later), docs, "python -m bench --scenarios cold")
+    twice = docs.read_text()
+    assert twice.count(report.COLD_HEADING) == 1  # replaced, not added again
+    assert "300-file commit page within 2x of `git show --stat`: met (1.50x" in twice
+    assert "**missed** (4.50x" not in twice
+    assert twice.split(report.COLD_HEADING)[0] == once.split(report.COLD_HEADING)[0]
+
+
 def test_runs_without_the_cold_scenario_report_as_before() -> None:
     assert not any("first index" in c.target for c in report.evaluate(results(None)))
     assert "Cold work" not in report.markdown(results(None), "c")
@@ -217,14 +249,18 @@ def test_runs_without_the_cold_scenario_report_as_before() -> None:
 
 @pytest.mark.bench
 def test_the_cold_scenario_runs_end_to_end(tmp_path: Path) -> None:
+    """On SQLite, one floorless process; on PostgreSQL, two (``--processes``)."""
     from bench.__main__ import main
 
     docs, found = tmp_path / "benchmarks.md", tmp_path / "results.json"
     argv = ["--repo", "small", "--scenarios", "cold", "--cold-parts", "first,lanes"]
+    if POSTGRES:
+        argv += ["--cold-postgres", POSTGRES, "--cold-processes", "2"]
     argv += ["--cache-dir", str(tmp_path / "cache"), "--workdir", str(tmp_path / "work")]
     assert main([*argv, "--json", str(found), "--docs", str(docs)]) == 0
     cold = json.loads(found.read_text())["cold"]
     assert cold["errors"] == {}
+    assert cold["processes"] == (2 if POSTGRES else 1)
     first = cold["first"]
     for attempt in ("first", "restart"):
         assert first[attempt]["history_s"] is not None
