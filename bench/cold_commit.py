@@ -168,13 +168,9 @@ def measure(repo: Path, commit: str, warm: str | None = None, runs: int = 5) -> 
     from floorless.web.app import create_app
 
     repo = repo.absolute()
-    commit = subprocess.run(
-        [_GIT, f"--git-dir={repo}", "rev-parse", "--verify", f"{commit}^{{commit}}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    warm = warm or f"{commit}^"
+    commit = _rev_parse(repo, commit)
+    # a full id: the page takes no revision expression (``X^`` would be a 404, and warm nothing)
+    warm = _rev_parse(repo, warm or f"{commit}^")
     git_times, page_times = [], []
     with tempfile.TemporaryDirectory(prefix="bench-cold-commit-") as tmp:
         root = Path(tmp)
@@ -190,7 +186,9 @@ def measure(repo: Path, commit: str, warm: str | None = None, runs: int = 5) -> 
             try:
                 client = testing.TestClient(create_app(forge))
                 _wait_idle(forge)
-                client.simulate_get(f"/bench/big/commit/{warm}")
+                warmed = client.simulate_get(f"/bench/big/commit/{warm}")
+                if warmed.status_code != 200:
+                    raise RuntimeError(f"the warming page answered {warmed.status_code}")
                 counted = getattr(markup, "HIGHLIGHTED", None)  # None: a version before it
                 lexed = counted.lines if counted else 0
                 began = time.perf_counter()
@@ -234,6 +232,15 @@ def measure(repo: Path, commit: str, warm: str | None = None, runs: int = 5) -> 
         lines_highlighted=lexed,
         server_timing=result.headers.get("server-timing", ""),
     )
+
+
+def _rev_parse(repo: Path, revision: str) -> str:
+    return subprocess.run(
+        [_GIT, f"--git-dir={repo}", "rev-parse", "--verify", f"{revision}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def _wait_idle(forge: object, timeout: float = 600.0) -> None:

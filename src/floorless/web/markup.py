@@ -19,7 +19,6 @@ from typing import Any, Protocol
 import cmarkgfm
 from cmarkgfm.cmark import Options
 from markupsafe import Markup
-from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.lexers import find_lexer_class, get_all_lexers, get_lexer_by_name
@@ -27,6 +26,7 @@ from pygments.lexers.special import TextLexer
 from pygments.util import ClassNotFound
 
 from floorless.web import sanitize
+from floorless.web.highlight import quick, to_html
 from floorless.web.sanitize import Link
 
 MARKDOWN_NAMES = (".md", ".markdown", ".mdown", ".mkd")
@@ -115,7 +115,7 @@ def highlight_blocks(html: str) -> str:
             return match.group()
         code = unescape(match.group(2))
         HIGHLIGHTED.add(code.count("\n") + 1)
-        inner = highlight(code, found(stripnl=False, ensurenl=False), _FORMATTER)
+        inner = to_html(quick(found(stripnl=False, ensurenl=False)).get_tokens(code))
         return (
             f'<div class="highlight"><pre lang="{match.group(1)}"><code>{inner}</code></pre></div>'
         )
@@ -239,7 +239,7 @@ def _linkable_pieces(html: str, found: dict[str, set[str]]) -> list[tuple[str, b
 def lexer_for(name: str, text: str) -> Lexer:
     """The lexer for a file, chosen by its name alone (content guessing is slow)."""
     found = lexer_class(posixpath.basename(name))
-    return (found or TextLexer)(stripnl=False, ensurenl=False)
+    return quick((found or TextLexer)(stripnl=False, ensurenl=False))
 
 
 _SIMPLE_PATTERN = re.compile(r"\*\.[^*?\[\]]+")
@@ -306,8 +306,6 @@ class HighlightCount:
 
 HIGHLIGHTED = HighlightCount()
 
-_FORMATTER = HtmlFormatter(nowrap=True)
-
 
 def highlight_lines(name: str, text: str, enabled: bool = True) -> list[str]:
     """One balanced HTML fragment per line of ``text``."""
@@ -319,7 +317,7 @@ def highlight_lines(name: str, text: str, enabled: bool = True) -> list[str]:
     text = text.replace("\r", "\u240d")
     lexer = lexer_for(name, text) if enabled else TextLexer(stripnl=False, ensurenl=False)
     HIGHLIGHTED.add(text.count("\n") + 1)
-    html = highlight(text, lexer, _FORMATTER)
+    html = to_html(lexer.get_tokens(text))
     lines = html.split("\n")
     if lines and lines[-1] == "" and len(lines) > len(text.split("\n")):
         lines.pop()

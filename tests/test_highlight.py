@@ -1,0 +1,117 @@
+"""Highlighting through web/highlight.py gives Pygments' own bytes, for every lexer shape the
+forge meets: the joined rules of ``quick`` and the tight loop of ``to_html`` are speed, never
+a different page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+
+import floorless
+from floorless.web import highlight as fast
+from floorless.web.markup import highlight_lines, lexer_class, lexer_for
+
+SAMPLES = {
+    "a.py": 'def f(x, *a, **k):\n    """Doc\n    string <&>"""\n'
+    '    return f"{x!r:>3}" + rb"\\d" \'\'\n@deco\nclass C(B, metaclass=M):\n'
+    "    lambda: 0x1F + 1_000.5e-3j  # tail\nimport a.b as c\n"
+    "from . import (d,\n  e)\nmatch x:\n    case [1, *_]: pass\nprint('unterminated\n",
+    "a.c": "#include <stdio.h>\n#if 0\nhidden(\n#endif\n/* block\n comment */\n"
+    "static size_t n = 0x1fUL;\nint main(int argc, char **argv) {\n"
+    "\tif (argc > 1 && argv[1][0] == '-') { return printf(\"%d\\n\", n); }\n"
+    "  uint8_t b; label: goto label; // done\n}\n",
+    "a.cpp": 'template <typename T> class X : public Y<T> { int v = R"(raw)"; };\nnamespace q {}\n',
+    "a.js": "const a = /re[/]gex/g.test(`t ${b + `n`}`);\nlet c = a ? 1 : 2; // c\n"
+    "class D extends E {}\nx = y / 2 / z;\n",
+    "a.ts": "interface I { a?: number }\nexport type T<U> = U[] | null;\n",
+    "a.css": "a > b:hover { color: #fff; margin: 0 1em !important } /* c */\n@media (x) {}\n",
+    "a.html": '<!doctype html><p class="x">a &amp; b<script>if (a < b) {}</script>'
+    "<style>p{}</style>\n",
+    "a.md": "# Title\n\n* item `code`\n\n```python\nx = 1\n```\n> quote [link](u)\n",
+    "a.sh": "for f in *.c; do echo \"$f ${f%.c}\" | sed -e 's/a/b/'; done <<EOF\nbody\nEOF\n",
+    "a.rs": 'fn main() -> Result<(), E> { let s = r#"raw"#; println!("{}", s); Ok(()) }\n',
+    "a.go": "package main\nfunc main() { ch := make(chan int, 3); go f(`raw`) }\n",
+    "a.java": "@Override public static <T> void m(final T[] a) throws E { /** doc */ }\n",
+    "a.rb": "def m(a) = a&.b || %w[x y]\nputs <<~HEREDOC\n  text\nHEREDOC\n",
+    "a.json": '{"a": [1, 2.5, true, null], "b": {"c": "d\\"e"}}\n',
+    "a.yaml": "a: &anchor\n  - b: 'c'\n  - *anchor\n# comment\n",
+    "a.toml": '[tool.x]\na = "b"\nc = [1, 2]\n',
+    "a.sql": "SELECT a, COUNT(*) FROM t WHERE b = 'x' -- c\nGROUP BY a;\n",
+    "Makefile": "all: a.o\n\t$(CC) -o $@ $^\n",
+    "a.txt": "plain <text> & more\n",
+}
+EDGES = ["", "\n", "\n\n\n", "x", "a\r\nb\r\n", "tab\there\n", "é ü ✓ 中\n", "<&>\"'\n"]
+
+
+def _pygments(text: str, lexer: Lexer) -> str:
+    return highlight(text, lexer, HtmlFormatter(nowrap=True))
+
+
+def _fresh(name: str) -> Lexer:
+    """A lexer as Pygments makes it, untouched by ``quick``."""
+    cls = lexer_class(name)
+    assert cls is not None, name
+    return cls(stripnl=False, ensurenl=False)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_samples_match_pygments(name: str) -> None:
+    for text in [SAMPLES[name], *EDGES, SAMPLES[name].replace("\n", "\r\n")]:
+        assert fast.to_html(lexer_for(name, text).get_tokens(text)) == _pygments(
+            text, _fresh(name)
+        ), (name, text)
+
+
+def test_the_forges_own_files_match_pygments() -> None:
+    """Real files of several languages, whole: long strings, nested states, callbacks."""
+    root = Path(floorless.__file__).parent
+    files = [
+        *sorted(root.rglob("*.py"))[:40],
+        *sorted(root.rglob("*.html"))[:20],
+        *sorted(root.rglob("*.js")),
+        *sorted(root.rglob("*.css")),
+    ]
+    assert len(files) > 40
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert fast.to_html(lexer_for(path.name, text).get_tokens(text)) == _pygments(
+            text, _fresh(path.name)
+        ), path.name
+
+
+def test_highlight_lines_unchanged_at_line_ends() -> None:
+    """One fragment per git line, spans closed at each line's end."""
+    lines = highlight_lines("a.py", 's = """one\ntwo"""\nx = 1\n')
+    assert lines == [
+        '<span class="n">s</span> <span class="o">=</span> <span class="s2">"""one</span>',
+        '<span class="s2">two"""</span>',
+        '<span class="n">x</span> <span class="o">=</span> <span class="mi">1</span>',
+    ]
+
+
+@pytest.mark.parametrize("name", ["a.py", "a.c", "a.js"])
+def test_rules_are_joined(name: str) -> None:
+    """The speed comes from fewer rules tried a position: a state of many rules leading to
+    the same state is a few joined ones (a regression to one rule each fails here)."""
+    plain, joined = _fresh(name), lexer_for(name, "")
+    before = sum(len(rules) for rules in plain._tokens.values())  # type: ignore[attr-defined]
+    after = sum(len(rules) for rules in joined._tokens.values())  # type: ignore[attr-defined]
+    assert after < before * 0.7, (before, after)
+
+
+def test_unjoinable_rules_are_kept_as_they_are() -> None:
+    """A back-reference counts groups: such a rule stays a rule of its own."""
+    rules = [
+        (re.compile(r"(a)\1", re.M).match, None, None),
+        (re.compile(r"b", re.M).match, None, None),
+        (re.compile(r"c", re.M).match, None, None),
+    ]
+    joined = fast._joined(rules, re.M)
+    assert joined[0] is rules[0]
+    assert len(joined) == 2
+    assert joined[1][0]("c", 0) is not None
