@@ -48,6 +48,7 @@ MAX_SEGMENTS = 8  # posting segments before they are merged into one
 BATCH_BYTES = 16 * 1024 * 1024  # file bytes read into one segment (bounds the indexer's memory)
 BINARY_PROBE = 8000  # bytes looked at for a NUL, as git does to call a file binary
 TREE_MEMORY_BYTES = 64 * 1024 * 1024  # trees' file lists kept in memory
+LOWERED_MEMORY_BYTES = 128 * 1024 * 1024  # files' lower-cased bytes kept in memory
 _IN_CHUNK = 500  # values in one ``IN (...)``
 
 
@@ -114,6 +115,8 @@ class CodeIndex:
         self._trees: Cache[bytes, TreeFiles] = Cache.lru(
             TREE_MEMORY_BYTES, getsizeof=lambda files: files.nbytes()
         )
+        # files' lower-cased bytes, by blob id: what a search checks first (``query.search``)
+        self.lowered: Cache[bytes, bytes] = Cache.lru(LOWERED_MEMORY_BYTES, getsizeof=len)
         self.blobs_read = 0  # blobs this process read to index them (tests count them)
 
     # -- the background thread -----------------------------------------------------------------

@@ -40,7 +40,7 @@ FILES_PER_PAGE = 20
 MAX_PAGE = 50  # the deepest page: past it, narrow the query
 MAX_COUNTED = 1000  # matches counted in one file
 
-_NEWLINE = re.compile("\n")
+_NEWLINE = re.compile(b"\n")
 
 _FILTER = re.compile(r"(?<!\S)(-?)(path|lang|language|repo|case):(\S+)")
 
@@ -54,10 +54,11 @@ class Query:
     repos: tuple[str, ...] = ()
     case: bool = False
 
-    def pattern(self) -> re.Pattern[str]:
+    def pattern(self) -> re.Pattern[bytes]:
+        """The pattern, over a file's UTF-8 bytes (case folding and ``\\w`` cover ASCII)."""
         flags = re.MULTILINE | (0 if self.case else re.IGNORECASE)
-        source = self.text if self.regex else re.escape(self.text)
-        return re.compile(source, flags)
+        data = self.text.encode("utf-8", "surrogateescape")
+        return re.compile(data if self.regex else re.escape(data), flags)
 
     def plan(self) -> Plan | None:
         if self.regex:
@@ -242,25 +243,37 @@ def search(
     page: int = 1,
     budget: float = 2.0,
 ) -> Results:
-    """Page ``page`` of the files of ``targets`` that match ``query``."""
+    """Page ``page`` of the files of ``targets`` that match ``query``.
+
+    Each candidate is first checked for the literal runs the query needs in its lower-cased
+    bytes (kept in memory by blob id, ``CodeIndex.lowered``); only where they are is the
+    pattern run on its bytes."""
     if not 1 <= page <= MAX_PAGE:
         raise BadRequest(f"page must be between 1 and {MAX_PAGE}: narrow the query instead")
     results = Results(query)
     pattern = query.pattern()
-    allowed = candidates(index, query.plan())
+    plan = query.plan()
+    allowed = candidates(index, plan)
     skip = (page - 1) * FILES_PER_PAGE
     deadline = time.monotonic() + budget
     for target, path, oid in _files(index, targets, query, allowed, results):
         if time.monotonic() > deadline:
             results.partial = True
             break
-        blob = target.handle.get(pygit2.Oid(raw=oid))
-        if not isinstance(blob, pygit2.Blob):
-            continue
         results.read += 1
-        text = bytes(memoryview(blob)).decode("utf-8", "replace")
-        found = pattern.search(text)
-        if found is None:
+        raw: bytes | None = None
+        lowered = index.lowered.get(oid)
+        if lowered is None:
+            raw = _read(target, oid)
+            if raw is None:
+                continue
+            lowered = raw.lower()
+            index.lowered.put(oid, lowered)
+        if plan is not None and not grams.holds(plan, lowered):
+            continue
+        raw = raw if raw is not None else _read(target, oid)
+        found = pattern.search(raw) if raw is not None else None
+        if raw is None or found is None:
             continue
         if skip:
             skip -= 1
@@ -268,8 +281,13 @@ def search(
         if len(results.files) == FILES_PER_PAGE:
             results.more = True
             break
-        results.files.append(_result(target, path, text, pattern, found))
+        results.files.append(_result(target, path, raw, pattern, found))
     return results
+
+
+def _read(target: Target, oid: bytes) -> bytes | None:
+    blob = target.handle.get(pygit2.Oid(raw=oid))
+    return bytes(memoryview(blob)) if isinstance(blob, pygit2.Blob) else None
 
 
 def _files(
@@ -296,12 +314,12 @@ def _files(
 
 
 def _result(
-    target: Target, path: bytes, text: str, pattern: re.Pattern[str], first: re.Match[str]
+    target: Target, path: bytes, text: bytes, pattern: re.Pattern[bytes], first: re.Match[bytes]
 ) -> FileResult:
     """A file's matching lines (the first ``LINES_PER_FILE``), each with ``CONTEXT`` lines
     around it, the matches marked; matches are counted up to ``MAX_COUNTED``."""
     newlines = [m.start() for m in _NEWLINE.finditer(text)]
-    lines = text.split("\n")
+    lines = text.split(b"\n")
     spans: dict[int, list[tuple[int, int]]] = {}
     count = 0
     for match in pattern.finditer(text, first.start()):
@@ -339,21 +357,25 @@ def _result(
     )
 
 
-def _line(index: int, text: str, spans: list[tuple[int, int]] | None) -> Line:
-    """Line ``index`` (from 0) with its matched spans marked, cut to ``MAX_LINE`` characters."""
-    text = text.rstrip("\r")
+def _line(index: int, data: bytes, spans: list[tuple[int, int]] | None) -> Line:
+    """Line ``index`` (from 0) with its matched spans marked, cut to ``MAX_LINE`` bytes."""
+    data = data.rstrip(b"\r")
     parts: list[tuple[str, bool]] = []
+
+    def text(piece: bytes) -> str:
+        return piece.decode("utf-8", "replace")
+
     at = 0
     for start, end in sorted(spans or ()):
         start, end = max(start, at), min(end, MAX_LINE)
         if start >= MAX_LINE or start >= end:
             continue
         if start > at:
-            parts.append((text[at:start], False))
-        parts.append((text[start:end], True))
+            parts.append((text(data[at:start]), False))
+        parts.append((text(data[start:end]), True))
         at = end
-    if at < min(len(text), MAX_LINE):
-        parts.append((text[at:MAX_LINE], False))
-    if len(text) > MAX_LINE:
+    if at < min(len(data), MAX_LINE):
+        parts.append((text(data[at:MAX_LINE]), False))
+    if len(data) > MAX_LINE:
         parts.append(("…", False))
     return Line(index + 1, tuple(parts), spans is not None)
