@@ -501,8 +501,13 @@ def cold_checks(cold: dict[str, Any]) -> list[Check]:
         Check(
             target,
             _within(idle, MEMORY_MB),
-            f"{_num(idle, '.0f')} MB idle (with granian's main process "
-            f"{_num(_get(first, 'first', 'rss_idle_all_mb'), '.0f')} MB); "
+            f"{_num(idle, '.0f')} MB idle"
+            + (
+                f" ({everything:.0f} MB with granian's main process)"
+                if (everything := _get(first, "first", "rss_idle_all_mb"))
+                else ""
+            )
+            + "; "
             f"{_num(_get(first, 'first', 'rss_peak_mb'), '.0f')} "
             f"MB at most while indexing; {_num(_get(first, 'restart', 'rss_idle_mb'), '.0f')} "
             "MB after a restart"

@@ -215,6 +215,10 @@ def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> Non
     ):
         assert heading in page
     assert "300-file commit page within 2x of `git show --stat`: **missed** (4.50x" in page
+    assert (
+        "indexed and idle at most 300 MB: met (150 MB idle; 180 MB at most while indexing; "
+        "90 MB after a restart)" in page
+    )
     assert "Slow storage" not in page  # no storage scenario ran
     again = report.from_json(report.to_json(results(FIGURES)))
     assert again.cold == FIGURES
