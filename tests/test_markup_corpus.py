@@ -184,6 +184,93 @@ Part
     assert re.findall(r'id="(part[^"]*)"', html) == ["part", "part-1"]
 
 
+ASCIIDOC = """= Manual
+:product: Floorless
+
+Intro with *strong*, _em_, `code *kept*`, {product}, https://example.org[a site],
+link:other.adoc[another page], linkgit:git-add[1] and <<usage,the usage>>. +
+image:icon.png[Icon,16,16]
+
+== Usage
+
+[source,python]
+----
+def f(x):
+    return x < 1
+----
+
+* one
+** nested
+* two
+
+//
+. first
+. second
+
+//
+Term:: Its definition.
+
+NOTE: Read this.
+
+[WARNING]
+====
+Careful.
+====
+
+|===
+|Name |Value
+
+|a |1
+|===
+
+image::diagram.svg[Diagram]
+
+Options
+-------
+
+== Usage
+
+include::/etc/passwd[]
+include::../../../../etc/passwd[]
+ifeval::[__import__("os").system("touch /tmp/pwned")]
+endif::[]
+sys::[id]
+
+++++
+<p>kept</p><script>alert(1)</script><img src="x.png" onerror="alert(2)">
+++++
+
+link:javascript:alert(3)[click] https://example.org/x" onmouseover="alert(4)
+"""
+
+
+def test_asciidoc_is_rendered_without_reaching_outside() -> None:
+    html = documents.render("doc/manual.adoc", ASCIIDOC.encode(), link, b"doc", 1 << 20)
+    assert html is not None
+    assert '<h1 id="manual">' in html
+    assert "<strong>strong</strong>" in html and "<em>em</em>" in html
+    assert "<code>code *kept*</code>" in html
+    assert "Floorless" in html  # an attribute the document sets
+    assert '<a href="https://example.org" rel="noopener noreferrer">a site</a>' in html
+    assert 'href="/src/doc/other.adoc"' in html
+    assert 'href="/src/doc/git-add.adoc"' in html and "git-add(1)" in html
+    assert 'href="#usage"' in html and "<br>" in html
+    assert 'src="/raw/doc/icon.png" alt="Icon" width="16" height="16"' in html
+    assert re.findall(r'<h2 id="([^"]*)"', html) == ["usage", "options", "usage-1"]
+    assert '<span class="k">def</span>' in html
+    assert "<ul><li>one<ul><li>nested</li></ul></li><li>two</li></ul>" in html
+    assert "<ol><li>first</li><li>second</li></ol>" in html
+    assert "<dt>Term</dt><dd>" in html
+    assert '<div class="admonition note">' in html and '<div class="admonition warning">' in html
+    assert "<th>Name</th>" in html and "<td>a</td>" in html
+    assert 'src="/raw/doc/diagram.svg"' in html
+    assert "<p>kept</p>" in html
+    for bad in ("root:", "passwd", "import", "<script", "onerror", "javascript"):
+        assert bad not in html, bad
+    assert "<p>sys::[id]</p>" in html  # no system macro: text
+    assert not re.search(r"<[^>]*\son\w+=", html), html
+
+
 def test_tables_and_their_limit() -> None:
     html = documents.render("data.csv", b'name,value\n"<b>x</b>",1\nshort\n', link, b"", 1 << 20)
     assert html is not None
@@ -256,7 +343,7 @@ def test_notebooks_are_rendered_read_only() -> None:
 
 
 def test_every_renderer_has_a_limit() -> None:
-    for name in ("a.md", "a.rst", "a.csv", "a.ipynb"):
+    for name in ("a.md", "a.rst", "a.adoc", "a.csv", "a.ipynb"):
         data = b"x" * 100
         assert documents.render(name, data, link, b"", 99) is None
     assert documents.render("a.txt", b"x", link, b"", 100) is None  # not a document
@@ -281,6 +368,8 @@ DOC_FILES: dict[str, bytes] = {
     "docs/data.csv": b"a,b\n1,2\n",
     "docs/nb.ipynb": json.dumps(_notebook()).encode(),
     "docs/sub/README.md": b"# Deep\n\n[up](../guide.md)\n",
+    "manual/README.adoc": b"= Manual\n\nSee link:git-add.adoc[git add].\n",
+    "manual/git-add.adoc": b"git-add(1)\n==========\n\nNAME\n----\ngit-add - add\n",
 }
 
 
@@ -318,6 +407,9 @@ def test_readmes_in_every_directory(docs_client: testing.TestClient) -> None:
     docs = get(docs_client, "/alice/docs/src/branch/main/docs").text
     assert "<em>docs</em>" in docs  # docs/README.rst rendered
     assert 'href="/alice/docs/src/branch/main/docs/guide.md"' in docs
+    manual = get(docs_client, "/alice/docs/src/branch/main/manual").text
+    assert '<h1 id="manual">' in manual
+    assert 'href="/alice/docs/src/branch/main/manual/git-add.adoc"' in manual
     sub = get(docs_client, "/alice/docs/src/branch/main/docs/sub").text
     assert '<h1 id="deep">' in sub and 'href="/alice/docs/src/branch/main/docs/guide.md"' in sub
 
@@ -332,6 +424,8 @@ def test_document_pages(docs_client: testing.TestClient) -> None:
     assert "<th>a</th><th>b</th>" in table
     nb = get(docs_client, "/alice/docs/src/branch/main/docs/nb.ipynb").text
     assert "In [3]:" in nb and "<script>alert" not in nb
+    page = get(docs_client, "/alice/docs/src/branch/main/manual/git-add.adoc").text
+    assert '<h1 id="git-add1">' in page and '<h2 id="name">' in page
     svg = get(docs_client, "/alice/docs/src/branch/main/logo.svg").text
     assert '<img src="/alice/docs/raw/branch/main/logo.svg"' in svg
 

@@ -1,4 +1,4 @@
-"""Documents shown rendered: Markdown, reStructuredText, CSV/TSV tables and
+"""Documents shown rendered: Markdown, reStructuredText, AsciiDoc, CSV/TSV tables and
 Jupyter notebooks, on file pages and as READMEs.
 
 Each renderer is a pure function of the file's bytes and where its relative links resolve
@@ -22,13 +22,14 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from floorless.web import sanitize
+from floorless.web import adoc, sanitize
 from floorless.web.markup import heading_ids, highlight_blocks, is_markdown, render_markdown
 from floorless.web.sanitize import Link
 
 log = logging.getLogger(__name__)
 
 RST_NAMES = (".rst", ".rest")
+ASCIIDOC_NAMES = (".adoc", ".asciidoc", ".asc")
 TABLE_NAMES = {".csv": ",", ".tsv": "\t"}
 NOTEBOOK_NAMES = (".ipynb",)
 MAX_TABLE_ROWS = 1000  # of a CSV/TSV file: the rest is in its source and raw file
@@ -43,6 +44,8 @@ def kind(name: str) -> str | None:
         return "markdown"
     if lowered.endswith(RST_NAMES):
         return "rst"
+    if lowered.endswith(ASCIIDOC_NAMES):
+        return "asciidoc"
     if lowered.endswith(tuple(TABLE_NAMES)):
         return "table"
     if lowered.endswith(NOTEBOOK_NAMES):
@@ -95,6 +98,10 @@ def _rst(text: str, name: str, link: Link, directory: bytes) -> str | None:
         log.info("reStructuredText not rendered: %s", name, exc_info=True)
         return None
     return heading_ids(sanitize.clean(str(parts["body"]), link, directory))
+
+
+def _asciidoc(text: str, name: str, link: Link, directory: bytes) -> str | None:
+    return highlight_blocks(heading_ids(sanitize.clean(adoc.to_html(text), link, directory)))
 
 
 def _table(text: str, name: str, link: Link, directory: bytes) -> str | None:
@@ -232,6 +239,7 @@ def _notebook(text: str, name: str, link: Link, directory: bytes) -> str | None:
 RENDERERS: dict[str, Callable[[str, str, Link, bytes], str | None]] = {
     "markdown": _markdown,
     "rst": _rst,
+    "asciidoc": _asciidoc,
     "table": _table,
     "notebook": _notebook,
 }

@@ -22,6 +22,8 @@ README_NAMES = (
     "readme.md",
     "readme.markdown",
     "readme.rst",
+    "readme.adoc",
+    "readme.asciidoc",
     "readme.ipynb",
     "readme",
     "readme.txt",
