@@ -141,6 +141,12 @@ def test_heading_ids_are_unique_with_githubs_slugs() -> None:
     assert slug("foo_bar-baz") == "foo_bar-baz"
 
 
+def test_heading_ids_never_take_the_pages_own() -> None:
+    html = md("# issuecomment-12\n# event-3\n# fn-1\n# checks\n# L12\n# diff-2")
+    ids = re.findall(r'<h\d id="([^"]*)"', html)
+    assert ids == ["issuecomment-12-1", "event-3-1", "fn-1-1", "checks-1", "l12", "diff-2-1"]
+
+
 def test_raw_heading_ids_are_replaced() -> None:
     html = md('<h2 id="L1">Spoof</h2>\n\n<h2 id="x" onclick="y">Two</h2>')
     assert re.findall(r'<h2 id="([^"]*)"', html) == ["spoof", "two"]
@@ -320,6 +326,7 @@ def _notebook() -> dict:
                 ],
             },
             {"cell_type": "raw", "source": "<script>alert(3)</script>"},
+            {"cell_type": "markdown", "source": "# Analysis"},
         ],
     }
 
@@ -327,7 +334,7 @@ def _notebook() -> dict:
 def test_notebooks_are_rendered_read_only() -> None:
     html = documents.render("nb/a.ipynb", json.dumps(_notebook()).encode(), link, b"nb", 1 << 20)
     assert html is not None
-    assert '<h1 id="analysis">' in html
+    assert re.findall(r'<h1 id="([^"]*)"', html) == ["analysis", "analysis-1"]
     assert 'href="/src/nb/data.csv"' in html
     assert "In [3]:" in html
     assert '<span class="kn">import</span>' in html

@@ -164,7 +164,7 @@ def _output(output: dict[str, Any], link: Link, directory: bytes) -> str:
         lines = output.get("traceback")
         trace = "\n".join(x for x in lines if isinstance(x, str)) if isinstance(lines, list) else ""
         trace = trace or f"{output.get('ename', '')}: {output.get('evalue', '')}"
-        return f'<pre class="error">{escape(_ANSI.sub("", trace)[:MAX_NOTEBOOK_OUTPUT])}</pre>'
+        return f'<pre class="traceback">{escape(_ANSI.sub("", trace)[:MAX_NOTEBOOK_OUTPUT])}</pre>'
     data = output.get("data")
     if not isinstance(data, dict):
         return ""
@@ -212,9 +212,8 @@ def _notebook(text: str, name: str, link: Link, directory: bytes) -> str | None:
         source = _joined(cell.get("source"))
         kind = cell.get("cell_type")
         if kind == "markdown":
-            out.append(
-                f'<div class="cell markdown-cell">{render_markdown(source, link, directory)}</div>'
-            )
+            cell_html = render_markdown(source, link, directory, anchors=False)
+            out.append(f'<div class="cell markdown-cell">{cell_html}</div>')
         elif kind == "code":
             count = cell.get("execution_count")
             prompt = f"[{count}]" if isinstance(count, int) else "[ ]"
@@ -233,7 +232,7 @@ def _notebook(text: str, name: str, link: Link, directory: bytes) -> str | None:
         elif kind == "raw":
             out.append(f'<div class="cell raw-cell"><pre>{escape(source)}</pre></div>')
     out.append("</div>")
-    return "".join(out)
+    return heading_ids("".join(out))
 
 
 RENDERERS: dict[str, Callable[[str, str, Link, bytes], str | None]] = {

@@ -30,8 +30,27 @@ from floorless.web.highlight import quick, to_html
 from floorless.web.sanitize import Link
 
 MARKDOWN_NAMES = (".md", ".markdown", ".mdown", ".mkd")
-# ids the pages themselves use beside rendered documents: a heading never takes one
-RESERVED = frozenset({"i-tree", "i-blob", "i-link", "i-submodule", "main", "content"})
+# ids the pages themselves use beside rendered documents (file and tree pages, issue and pull
+# request conversations), and footnotes': a heading never takes one
+RESERVED = frozenset(
+    {
+        "i-tree",
+        "i-blob",
+        "i-link",
+        "i-submodule",
+        "main",
+        "content",
+        "issue-body",
+        "checks",
+        "merge-box",
+        "event-gap",
+        "protection",
+        "compare-branches",
+    }
+)
+_RESERVED_ID = re.compile(
+    r"(?:issuecomment|event|diff|discussion_r|pullrequestreview|label|fn|fnref)-?[\w.-]*\d[\w.-]*"
+)
 
 
 def is_markdown(name: str) -> bool:
@@ -39,20 +58,22 @@ def is_markdown(name: str) -> bool:
 
 
 def render_markdown(
-    text: str, link: Link | None = None, directory: bytes = b"", reserved: frozenset[str] = RESERVED
+    text: str, link: Link | None = None, directory: bytes = b"", anchors: bool = True
 ) -> str:
     """GitHub-flavoured Markdown to sanitized HTML, as GitHub renders it: inline HTML through
     the allow-list (``sanitize``), headings with ids and anchor links, footnotes, task lists,
     fenced code highlighted by its info string. A relative link is taken from ``directory``
     (the file's own, in the repository) and made a URL by ``link(path, image)``: a file
-    page, or the raw file for an image's source."""
+    page, or the raw file for an image's source. Without ``anchors``, headings are left
+    for the caller to number (a notebook numbers those of all its cells at once)."""
     html = cmarkgfm.github_flavored_markdown_to_html(
         text,
         options=Options.CMARK_OPT_GITHUB_PRE_LANG
         | Options.CMARK_OPT_FOOTNOTES
         | Options.CMARK_OPT_UNSAFE,  # raw HTML is kept for the allow-list to judge
     )
-    return highlight_blocks(heading_ids(sanitize.clean(html, link, directory), reserved))
+    html = sanitize.clean(html, link, directory)
+    return highlight_blocks(heading_ids(html) if anchors else html)
 
 
 _HEADING = re.compile(r"<h([1-6])((?:\s[^>]*)?)>(.*?)</h\1>", re.S)
@@ -77,7 +98,7 @@ def heading_ids(html: str, reserved: frozenset[str] = RESERVED) -> str:
         words = unescape(_TAG.sub("", inner))
         base = slug(words) or "section"
         anchor, n = base, 0
-        while anchor in used:
+        while anchor in used or (n == 0 and _RESERVED_ID.fullmatch(anchor)):
             n += 1
             anchor = f"{base}-{n}"
         used.add(anchor)
