@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import ExtendedRegexLexer, Lexer, RegexLexer
-from pygments.token import _TokenType
+from pygments.token import Error, Whitespace, _TokenType
 
 # -- HTML ----------------------------------------------------------------------------------------
 
@@ -89,40 +89,70 @@ _BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(|\\g<")
 _LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 _FLAG = {"a": re.A, "i": re.I, "L": re.L, "m": re.M, "s": re.S, "u": re.U, "x": re.X}
 _Rule = tuple[Callable[..., Any], Any, Any]  # Pygments' (match, action, new state)
-_Tokendefs = dict[str, list[_Rule]]
-_JOINED: dict[type[Lexer], _Tokendefs] = {}
-_JOINED_LOCK = threading.Lock()
+_Token = tuple[int, _TokenType, str]
+
+
+class _Joined(NamedTuple):
+    """Rules joined as one regex of alternatives, in their order, each a group of its own:
+    the group that took part (``lastindex``) names the rule that matched."""
+
+    match: Callable[[str, int], re.Match[str] | None]
+    rules: dict[int, _Rule]
+
+
+_Entry = _Rule | _Joined
+_ALONE: dict[type[Lexer], dict[str, list[_Entry]]] = {}  # for lexing here (``_lex``)
+_RUNS: dict[type[Lexer], dict[str, list[_Rule]]] = {}  # for Pygments' own loop
+_LOCK = threading.Lock()
 
 
 def quick(lexer: Lexer) -> Lexer:
-    """``lexer``, lexing the same tokens faster: a ``RegexLexer`` tries a state's rules one
+    """``lexer``, lexing the same tokens faster. A ``RegexLexer`` tries a state's rules one
     regex match each, in order, at every position, and most fail, each failure a call from
-    Python (~70 µs a line of C or Python). Here each run of consecutive rules that lead to the
-    same state is one regex of alternatives, in the same order, so the regex engine does the
-    trying; the alternative that matched (``lastindex``: each is a group of its own) gives the
-    rule whose action runs. Subclasses that post-process the tokens (C's types) still do, as
-    they read the rules from ``_tokens``."""
+    Python (~70 µs a line of C or Python). Joined into one regex of alternatives in the same
+    order, the regex engine does the trying, and the alternative that matched gives the rule
+    whose action and state change apply. A plain ``RegexLexer`` lexes here (``_lex``), a
+    state's joinable rules all joined; a subclass that lexes through ``RegexLexer``'s loop and
+    changes the tokens after (C's type names) keeps that loop, which reads the rules from
+    ``_tokens``: it gets each run of consecutive rules leading to the same state joined."""
     if not isinstance(lexer, RegexLexer) or isinstance(lexer, ExtendedRegexLexer):
         return lexer  # an extended lexer's actions take a context, not only a match
     cls = type(lexer)
-    tokendefs = _JOINED.get(cls)
-    if tokendefs is None:
-        with _JOINED_LOCK:
-            tokendefs = _JOINED.get(cls)
-            if tokendefs is None:
-                tokendefs = _JOINED[cls] = {
-                    state: _joined(rules, lexer.flags)
-                    for state, rules in lexer._tokens.items()  # type: ignore[attr-defined]
+    plain = cls.get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed
+    made = (_ALONE if plain else _RUNS).get(cls)
+    if made is None:
+        with _LOCK:
+            rules: dict[str, list[_Rule]] = lexer._tokens  # type: ignore[attr-defined]
+            if plain:
+                made = _ALONE[cls] = {
+                    state: _joined(state_rules, lexer.flags, by_state=False)
+                    for state, state_rules in rules.items()
                 }
-    lexer._tokens = tokendefs  # type: ignore[attr-defined]  # the instance's: the loop reads it
+            else:
+                made = _RUNS[cls] = {
+                    state: [
+                        entry if not isinstance(entry, _Joined) else _as_rule(entry)
+                        for entry in _joined(state_rules, lexer.flags, by_state=True)
+                    ]
+                    for state, state_rules in rules.items()
+                }
+    if plain:
+        tokendefs = cast(dict[str, list[_Entry]], made)
+
+        def lex(text: str, stack: Iterable[str] = ("root",)) -> Iterator[_Token]:
+            return _lex(lexer, tokendefs, text, stack)
+
+        lexer.get_tokens_unprocessed = lex  # type: ignore[method-assign]
+    else:
+        lexer._tokens = made  # type: ignore[attr-defined]  # the instance's: the loop reads it
     return lexer
 
 
-def _joined(rules: list[_Rule], lexer_flags: int) -> list[_Rule]:
-    """A state's rules with each run of consecutive joinable rules that lead to the same
-    state as one rule."""
+def _joined(rules: list[_Rule], lexer_flags: int, by_state: bool) -> list[_Entry]:
+    """A state's rules with each run of consecutive joinable rules as one (``by_state``: only
+    rules that lead to the same state)."""
     flags = re.compile("", lexer_flags).flags
-    out: list[_Rule] = []
+    out: list[_Entry] = []
     run: list[tuple[_Rule, str, int]] = []
 
     def flush() -> None:
@@ -139,7 +169,7 @@ def _joined(rules: list[_Rule], lexer_flags: int) -> list[_Rule]:
             flush()
             out.append(rule)
             continue
-        if run and run[0][0][2] != rule[2]:
+        if by_state and run and run[0][0][2] != rule[2]:
             flush()
         run.append((rule, source, rule[0].__self__.groups))  # type: ignore[attr-defined]
     flush()
@@ -164,7 +194,7 @@ def _source(rule: _Rule, flags: int) -> str | None:
     return source
 
 
-def _join(run: list[tuple[_Rule, str, int]], flags: int) -> _Rule | None:
+def _join(run: list[tuple[_Rule, str, int]], flags: int) -> _Joined | None:
     table: dict[int, _Rule] = {}
     group = 1
     for rule, _, groups in run:
@@ -176,12 +206,88 @@ def _join(run: list[tuple[_Rule, str, int]], flags: int) -> _Rule | None:
         return None
     if regex.groups != group - 1:
         return None
+    return _Joined(regex.match, table)
 
-    def action(lexer: Lexer, m: re.Match[str]) -> Iterator[tuple[int, _TokenType, str]]:
+
+def _as_rule(joined: _Joined) -> _Rule:
+    """Joined rules (that lead to the same state) as one rule of Pygments' loop: its action
+    runs the action of the rule that matched."""
+    table = joined.rules
+    new_state = next(iter(table.values()))[2]
+
+    def action(lexer: Lexer, m: re.Match[str]) -> Iterator[_Token]:
         rule = table[m.lastindex or 0]
         if type(rule[1]) is _TokenType:
             yield m.start(), rule[1], m.group()
         elif rule[1] is not None:  # a callback reads its rule's own groups
             yield from rule[1](lexer, rule[0](m.string, m.start()))
 
-    return (regex.match, action, run[0][0][2])
+    return (joined.match, action, new_state)
+
+
+def _lex(
+    lexer: RegexLexer, tokendefs: dict[str, list[_Entry]], text: str, stack: Iterable[str]
+) -> Iterator[_Token]:
+    """What ``RegexLexer.get_tokens_unprocessed`` yields, from joined rules."""
+    pos = 0
+    states = list(stack)
+    entries = tokendefs[states[-1]]
+    while True:
+        for entry in entries:
+            if isinstance(entry, _Joined):
+                m = entry.match(text, pos)
+                if m is None:
+                    continue
+                _, action, new_state = rule = entry.rules[m.lastindex or 0]
+                if type(action) is _TokenType:
+                    yield pos, action, m.group()
+                elif action is not None:  # a callback reads its rule's own groups
+                    m = rule[0](text, pos)
+                    yield from action(lexer, m)
+            else:
+                m = entry[0](text, pos)
+                if not m:
+                    continue
+                _, action, new_state = entry
+                if type(action) is _TokenType:
+                    yield pos, action, m.group()
+                elif action is not None:
+                    yield from action(lexer, m)
+            pos = m.end()
+            if new_state is not None:
+                _change(states, new_state)
+                entries = tokendefs[states[-1]]
+            break
+        else:  # no rule matches here
+            if pos >= len(text):
+                return
+            if text[pos] == "\n":  # a line's end starts again from the root state
+                states = ["root"]
+                entries = tokendefs["root"]
+                yield pos, Whitespace, "\n"
+            else:
+                yield pos, Error, text[pos]
+            pos += 1
+
+
+def _change(states: list[str], new_state: object) -> None:
+    """Pygments' state changes: push names, ``#pop``, ``#push``, or pop a number of states
+    (the root stays)."""
+    if isinstance(new_state, tuple):
+        for name in new_state:
+            if name == "#pop":
+                if len(states) > 1:
+                    states.pop()
+            elif name == "#push":
+                states.append(states[-1])
+            else:
+                states.append(name)
+    elif isinstance(new_state, int):
+        if abs(new_state) >= len(states):
+            del states[1:]
+        else:
+            del states[new_state:]
+    elif new_state == "#push":
+        states.append(states[-1])
+    else:
+        raise ValueError(f"a state change Pygments does not define: {new_state!r}")
