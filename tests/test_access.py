@@ -103,6 +103,11 @@ READ_PAGES = [
         "/alice/demo/commit/{main}/-/diff/README.md",
         "GET",
     ),
+    (
+        "/{owner}/{repo}/commit/{sha}/-/lines/{tail:path}",
+        "/alice/demo/commit/{main}/-/lines/README.md?start=1&end=3",
+        "GET",
+    ),
     ("/{owner}/{repo}/blame/{kind}", "/alice/demo/blame/main", "GET"),
     ("/{owner}/{repo}/blame/{kind}/{tail:path}", "/alice/demo/blame/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/branches", "/alice/demo/branches", "GET"),

@@ -452,9 +452,10 @@ def test_the_timeline_shows_reviews_with_their_comments_outdated_ones_folded(
     assert "pushed" in html  # the other events as before
 
 
-def test_comments_go_under_the_rows_of_their_lines(setup: Setup) -> None:
+@pytest.mark.parametrize("split", [False, True], ids=["unified", "split"])
+def test_comments_go_under_the_rows_of_their_lines(setup: Setup, split: bool) -> None:
     from floorless.git import diff as gitdiff
-    from floorless.web.views.commit import _row
+    from floorless.web.diffrows import _split_rows, _unified_rows
     from floorless.web.views.reviews import rows_with_comments
 
     lines = [
@@ -462,7 +463,8 @@ def test_comments_go_under_the_rows_of_their_lines(setup: Setup) -> None:
         gitdiff.Line("-", 5, None, "line 5"),
         gitdiff.Line("+", None, 5, "line five"),
     ]
-    rows = Markup("".join(_row(line, line.text) for line in lines))
+    make = _split_rows if split else _unified_rows
+    rows = Markup("".join(make(lines, [line.text for line in lines])))
     on_new = setup.comment("cat", "app.py", "new", 5)
     on_old = setup.comment("cat", "app.py", "old", 5)
     elsewhere = setup.comment("cat", "app.py", "new", 9)
@@ -474,7 +476,8 @@ def test_comments_go_under_the_rows_of_their_lines(setup: Setup) -> None:
     )
     parts = str(out).split("</tr>")
     assert parts[2].startswith(f"<tr id=c{on_old.id}>")  # after the deleted line 5
-    assert parts[4].startswith(f"<tr id=c{on_new.id}>")  # after the added line 5
+    # after the added line 5: its own row, or (split) the row it shares with line 5 removed
+    assert parts[3 if split else 4].startswith(f"<tr id=c{on_new.id}>")
     assert rest == [elsewhere]  # on a line the rows do not show
     assert rows_with_comments(rows, "keep.txt", anchored, str) == (rows, [])
 

@@ -42,6 +42,9 @@ class Limits(NamedTuple):
     listed: int = 3000  # files listed at all
     file_bytes: int = 1 << 20  # a file larger than this (either side) gets no patch
     total_bytes: int = 8 << 20  # bytes of blobs diffed in all
+    # ``git diff -w``: changes in whitespace alone are no changes (a page's ``?w=1``); part of
+    # the limits so that every cache keyed by them keeps the two diffs apart
+    ignore_whitespace: bool = False
 
 
 @dataclass
@@ -56,6 +59,10 @@ class Line:
 class Hunk:
     header: str
     lines: list[Line] = field(default_factory=list)
+    old_start: int = 0  # its first line on each side (what more context is counted from)
+    new_start: int = 0
+    old_lines: int = 0
+    new_lines: int = 0
 
 
 @dataclass
@@ -83,17 +90,19 @@ class CommitDiff:
     complete_stats: bool = True  # additions and deletions count every file's patch
 
 
-def _tree_diff(commit: AnyCommit) -> pygit2.Diff:
+def _tree_diff(commit: AnyCommit, whitespace: bool = False) -> pygit2.Diff:
     """The commit against its first parent (or the empty tree), renames not looked for."""
-    return _between(commit.parents[0] if commit.parents else None, commit)
+    return _between(commit.parents[0] if commit.parents else None, commit, whitespace)
 
 
-def _between(old: AnyCommit | None, new: AnyCommit) -> pygit2.Diff:
-    """Commit ``new``'s tree against ``old``'s (or the empty tree), renames not looked for."""
+def _between(old: AnyCommit | None, new: AnyCommit, whitespace: bool = False) -> pygit2.Diff:
+    """Commit ``new``'s tree against ``old``'s (or the empty tree), renames not looked for;
+    with ``whitespace``, lines that differ in whitespace alone are the same line."""
+    flags = DiffOption.IGNORE_WHITESPACE if whitespace else DiffOption.NORMAL
     with timing.phase("git"):
         if old is not None:
-            return old.tree.diff_to_tree(new.tree, flags=DiffOption.NORMAL)
-        return new.tree.diff_to_tree(swap=True)
+            return old.tree.diff_to_tree(new.tree, flags=flags)
+        return new.tree.diff_to_tree(flags=flags, swap=True)
 
 
 def _diff(
@@ -101,7 +110,9 @@ def _diff(
 ) -> pygit2.Diff:
     """The commit's diff with renames found within the budget; ``diff`` is its
     ``_tree_diff`` when the caller has it already."""
-    return _renames(repo, _tree_diff(commit) if diff is None else diff, limits)
+    if diff is None:
+        diff = _tree_diff(commit, limits.ignore_whitespace)
+    return _renames(repo, diff, limits)
 
 
 def _renames(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> pygit2.Diff:
@@ -196,7 +207,8 @@ def range_diff(
 ) -> CommitDiff:
     """What ``new`` changes against ``old`` (a compare's merge base and head), within the same
     budgets as a commit's diff and shown the same way."""
-    return _changes(repo, _renames(repo, _between(old, new), limits), limits)
+    diff = _between(old, new, limits.ignore_whitespace)
+    return _changes(repo, _renames(repo, diff, limits), limits)
 
 
 def _changes(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> CommitDiff:
@@ -251,12 +263,21 @@ def _changes(repo: pygit2.Repository, diff: pygit2.Diff, limits: Limits) -> Comm
 
 
 def file_diff(
-    repo: pygit2.Repository, commit: AnyCommit, path: bytes, limits: Limits
+    repo: pygit2.Repository,
+    commit: AnyCommit,
+    path: bytes,
+    limits: Limits,
+    base: AnyCommit | None = None,
 ) -> FileDiff | None:
     """One changed file of the commit with its lines, for loading on its own: ``path`` is its
     path after the commit (before it, for a deleted file), paired with the same rename
-    detection as the commit's page. None if the commit does not change ``path``."""
-    diff = _diff(repo, commit, limits)
+    detection as the commit's page. With ``base``, the change is from ``base`` to ``commit``
+    (a compare's or a pull request's merge base and head) rather than from the first parent.
+    None if the commit does not change ``path``."""
+    if base is None:
+        diff = _diff(repo, commit, limits)
+    else:
+        diff = _renames(repo, _between(base, commit, limits.ignore_whitespace), limits)
     with timing.phase("git"):
         found = next(
             ((i, delta) for i, delta in enumerate(diff.deltas) if delta.new_file.raw_path == path),
@@ -297,7 +318,13 @@ def _hunks(fd: FileDiff, patch: pygit2.Patch, cap: int) -> bool:
     count = 0
     with timing.phase("git"):
         for hunk in patch.hunks:
-            h = Hunk(hunk.header.rstrip("\n"))
+            h = Hunk(
+                hunk.header.rstrip("\n"),
+                old_start=hunk.old_start,
+                new_start=hunk.new_start,
+                old_lines=hunk.old_lines,
+                new_lines=hunk.new_lines,
+            )
             fd.hunks.append(h)
             for line in hunk.lines:
                 if count >= cap:

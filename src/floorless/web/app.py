@@ -177,6 +177,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/commit/{sha}/-/diff/{tail:path}", commit.CommitFile(*deps)),
         (repo_prefix + "/find/{kind}", finder.Find(*deps)),
         (repo_prefix + "/find/{kind}/{tail:path}", finder.Find(*deps)),
+        (repo_prefix + "/commit/{sha}/-/lines/{tail:path}", commit.DiffLines(*deps)),
         (repo_prefix + "/blame/{kind}", blame.Blame(*deps)),
         (repo_prefix + "/blame/{kind}/{tail:path}", blame.Blame(*deps)),
         (repo_prefix + "/settings", settings.Settings(*deps, authenticator)),

@@ -219,10 +219,16 @@ def commit(repo: Named, oid: str | bytes, variant: str = "") -> str:
     return f"{home(repo)}/commit/{_hex(oid)}" + (f".{variant}" if variant else "")
 
 
-def diff_file(repo: Named, oid: str | bytes, at: str | bytes) -> str:
+def diff_lines(repo: Named, oid: str | bytes, at: str | bytes, **params: str | None) -> str:
+    """Lines of file ``at`` as commit ``oid`` has it, as diff rows of context (the lines a
+    diff hides between its hunks), with ``?start=&end=&delta=&style=``."""
+    return _below(f"{home(repo)}/commit/{_hex(oid)}/-/lines", at) + query(params)
+
+
+def diff_file(repo: Named, oid: str | bytes, at: str | bytes, **params: str | None) -> str:
     """One changed file's diff in commit ``oid``, loaded on its own (``at``: its path after
     the commit, or before it for a deleted file)."""
-    return _below(f"{home(repo)}/commit/{_hex(oid)}/-/diff", at)
+    return _below(f"{home(repo)}/commit/{_hex(oid)}/-/diff", at) + query(params)
 
 
 def branches(repo: Named) -> str:

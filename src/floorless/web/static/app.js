@@ -92,7 +92,8 @@
     var link = event.target.closest && event.target.closest("a.load-diff");
     if (!link || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) { return; }
     event.preventDefault();
-    var item = link.closest("li");
+    // its place among the diffs (a slot kept for it), or else under its entry
+    var item = (link.dataset.slot && document.getElementById(link.dataset.slot)) || link.closest("li");
     var loaded = item.querySelector("section.file-diff");
     if (loaded) { loaded.hidden = !loaded.hidden; return; }
     if (link.dataset.loading === "yes") { return; }
@@ -105,7 +106,10 @@
       .then(function (text) {
         var page = new DOMParser().parseFromString(text, "text/html");
         var section = page.querySelector("section.file-diff");
-        if (section) { item.appendChild(document.importNode(section, true)); }
+        if (section) {
+          item.appendChild(document.importNode(section, true));
+          if (item.scrollIntoView) { item.scrollIntoView(); }
+        }
         link.dataset.loading = "";
       })
       .catch(function () { link.dataset.loading = ""; window.location.href = link.href; });
@@ -246,7 +250,8 @@
     var box = section && section.querySelector("details.review-line");
     if (!box) { return; }
     var form = box.querySelector("form");
-    var side = cell.previousElementSibling && cell.previousElementSibling.matches("td.ln") ? "new" : "old";
+    var side = cell.dataset.side ||
+      (cell.previousElementSibling && cell.previousElementSibling.matches("td.ln") ? "new" : "old");
     var line = cell.textContent.trim();
     if (event.shiftKey && form.line.value && form.side.value === side) {
       var lo = Math.min(parseInt(form.line.value, 10), parseInt(line, 10));

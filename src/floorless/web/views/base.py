@@ -61,6 +61,9 @@ class View:
         names what the page shows besides refs (``web/pages.py``), read before rendering."""
         pages = self.renderer.pages
         key = pages.key(type(self).__name__, view.repo, req, self.query, viewer_of(req), view.level)
+        variant = self.variant(req)
+        if variant is not None:  # what else the page depends on that its URL may not name
+            key = (*key, variant)
         if self.shows_statuses:  # part of what the page shows: a stamp, replaced when it moves
             stamp = (stamp, self.forge.statuses.version(view.repo))
         public = self.public_url(req)
@@ -71,6 +74,11 @@ class View:
 
     def public_url(self, req: falcon.Request) -> str:
         return public_url(self.settings, req)
+
+    def variant(self, req: falcon.Request) -> object:
+        """What the page depends on besides its URL's path and ``query`` (a diff's style,
+        which a cookie may choose), part of its key in the page cache; None for nothing."""
+        return None
 
 
 class RefPage(View):

@@ -1,28 +1,135 @@
-"""``/commit/{sha}`` with ``.diff`` and ``.patch`` variants."""
+"""``/commit/{sha}`` with ``.diff`` and ``.patch`` variants; one changed file's diff on its
+own, and lines a diff hides between its hunks.
+
+How a diff is shown (unified or split, whitespace changes left out or not: ``diff_options``)
+is part of the diff cache's keys and of the page cache's (``DiffPage.variant``): the style
+may come from a cookie the URL does not name."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
 from dataclasses import dataclass
 from typing import NamedTuple, cast
 
 import falcon
-from markupsafe import Markup, escape
+import pygit2
+from markupsafe import Markup
 
 from floorless.config import Settings
-from floorless.errors import NotFound
+from floorless.errors import BadRequest, NotFound
 from floorless.git import diff as gitdiff
-from floorless.git import objects, transport
+from floorless.git import objects, oid, transport
 from floorless.git.refs import Resolved
-from floorless.web import urls
+from floorless.web import diffrows, urls
 from floorless.web.context import RepoView, repo_view
+from floorless.web.diffrows import Options
 from floorless.web.marks import mark
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import View
 
 
-class Commit(View):
+def diff_limits(settings: Settings, options: Options | None = None) -> gitdiff.Limits:
+    return gitdiff.Limits(
+        settings.max_diff_files,
+        settings.max_diff_lines,
+        settings.max_diff_total_lines,
+        settings.max_diff_listed,
+        settings.max_diff_file_bytes,
+        settings.max_diff_bytes,
+        ignore_whitespace=options.ignore_whitespace if options else False,
+    )
+
+
+STYLE_COOKIE = "diff_style"
+STYLE_SECONDS = 365 * 86_400
+
+
+def diff_options(req: falcon.Request, resp: falcon.Response | None = None) -> Options:
+    """How this request shows diffs: ``?style=split|unified`` (remembered in a cookie when
+    given, so the next diff shows the same way, with or without script), else the cookie's;
+    ``?w=1`` leaves out changes in whitespace alone. Anything else is the default."""
+    style = req.get_param("style") or ""
+    if style in diffrows.STYLES:
+        if resp is not None and req.cookies.get(STYLE_COOKIE) != style:
+            resp.set_cookie(
+                STYLE_COOKIE,
+                style,
+                max_age=STYLE_SECONDS,
+                path="/",
+                secure=False,
+                http_only=True,
+                same_site="Lax",
+            )
+    else:
+        style = req.cookies.get(STYLE_COOKIE, "")
+        style = style if style in diffrows.STYLES else "unified"
+    return Options(style, req.get_param("w") in ("1", "true", "yes"))
+
+
+class DiffPage(View):
+    """A page that shows diffs: kept in the page cache per way of showing them (the style may
+    come from a cookie, which the URL does not name)."""
+
+    query: tuple[str, ...] = ("style", "w")
+
+    def variant(self, req: falcon.Request) -> object:
+        return diff_options(req)
+
+
+def diff_budget(settings: Settings) -> Budget:
+    return Budget(settings.max_diff_highlight_lines, settings.max_diff_page_bytes)
+
+
+class Budget(NamedTuple):
+    """What a page spends on showing diffs, beyond the git work ``gitdiff.Limits`` bounds."""
+
+    highlight_lines: int  # lines given to a lexer (each side of a file's hunks once)
+    page_bytes: int  # HTML of the diffs shown on a commit page
+
+
+@dataclass
+class Shown:
+    """A diff as a page shows it: its files (their lines dropped once made rows) and the HTML
+    rows of each file shown, by its place in ``diff.files``."""
+
+    diff: gitdiff.CommitDiff
+    rows: dict[int, Markup]
+
+
+def shown_diff(
+    changes: gitdiff.CommitDiff, budget: Budget, page: bool = True, split: bool = False
+) -> Shown:
+    """The rows of each file ``changes`` shows, highlighted while ``budget.highlight_lines``
+    lasts (plain text after). On a commit ``page``, a file whose rows would take the page past
+    ``budget.page_bytes`` is not shown (its entry loads it on request), and one after it that
+    fits is; what a file cannot take less than (its text) is counted before it is rendered."""
+    rows: dict[int, Markup] = {}
+    highlight_left, used = budget.highlight_lines, 0
+    for i, f in enumerate(changes.files):
+        if not f.shown or not f.hunks:
+            continue
+        if page and used + diffrows.least_bytes(f) > budget.page_bytes:
+            f.shown, f.hunks, changes.truncated = False, [], True
+            continue
+        html, lexed = diffrows.rows(f, highlight_left, split)
+        highlight_left -= lexed
+        f.hunks = []  # kept as rows: a cached diff holds its HTML, not a Line per line
+        if page and used + len(html) > budget.page_bytes:
+            f.shown, changes.truncated = False, True
+            continue
+        used += len(html)
+        rows[i] = html
+    return Shown(changes, rows)
+
+
+def _one_file(fd: gitdiff.FileDiff | None, budget: Budget, split: bool) -> Shown | None:
+    if fd is None:
+        return None
+    return shown_diff(gitdiff.CommitDiff([fd], 0, 0, 1, False), budget, page=False, split=split)
+
+
+class Commit(DiffPage):
     shows_statuses = True
 
     def on_get(
@@ -38,7 +145,8 @@ class Commit(View):
         if resolved.path:
             raise NotFound("no such commit")
         if not variant:
-            self.cached_page(req, resp, view, lambda: self.page(req, resp, view, resolved))
+            options = diff_options(req, resp)
+            self.cached_page(req, resp, view, lambda: self.page(req, resp, view, resolved, options))
             return
         commit = view.commit(resolved)
         resp.cache_control = ["public", "max-age=31536000", "immutable"]
@@ -73,15 +181,22 @@ class Commit(View):
         )
 
     def page(
-        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        resolved: Resolved,
+        options: Options,
     ) -> None:
         commit = view.commit(resolved)
-        limits, budget = diff_limits(self.settings), diff_budget(self.settings)
+        limits, budget = diff_limits(self.settings, options), diff_budget(self.settings)
         shown = cast(
             Shown,
             self.renderer.caches["diff"].get_or_make(
-                (str(commit.id), limits, budget),
-                lambda: shown_diff(gitdiff.commit_diff(view.handle, commit, limits), budget),
+                (str(commit.id), limits, budget, options.style),
+                lambda: shown_diff(
+                    gitdiff.commit_diff(view.handle, commit, limits), budget, split=options.split
+                ),
             ),
         )
         info = objects.commit_info(commit)
@@ -97,14 +212,20 @@ class Commit(View):
                 diff=shown.diff,
                 rows=shown.rows,
                 mark=mark(statuses),
+                options=options,
+                with_file_url=diffrows.with_file_url,
             ),
         )
 
 
-class CommitFile(View):
+class CommitFile(DiffPage):
     """``/commit/{sha}/-/diff/{path}``: one changed file's diff, for a file the commit's page
-    lists without it. The page's script puts its ``section.file-diff`` under the file's entry;
-    without the script, the entry's link opens it as a page."""
+    lists without it (``?base=``: changed since that commit rather than since the first
+    parent, for a compare's or a pull request's files). The page's script puts its
+    ``section.file-diff`` in the place of the file's; without the script, the file's link
+    opens it as a page."""
+
+    query = ("style", "w", "base")
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
@@ -113,19 +234,35 @@ class CommitFile(View):
         resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
         if resolved.path:
             raise NotFound("no such commit")
-        self.cached_page(req, resp, view, lambda: self.file(req, resp, view, resolved))
+        options = diff_options(req, resp)
+        self.cached_page(req, resp, view, lambda: self.file(req, resp, view, resolved, options))
 
     def file(
-        self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        resolved: Resolved,
+        options: Options,
     ) -> None:
         commit = view.commit(resolved)
+        base_id = req.get_param("base") or ""
+        base = None
+        if base_id:
+            if not oid.is_full(base_id.encode()):
+                raise BadRequest("base is a full commit id")
+            base = view.commit(view.resolve("commit", base_id.encode()))
         path = urls.exact_tail(req)
-        limits, budget = diff_limits(self.settings), diff_budget(self.settings)
+        limits, budget = diff_limits(self.settings, options), diff_budget(self.settings)
         shown = cast(
             Shown | None,
             self.renderer.caches["diff"].get_or_make(
-                (str(commit.id), path, limits, budget),
-                lambda: _one_file(gitdiff.file_diff(view.handle, commit, path, limits), budget),
+                (str(commit.id), base_id, path, limits, budget, options.style),
+                lambda: _one_file(
+                    gitdiff.file_diff(view.handle, commit, path, limits, base),
+                    budget,
+                    options.split,
+                ),
             ),
         )
         if shown is None:
@@ -135,129 +272,85 @@ class CommitFile(View):
             resp,
             "commit_file.html",
             **view.template_context(
-                commit=objects.commit_info(commit), f=shown.diff.files[0], rows=shown.rows.get(0)
+                commit=objects.commit_info(commit),
+                f=shown.diff.files[0],
+                rows=shown.rows.get(0),
+                options=options,
+                with_file_url=diffrows.with_file_url,
             ),
         )
 
 
-def diff_limits(settings: Settings) -> gitdiff.Limits:
-    return gitdiff.Limits(
-        settings.max_diff_files,
-        settings.max_diff_lines,
-        settings.max_diff_total_lines,
-        settings.max_diff_listed,
-        settings.max_diff_file_bytes,
-        settings.max_diff_bytes,
-    )
+LINES_MAX = 500  # lines of context one request gives at most
+_NUMBER = re.compile(r"-?[0-9]{1,9}")
 
 
-def diff_budget(settings: Settings) -> Budget:
-    return Budget(settings.max_diff_highlight_lines, settings.max_diff_page_bytes)
+class DiffLines(DiffPage):
+    """``/commit/{sha}/-/lines/{path}?start=&end=&delta=``: lines ``start`` to ``end`` (0:
+    as many as ``LINES_MAX`` allows) of a file as the commit has it, as diff rows of context
+    whose old numbers are ``delta`` behind the new: what a diff hides between its hunks,
+    loaded in place by the page's script. Read from the blob in-process (highlighted from the
+    cache the file and blame pages share), never by a process."""
 
+    query = ("style", "start", "end", "delta")
 
-class Budget(NamedTuple):
-    """What a page spends on showing diffs, beyond the git work ``gitdiff.Limits`` bounds."""
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
+    ) -> None:
+        view = repo_view(self.forge, req, owner, repo)
+        resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
+        if resolved.path:
+            raise NotFound("no such commit")
+        options = diff_options(req)
+        self.cached_page(req, resp, view, lambda: self.lines(req, resp, view, resolved, options))
 
-    highlight_lines: int  # lines given to a lexer (each side of a file's hunks once)
-    page_bytes: int  # HTML of the diffs shown on a commit page
+    def lines(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        resolved: Resolved,
+        options: Options,
+    ) -> None:
+        start, end, delta = (_number(req, name) for name in ("start", "end", "delta"))
+        if start < 1 or end < 0 or (end and end < start):
+            raise BadRequest("start is a line number, end 0 or one at or after it")
+        end = start + LINES_MAX - 1 if not end else min(end, start + LINES_MAX - 1)
+        commit = view.commit(resolved)
+        path = urls.exact_tail(req)
+        blob, mode = objects.lookup(view.handle, commit, path)
+        if not isinstance(blob, pygit2.Blob) or mode == objects.MODE_LINK:
+            raise NotFound("no such file")
+        size = objects.object_size(view.handle, blob.id) or 0
+        if size > self.settings.max_diff_file_bytes or blob.is_binary:
+            raise NotFound("this file's lines are not shown here")
+        data = objects.blob_bytes(blob)
+        name = text(path.rsplit(b"/", 1)[-1])
+        enabled = size <= self.settings.max_blame_highlight
 
+        def highlighted() -> list[str]:
+            return highlight_lines(name, data.decode("utf-8", "replace"), enabled)
 
-@dataclass
-class Shown:
-    """A diff as a page shows it: its files (their lines dropped once made rows) and the HTML
-    rows of each file shown, by its place in ``diff.files``."""
-
-    diff: gitdiff.CommitDiff
-    rows: dict[int, Markup]
-
-
-def shown_diff(changes: gitdiff.CommitDiff, budget: Budget, page: bool = True) -> Shown:
-    """The rows of each file ``changes`` shows, highlighted while ``budget.highlight_lines``
-    lasts (plain text after). On a commit ``page``, a file whose rows would take the page past
-    ``budget.page_bytes`` is not shown (its entry loads it on request), and one after it that
-    fits is; what a file cannot take less than (its text) is counted before it is rendered."""
-    rows: dict[int, Markup] = {}
-    highlight_left, used = budget.highlight_lines, 0
-    for i, f in enumerate(changes.files):
-        if not f.shown or not f.hunks:
-            continue
-        if page and used + _least_bytes(f) > budget.page_bytes:
-            f.shown, f.hunks, changes.truncated = False, [], True
-            continue
-        html, lexed = _rows(f, highlight_left)
-        highlight_left -= lexed
-        f.hunks = []  # kept as rows: a cached diff holds its HTML, not a Line per line
-        if page and used + len(html) > budget.page_bytes:
-            f.shown, changes.truncated = False, True
-            continue
-        used += len(html)
-        rows[i] = html
-    return Shown(changes, rows)
-
-
-def _one_file(fd: gitdiff.FileDiff | None, budget: Budget) -> Shown | None:
-    if fd is None:
-        return None
-    return shown_diff(gitdiff.CommitDiff([fd], 0, 0, 1, False), budget, page=False)
-
-
-ROW_CLASS = {"+": "add", "-": "del", " ": "ctx"}
-# the markup of a row without its numbers and text
-_ROW_BYTES = len(
-    '<tr class="ctx"><td class="ln"></td><td class="ln"></td><td class="code"><pre></pre></td></tr>'
-)
-
-
-def _least_bytes(f: gitdiff.FileDiff) -> int:
-    """Bytes a file's rows take at the least: their text, unescaped and unhighlighted."""
-    return sum(len(h.header) + _ROW_BYTES for h in f.hunks) + sum(
-        len(line.text) + _ROW_BYTES for h in f.hunks for line in h.lines
-    )
-
-
-def _rows(f: gitdiff.FileDiff, highlight_left: int) -> tuple[Markup, int]:
-    """A file's table rows, hunk headers included, as one string, and the lines lexed. Each
-    side of the change is highlighted as one text (the lines before it, by the old name, and
-    the lines after it, by the new), so that a token spanning lines keeps its colour and a
-    removed line never colours an added one; a file that does not fit in ``highlight_left``
-    lines is shown as plain text."""
-    lines = [line for h in f.hunks for line in h.lines]
-    before = [line.text for line in lines if line.kind in " -"]
-    after = [line.text for line in lines if line.kind in " +"]
-    lexed = len(before) + len(after)
-    if lexed > highlight_left:
-        old: Iterator[str] = iter(())
-        new: Iterator[str] = iter(())
-        lexed = 0
-    else:
-        old = iter(highlight_lines(text(f.old_path), "\n".join(before) + "\n") if before else ())
-        new = iter(highlight_lines(text(f.new_path), "\n".join(after) + "\n") if after else ())
-    parts = []
-    for h in f.hunks:
-        parts.append(
-            '<tr class="hunk"><td class="ln"></td><td class="ln"></td>'
-            f"<td><pre>{escape(h.header)}</pre></td></tr>"
+        if enabled:
+            key = (str(blob.id), name, "lines")
+            every = cast(list[str], self.renderer.caches["highlight"].get_or_make(key, highlighted))
+        else:
+            every = highlighted()
+        wanted = every[start - 1 : end] if data else []
+        req.context.final_page = True
+        self.html(
+            resp,
+            "diff_lines.html",
+            **view.template_context(
+                rows=diffrows.context_rows(wanted, start, delta, options.split),
+                first=start,
+                count=len(wanted),
+            ),
         )
-        for line in h.lines:
-            if line.kind == "-":
-                html = next(old, None)
-            elif line.kind == "+":
-                html = next(new, None)
-            elif line.kind == " ":
-                next(old, None)
-                html = next(new, None)
-            else:
-                html = None
-            parts.append(_row(line, str(escape(line.text)) if html is None else html))
-    return Markup("".join(parts)), lexed  # noqa: S704 - escaped text and Pygments' HTML
 
 
-def _row(line: gitdiff.Line, html: str) -> str:
-    if line.kind == "\\":  # "No newline at end of file"
-        content = str(escape(line.text))
-    else:
-        content = f'<span class="mark">{line.kind}</span>{html}'
-    return (
-        f'<tr class="{ROW_CLASS.get(line.kind, "meta")}"><td class="ln">{line.old or ""}</td>'
-        f'<td class="ln">{line.new or ""}</td><td class="code"><pre>{content}</pre></td></tr>'
-    )
+def _number(req: falcon.Request, name: str) -> int:
+    value = req.get_param(name) or "0"
+    if not _NUMBER.fullmatch(value):
+        raise BadRequest(f"{name} is a whole number")
+    return int(value)

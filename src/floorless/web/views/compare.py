@@ -36,10 +36,17 @@ from floorless.git import objects, transport
 from floorless.git.lenient import AnyCommit
 from floorless.pulls import BRANCH_MAX, Pull
 from floorless.repos import Repo
-from floorless.web import auth, urls
+from floorless.web import auth, diffrows, urls
 from floorless.web.context import RepoView, repo_view
+from floorless.web.diffrows import Options
 from floorless.web.render import text
-from floorless.web.views.commit import Shown, diff_budget, diff_limits, shown_diff
+from floorless.web.views.commit import (
+    Shown,
+    diff_budget,
+    diff_limits,
+    diff_options,
+    shown_diff,
+)
 from floorless.web.views.issues import IssueView
 
 VARIANTS = (".diff", ".patch")
@@ -124,17 +131,23 @@ def cached_commits(
 
 
 def cached_diff(
-    renderer: Caching, handle: pygit2.Repository, settings: Settings, old: str, new: str
+    renderer: Caching,
+    handle: pygit2.Repository,
+    settings: Settings,
+    old: str,
+    new: str,
+    options: Options | None = None,
 ) -> Shown:
     """The diff of ``old`` to ``new`` (a merge base and a head) as a page shows it, kept by
-    the pair of commit ids and the budgets."""
-    limits, budget = diff_limits(settings), diff_budget(settings)
+    the pair of commit ids, the budgets and how it is shown."""
+    options = options or Options()
+    limits, budget = diff_limits(settings, options), diff_budget(settings)
 
     def make() -> Shown:
         changes = gitdiff.range_diff(handle, commit_of(handle, old), commit_of(handle, new), limits)
-        return shown_diff(changes, budget)
+        return shown_diff(changes, budget, split=options.split)
 
-    key = ("range-diff", old, new, limits, budget)
+    key = ("range-diff", old, new, limits, budget, options.style)
     return cast(Shown, renderer.caches["diff"].get_or_make(key, make))
 
 
@@ -380,6 +393,11 @@ class Compare(IssueView):
     """``/compare/{base}...{head}`` (and its ``.diff`` and ``.patch``): the commits and the
     diff, and for whoever may, the form that opens a pull request of them."""
 
+    query = ("style", "w")
+
+    def variant(self, req: falcon.Request) -> object:
+        return diff_options(req)
+
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, spec: str
     ) -> None:
@@ -403,6 +421,7 @@ class Compare(IssueView):
                 self.renderer,
             )
             return
+        diff_options(req, resp)  # remembers a style chosen
         if sides.same_repo:  # what it shows is the repository's refs and pull requests
             self.kept_page(req, resp, view, lambda: self.show(req, resp, sides, {}, ""))
         else:  # and the fork's refs too, which the page cache does not watch
@@ -466,9 +485,10 @@ class Compare(IssueView):
         found = cached_range(self.renderer, handle, sides.base_oid, sides.head_oid)
         refused = refusal(self.forge, sides, found)
         shown = None
+        options = diff_options(req)
         if not found.unrelated and found.commits:
             shown = cached_diff(
-                self.renderer, handle, self.settings, found.merge_base, sides.head_oid
+                self.renderer, handle, self.settings, found.merge_base, sides.head_oid, options
             )
         viewer = auth.viewer_of(req)
         title = found.commits[0].summary if len(found.commits) == 1 else sides.spec.head
@@ -484,6 +504,9 @@ class Compare(IssueView):
             rows=shown.rows if shown else {},
             head_repo=sides.head_view.repo,
             head_commit=sides.head_oid,
+            merge_base=found.merge_base,
+            options=options,
+            with_file_url=diffrows.with_file_url,
             full_diff=urls.compare(view.repo, sides.spec.base_branch, sides.head_spec, "diff"),
             full_patch=urls.compare(view.repo, sides.spec.base_branch, sides.head_spec, "patch"),
             compare_url=compare_url,

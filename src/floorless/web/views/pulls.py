@@ -24,10 +24,11 @@ from floorless.errors import BadRequest, NotFound
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.issues import Entry, Issue
 from floorless.pulls import Pull
-from floorless.web import auth, urls
+from floorless.web import auth, diffrows, urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.marks import mark
 from floorless.web.render import text
+from floorless.web.views.commit import diff_options
 from floorless.web.views.compare import cached_commits, cached_diff, send_diff
 from floorless.web.views.issues import (
     LIST_QUERY,
@@ -259,23 +260,31 @@ class PullCommits(IssueView):
 
 class PullFiles(IssueView):
     """``/pulls/{n}/files``: the diff of the merge base to the head, as the compare page shows
-    it, with the reviews' line comments under their lines."""
+    it, with the reviews' line comments under their lines (in the unified style; the split
+    style lists them under their file)."""
+
+    query = ("style", "w")
+
+    def variant(self, req: falcon.Request) -> object:
+        return diff_options(req)
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
         pulls_on(self, view)
+        diff_options(req, resp)  # remembers a style chosen
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view, number))
 
     def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> None:
         pull = pull_or_issue(self, req, view, pull_number(number))
         context = pull_context(self, req, view, pull, "files")
         merge_base = context["range_base"]
+        options = diff_options(req)
         diff, rows, rest = None, {}, {}
         if merge_base:
             shown = cached_diff(
-                self.renderer, view.handle, self.settings, merge_base, pull.head_oid
+                self.renderer, view.handle, self.settings, merge_base, pull.head_oid, options
             )
             diff, rows = shown.diff, dict(shown.rows)
             anchored = context.get("anchored") or {}
@@ -296,6 +305,9 @@ class PullFiles(IssueView):
             unplaced=rest,
             head_repo=view.repo,
             head_commit=pull.head_oid,
+            merge_base=merge_base,
+            options=options,
+            with_file_url=diffrows.with_file_url,
             full_diff=urls.pull_diff(view.repo, pull.number, "diff"),
             **context,
         )

@@ -105,7 +105,13 @@ def review_context(
     }
 
 
-_ROW = re.compile(r'<tr class="[^"]*"><td class="ln">(\d*)</td><td class="ln">(\d*)</td>')
+# a diff row's old and new line numbers: side by side (unified), or each before its side's
+# code (split, ``diffrows``)
+_ROW = re.compile(
+    r'<tr class="[^"]*"><td class="ln"(?: data-side="old")?>(\d*)</td>'
+    r'(?:<td class="code[^"]*">(?:<pre>.*?</pre>)?</td>)?'
+    r'<td class="ln"(?: data-side="new")?>(\d*)</td>'
+)
 
 
 def rows_with_comments(
