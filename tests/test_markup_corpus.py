@@ -354,6 +354,11 @@ def test_every_renderer_has_a_limit() -> None:
         data = b"x" * 100
         assert documents.render(name, data, link, b"", 99) is None
     assert documents.render("a.txt", b"x", link, b"", 100) is None  # not a document
+    for kind, ceiling in documents.CEILINGS.items():  # slower parsers stop sooner
+        name = {"rst": "a.rst", "asciidoc": "a.adoc"}[kind]
+        text = b"Some text.\n\n" * (ceiling // 12 + 1)
+        assert documents.render(name, text[:ceiling], link, b"", 1 << 30) is not None
+        assert documents.render(name, text[: ceiling + 1], link, b"", 1 << 30) is None
 
 
 # ------------------------------------------------------------------------------ pages

@@ -38,6 +38,30 @@ _ANCHOR = re.compile(r"\[\[([\w:.-]+)(?:,.*)?\]\]\s*$")
 _BLOCK_ATTRIBUTES = re.compile(r"\[([^\[\]]*)\]\s*$")
 _BLOCK_TITLE = re.compile(r"\.([^\s.].*)$")
 _MAX_DEPTH = 20  # of blocks inside blocks
+# inline marks, in the order they apply
+_TRIPLE_PLUS = re.compile(r"\+\+\+(.+?)\+\+\+")
+_PASS = re.compile(r"pass:\[(.*?)\]")
+_MONO = re.compile(r"(?<![\w`])`\+?(.+?)\+?`(?![\w`])")
+_INLINE_IMAGE = re.compile(r"image:([^\s\[:][^\s\[]*)\[([^\]]*)\]")
+_LINKGIT = re.compile(r"linkgit:([\w.-]+)\[(\d+)\]")
+_LINK_MACRO = re.compile(r"(?:link:|mailto:(?=[^\s\[]+\[))([^\s\[]+)\[([^\]]*)\]")
+_URL = re.compile(r"(?<![\w\"'=/])((?:https?|ftp)://[^\s\[<>]+)(?:\[([^\]]*)\])?")
+_XREF = re.compile(r"<<([\w:.-]+)(?:,\s*([^>]*))?>>")
+_INLINE_ANCHOR = re.compile(r"\[\[([\w:.-]+)\]\]")
+_HARD_BREAK = re.compile(r" \+\n")
+_HARD_BREAK_END = re.compile(r" \+$")
+_KEPT = re.compile(r"\x00(\d+)\x00")
+_ATTRIBUTE_REFERENCE = re.compile(r"\{([\w-]+)\}")
+_MARKS = (
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), "strong"),
+    (re.compile(r"\*\*(.+?)\*\*"), "strong"),
+    (re.compile(r"(?<![\w_])_(?!\s)(.+?)(?<!\s)_(?![\w_])"), "em"),
+    (re.compile(r"__(.+?)__"), "em"),
+    (re.compile(r"(?<![\w'])'(?!\s)([^'\n]+?)(?<!\s)'(?![\w'])"), "em"),  # old AsciiDoc emphasis
+    (re.compile(r"(?<![\w#])#(?!\s)(.+?)(?<!\s)#(?![\w#])"), "mark"),
+    (re.compile(r"\^(\S+?)\^"), "sup"),
+    (re.compile(r"~(\S+?)~"), "sub"),
+)
 
 
 _UNDERLINES = "=-~^+"  # a two-line title's underline, by level
@@ -261,7 +285,10 @@ class _Renderer:
         while end < len(lines):
             line = lines[end]
             if not line.strip():
-                following = next((x for x in lines[end:] if x.strip()), "")
+                after = end
+                while after < len(lines) and not lines[after].strip():
+                    after += 1
+                following = lines[after] if after < len(lines) else ""
                 if not (
                     _LIST_ITEM.match(following)
                     or self._description(following)
@@ -379,11 +406,7 @@ class _Renderer:
         return f'<img src="{src}" alt="{escape(alt.strip(chr(34)), quote=True)}"{size}>'
 
     def _substitute(self, text: str) -> str:
-        return re.sub(
-            r"\{([\w-]+)\}",
-            lambda m: self.attributes.get(m.group(1), m.group()),
-            text,
-        )
+        return _ATTRIBUTE_REFERENCE.sub(lambda m: self.attributes.get(m.group(1), m.group()), text)
 
     def inline(self, text: str) -> str:
         """One paragraph's text as HTML: escaped, then marked up."""
@@ -396,15 +419,13 @@ class _Renderer:
 
         text = text.replace("\x00", "")
         # monospace and passthroughs first: nothing inside them is marked up
-        text = re.sub(r"\+\+\+(.+?)\+\+\+", lambda m: keep(m.group(1)), text)
-        text = re.sub(r"pass:\[(.*?)\]", lambda m: keep(m.group(1)), text)
-        text = re.sub(
-            r"(?<![\w`])`\+?(.+?)\+?`(?![\w`])",
+        text = _TRIPLE_PLUS.sub(lambda m: keep(m.group(1)), text)
+        text = _PASS.sub(lambda m: keep(m.group(1)), text)
+        text = _MONO.sub(
             lambda m: keep(f"<code>{escape(m.group(1), quote=False)}</code>"),
             text,
         )
-        text = re.sub(
-            r"image:([^\s\[:][^\s\[]*)\[([^\]]*)\]",
+        text = _INLINE_IMAGE.sub(
             lambda m: keep(self._image(m.group(1), m.group(2))),
             text,
         )
@@ -413,42 +434,29 @@ class _Renderer:
             shown = self.inline(label) if label else escape(url)
             return keep(f'<a href="{escape(url, quote=True)}">{shown}</a>')
 
-        text = re.sub(
-            r"linkgit:([\w.-]+)\[(\d+)\]",
+        text = _LINKGIT.sub(
             lambda m: anchor(f"{m.group(1)}.adoc", f"{m.group(1)}({m.group(2)})"),
             text,
         )
-        text = re.sub(
-            r"(?:link:|mailto:(?=[^\s\[]+\[))([^\s\[]+)\[([^\]]*)\]",
+        text = _LINK_MACRO.sub(
             lambda m: anchor(
                 ("mailto:" if m.group(0).startswith("mailto:") else "") + m.group(1),
                 m.group(2).split(",")[0].strip('"'),
             ),
             text,
         )
-        text = re.sub(
-            r"(?<![\w\"'=/])((?:https?|ftp)://[^\s\[<>]+)(?:\[([^\]]*)\])?",
+        text = _URL.sub(
             lambda m: anchor(m.group(1), (m.group(2) or "").split(",")[0].strip('"')),
             text,
         )
-        text = re.sub(
-            r"<<([\w:.-]+)(?:,\s*([^>]*))?>>",
+        text = _XREF.sub(
             lambda m: anchor(f"#{m.group(1)}", m.group(2) or m.group(1)),
             text,
         )
-        text = re.sub(r"\[\[([\w:.-]+)\]\]", "", text)
+        text = _INLINE_ANCHOR.sub("", text)
         text = escape(text, quote=False)
-        for pattern, tag in (
-            (r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", "strong"),
-            (r"\*\*(.+?)\*\*", "strong"),
-            (r"(?<![\w_])_(?!\s)(.+?)(?<!\s)_(?![\w_])", "em"),
-            (r"__(.+?)__", "em"),
-            (r"(?<![\w'])'(?!\s)([^'\n]+?)(?<!\s)'(?![\w'])", "em"),  # old AsciiDoc emphasis
-            (r"(?<![\w#])#(?!\s)(.+?)(?<!\s)#(?![\w#])", "mark"),
-            (r"\^(\S+?)\^", "sup"),
-            (r"~(\S+?)~", "sub"),
-        ):
-            text = re.sub(pattern, rf"<{tag}>\1</{tag}>", text)
-        text = re.sub(r" \+\n", "<br>\n", text)
-        text = re.sub(r" \+$", "<br>", text)
-        return re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
+        for pattern, tag in _MARKS:
+            text = pattern.sub(rf"<{tag}>\1</{tag}>", text)
+        text = _HARD_BREAK.sub("<br>\n", text)
+        text = _HARD_BREAK_END.sub("<br>", text)
+        return _KEPT.sub(lambda m: kept[int(m.group(1))], text)

@@ -32,6 +32,10 @@ RST_NAMES = (".rst", ".rest")
 ASCIIDOC_NAMES = (".adoc", ".asciidoc", ".asc")
 TABLE_NAMES = {".csv": ",", ".tsv": "\t"}
 NOTEBOOK_NAMES = (".ipynb",)
+# Slower parsers stop sooner: docutils parses ~50 KB a second on the development machine and
+# this AsciiDoc renderer ~200 KB (Markdown ~10 MB), so a larger file would hold the
+# interpreter, and every other request, for seconds
+CEILINGS = {"rst": 128 * 1024, "asciidoc": 256 * 1024}
 MAX_TABLE_ROWS = 1000  # of a CSV/TSV file: the rest is in its source and raw file
 MAX_TABLE_COLUMNS = 100
 MAX_NOTEBOOK_OUTPUT = 256 * 1024  # bytes of one output's text or image kept in a notebook
@@ -58,7 +62,7 @@ def render(name: str, data: bytes, link: Link, directory: bytes, limit: int) -> 
     it is of no rendered kind, larger than ``limit`` bytes, or cannot be rendered (the page
     then shows the source)."""
     found = kind(name)
-    if found is None or len(data) > limit:
+    if found is None or len(data) > min(limit, CEILINGS.get(found, limit)):
         return None
     text = data.decode("utf-8", "replace")
     renderer = RENDERERS[found]
@@ -82,11 +86,16 @@ _RST_SETTINGS = {
     "traceback": True,
     "input_encoding": "unicode",
     "output_encoding": "unicode",
-    "syntax_highlight": "short",  # Pygments' short classes, the ones the allow-list keeps
+    # code blocks are highlighted afterwards like Markdown's fences (``highlight_blocks``):
+    # docutils looks its lexer up anew for each block, ~5 ms apiece
+    "syntax_highlight": "none",
     "doctitle_xform": False,  # the first title stays a heading, as on GitHub
     "embed_stylesheet": False,
     "math_output": "HTML",
 }
+
+
+_RST_CODE = re.compile(r'<pre class="code ([\w+#.-]{1,40}) literal-block"><code>')
 
 
 def _rst(text: str, name: str, link: Link, directory: bytes) -> str | None:
@@ -97,7 +106,8 @@ def _rst(text: str, name: str, link: Link, directory: bytes) -> str | None:
     except Exception:
         log.info("reStructuredText not rendered: %s", name, exc_info=True)
         return None
-    return heading_ids(sanitize.clean(str(parts["body"]), link, directory))
+    body = _RST_CODE.sub(r'<pre lang="\1"><code>', str(parts["body"]))
+    return highlight_blocks(heading_ids(sanitize.clean(body, link, directory)))
 
 
 def _asciidoc(text: str, name: str, link: Link, directory: bytes) -> str | None:
