@@ -316,3 +316,40 @@ def test_regex_plans_need_the_literal_runs() -> None:
     with pytest.raises(grams.PatternRefused):
         grams.check_pattern("(x+)*y")
     grams.check_pattern("(foo)+bar\\w*")
+
+
+def test_file_trigrams_are_every_window_of_three_bytes() -> None:
+    import random
+
+    rng = random.Random(7)
+    for size in [*range(12), 97, 1000]:
+        data = bytes(rng.choice(b"abcXYZ_\n\x00\xff") for _ in range(size))
+        lower = data.lower()
+        every = {grams.gram(lower[i : i + 3]) for i in range(len(lower) - 2)}
+        assert grams.file_grams(data) == every, size
+
+
+def test_results_show_each_match_with_a_line_around_it(site: Site) -> None:
+    result = get(site, "/alice/open/search?q=helper+path:util.py")
+    numbers = [int(link.rsplit("#L", 1)[1]) for link in line_links(result)]
+    assert numbers == [3, 4, 5, 7, 8, 9]  # two snippets: 4 and 8, a line either side
+    assert result.text.count('<table class="search-lines">') == 2
+    hits = re.findall(r'<tr class="hit"><td class="ln"><a href="[^"]+#L(\d+)"', result.text)
+    assert hits == ["4", "8"]
+    across = get(site, "/alice/open/search?q=/one\\(\\):\\n\\s%2Breturn/")
+    hits = re.findall(r'<tr class="hit"><td class="ln"><a href="[^"]+#L(\d+)"', across.text)
+    assert found_paths(across) == ["lib/util.py"] and hits == ["4", "5"]
+    assert "<mark>one():</mark>" in across.text and "<mark>    return</mark>" in across.text
+
+
+def test_a_search_out_of_time_says_it_is_partial(site: Site) -> None:
+    from floorless.search import query as code
+
+    repo = site.forge.registry.get("alice", "open")
+    indexed = site.forge.code.indexed(repo.id)
+    assert indexed is not None
+    target = code.Target(repo, indexed, site.forge.open(repo))
+    spent = code.search(site.forge.code, [target], code.parse("/h.l?p/"), 1, budget=0.0)
+    assert spent.partial and spent.read == 0 and not spent.files
+    whole = code.search(site.forge.code, [target], code.parse("/h.l?p/"), 1, budget=60.0)
+    assert not whole.partial and whole.read == whole.candidates == 4

@@ -2,7 +2,7 @@
 
 A file is indexed by the set of its three-byte sequences, ASCII letters folded to lower case
 (searches ignore case unless asked not to, and a case-sensitive match is still a
-case-insensitive one). A gram is an integer, ``b0 << 16 | b1 << 8 | b2``.
+case-insensitive one). A gram is an integer, ``b0 | b1 << 8 | b2 << 16``.
 
 A query is turned into a ``Plan``: the trigrams a file must contain to possibly match, as an
 AND and OR tree, so that only candidate files are read and matched. A literal needs every
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,14 +34,31 @@ MAX_GRAMS = 24  # trigrams of one literal looked up: enough to narrow, few rows 
 
 
 def gram(chunk: bytes) -> int:
-    return chunk[0] << 16 | chunk[1] << 8 | chunk[2]
+    """Three bytes as one integer, the first in the lowest byte."""
+    return chunk[0] | chunk[1] << 8 | chunk[2] << 16
 
 
 def file_grams(data: bytes) -> set[int]:
-    """Every trigram of ``data`` (lower-cased), as integers."""
+    """Every trigram of ``data`` (lower-cased), as integers.
+
+    Done at C speed where it can be: the bytes are read as 32-bit words at two alignments
+    (``array``), the distinct words kept (``set``), and each word gives the trigrams at its
+    first and second byte; the interpreter only loops over distinct words, far fewer than
+    the bytes of a source file. The last few positions are taken one by one."""
     lower = data.lower()
-    chunks = {lower[i : i + 3] for i in range(len(lower) - 2)}
-    return {c[0] << 16 | c[1] << 8 | c[2] for c in chunks}
+    size = len(lower)
+    quads: set[int] = set()
+    for start in (0, 2):
+        words = array("I")
+        words.frombytes(lower[start : start + (size - start) // 4 * 4])
+        if sys.byteorder == "big":
+            words.byteswap()
+        quads.update(words)
+    found = {word & 0xFFFFFF for word in quads}
+    found.update(word >> 8 for word in quads)
+    for i in range(max(0, size - 6), size - 2):
+        found.add(gram(lower[i : i + 3]))
+    return found
 
 
 def literal_grams(text: bytes) -> list[int]:

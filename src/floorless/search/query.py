@@ -15,7 +15,6 @@ objects through its open handle.
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
 import functools
 import re
@@ -39,8 +38,6 @@ MAX_LINE = 500  # characters of a line shown
 FILES_PER_PAGE = 20
 MAX_PAGE = 50  # the deepest page: past it, narrow the query
 MAX_COUNTED = 1000  # matches counted in one file
-
-_NEWLINE = re.compile(b"\n")
 
 _FILTER = re.compile(r"(?<!\S)(-?)(path|lang|language|repo|case):(\S+)")
 
@@ -317,32 +314,40 @@ def _result(
     target: Target, path: bytes, text: bytes, pattern: re.Pattern[bytes], first: re.Match[bytes]
 ) -> FileResult:
     """A file's matching lines (the first ``LINES_PER_FILE``), each with ``CONTEXT`` lines
-    around it, the matches marked; matches are counted up to ``MAX_COUNTED``."""
-    newlines = [m.start() for m in _NEWLINE.finditer(text)]
-    lines = text.split(b"\n")
+    around it, the matches marked; matches are counted (by ``findall``, in C) up to
+    ``MAX_COUNTED``. Line numbers are counted from one match to the next, never by
+    splitting the file into lines."""
+    count = min(len(pattern.findall(text, first.start())), MAX_COUNTED)
     spans: dict[int, list[tuple[int, int]]] = {}
-    count = 0
+    starts: dict[int, int] = {}  # where each marked line begins
+    line_no, line_at = text.count(b"\n", 0, first.start()), first.start()
+    shown = 0
     for match in pattern.finditer(text, first.start()):
-        count += 1
-        if count >= MAX_COUNTED:
-            break
         start, end = match.span()
-        first_line = bisect.bisect_left(newlines, start)
-        last_line = bisect.bisect_left(newlines, max(start, end - 1))
-        for number in range(first_line, last_line + 1):
+        line_no, line_at = line_no + text.count(b"\n", line_at, start), start
+        if line_no not in spans and len(spans) >= LINES_PER_FILE:
+            break
+        shown += 1
+        number, begins = line_no, text.rfind(b"\n", 0, start) + 1
+        while True:  # a match over several lines marks each
             if number not in spans and len(spans) >= LINES_PER_FILE:
                 break
-            begins = newlines[number - 1] + 1 if number else 0
-            ends = newlines[number] if number < len(newlines) else len(text)
+            starts[number] = begins
+            ends = text.find(b"\n", begins)
+            ends = len(text) if ends < 0 else ends
             marked = spans.setdefault(number, [])
             if end > start:
                 marked.append((max(start, begins) - begins, min(end, ends) - begins))
-    wanted = sorted(
-        {n for s in spans for n in range(s - CONTEXT, s + CONTEXT + 1) if 0 <= n < len(lines)}
-    )
+            if end <= ends + 1 or ends == len(text):
+                break
+            number, begins = number + 1, ends + 1
+    wanted = sorted({n for s in spans for n in range(max(0, s - CONTEXT), s + CONTEXT + 1)})
+    found = _lines(text, wanted, starts)
     snippets: list[list[Line]] = []
     for number in wanted:
-        line = _line(number, lines[number], spans.get(number))
+        if number not in found:
+            continue
+        line = _line(number, found[number], spans.get(number))
         if snippets and snippets[-1][-1].number == number:  # numbers count from 1
             snippets[-1].append(line)
         else:
@@ -353,8 +358,36 @@ def _result(
         path,
         snippets,
         count,
-        more_lines=count > sum(len(v) or 1 for v in spans.values()),
+        more_lines=count > shown,
     )
+
+
+def _lines(text: bytes, wanted: list[int], starts: dict[int, int]) -> dict[int, bytes]:
+    """The lines numbered ``wanted`` (from 0) of ``text``, each found from the nearest line
+    whose start is known (``starts``: a few lines away at most)."""
+    found: dict[int, bytes] = {}
+    for number in wanted:
+        begins: int | None = starts.get(number)
+        after = [k for k in starts if k > number]
+        if begins is None and after:
+            known = min(after)
+            begins = starts[known]
+            for _ in range(known - number):
+                begins = text.rfind(b"\n", 0, begins - 1) + 1
+        elif begins is None:
+            known = max(k for k in starts if k < number)
+            begins = starts[known]
+            for _ in range(number - known):
+                ends = text.find(b"\n", begins)
+                if ends < 0:
+                    begins = None
+                    break
+                begins = ends + 1
+        if begins is None or (begins >= len(text) and number > 0):
+            continue  # past the last line
+        ends = text.find(b"\n", begins)
+        found[number] = text[begins : len(text) if ends < 0 else ends]
+    return found
 
 
 def _line(index: int, data: bytes, spans: list[tuple[int, int]] | None) -> Line:
