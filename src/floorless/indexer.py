@@ -33,6 +33,7 @@ background while the page waits, as for any long walk.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import logging
@@ -311,6 +312,8 @@ class Indexer:
                     self._let_go(job)
             for listener in self.on_slice:
                 listener(job.repo, job)
+            if done and self.idle():
+                return_freed_memory()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -737,6 +740,19 @@ class Indexer:
         self.reach.forget(repo_id)
         self.answers.forget_repository(repo_id)
         self.failures.pop(repo_id, None)
+
+
+def return_freed_memory() -> None:
+    """Hand the free pages of the C heap back to the system (glibc's ``malloc_trim``), once the
+    queue is empty. A first index frees most of what it allocated, but glibc keeps freed pages
+    in its arenas: a server that had indexed a 100,000-commit repository and a 10,000-commit
+    one held 272 MB idle for the rest of its life, against 124 MB after a restart loading the
+    same index. Without glibc (another C library), nothing is done."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _lease(repo_id: int) -> str:
