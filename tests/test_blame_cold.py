@@ -212,13 +212,13 @@ REPORTS = (
     + _entry(A, 7, 3)
     + _entry(B, 10, 1)
 )
-GROUPS = [
-    BlameGroup(A, 1, 2),
-    BlameGroup(B, 3, 2),
-    BlameGroup(A, 5, 1),
-    BlameGroup(C, 6, 1),
-    BlameGroup(A, 7, 3),
-    BlameGroup(B, 10, 1),
+GROUPS = [  # the reports give each line's number in its commit as its number now
+    BlameGroup(A, 1, 2, 1),
+    BlameGroup(B, 3, 2, 3),
+    BlameGroup(A, 5, 1, 5),
+    BlameGroup(C, 6, 1, 6),
+    BlameGroup(A, 7, 3, 7),
+    BlameGroup(B, 10, 1, 10),
 ]
 
 
@@ -233,6 +233,7 @@ def test_the_parser_hands_out_groups_in_line_order_as_they_complete(size):
         B: "newer",
         C: "middle",
     }
+    assert {(c.previous, c.previous_path) for c in parser.commits.values()} == {(B, "f.c")}
     if size == 1:  # byte by byte: lines 1-2 are complete once A's first report is read, and
         # line 3's group once its end is known (line 5, A's) and no sooner
         handed = [(i, group) for i, batch in enumerate(batches) for group in batch]
@@ -244,7 +245,11 @@ def test_the_parser_hands_out_groups_in_line_order_as_they_complete(size):
 def test_lines_git_never_reports_are_a_group_of_their_own():
     parser = IncrementalParser(4)
     assert parser.feed(_entry(A, 1, 1, "one") + _entry(A, 4, 1)) == []
-    assert parser.finish() == [BlameGroup(A, 1, 1), BlameGroup("", 2, 2), BlameGroup(A, 4, 1)]
+    assert parser.finish() == [
+        BlameGroup(A, 1, 1, 1),
+        BlameGroup("", 2, 2),
+        BlameGroup(A, 4, 1, 4),
+    ]
 
 
 # -- through a real server --------------------------------------------------------------------

@@ -25,8 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import pygit2
+
 from floorless.errors import Busy, GitCommandError
+from floorless.git import objects
 from floorless.git.env import GitEnvironment
+from floorless.git.lenient import AnyCommit
 from floorless.git.oid import is_full
 
 CHUNK = 65536
@@ -38,16 +42,22 @@ class BlameCommit:
     author: str
     author_time: int
     summary: str
+    # where its lines were before it: its parent and the file's path there (git's
+    # ``previous``; "" for a commit that added the file, or the root)
+    previous: str = ""
+    previous_path: str = ""  # the path's bytes, surrogate-escaped (kept as JSON text)
 
 
 @dataclass(frozen=True)
 class BlameGroup:
     """Lines ``first`` to ``first + count - 1`` (numbered from 1), last changed by ``commit``
-    ("" for lines git never attributed, which git does not do)."""
+    ("" for lines git never attributed, which git does not do); ``origin``: the first line's
+    number in ``commit``'s version of the file (0: not known)."""
 
     commit: str
     first: int
     count: int
+    origin: int = 0
 
 
 class IncrementalParser:
@@ -55,11 +65,14 @@ class IncrementalParser:
 
     def __init__(self, lines: int) -> None:
         self.owners: list[str | None] = [None] * lines
+        self.origins: list[int] = [0] * lines  # each line's number in its commit's version
         self.commits: dict[str, BlameCommit] = {}
         self._partial = b""
         self._current: str | None = None  # the commit of the entry being read
         self._headers: dict[bytes, bytes] = {}
         self._range = (0, 0)  # its lines, from 0, end excluded
+        self._origin = 0  # the number of its first line in its commit's version
+        self._previous: tuple[str, str] = ("", "")
         self._start = 0  # the first line of the group not yet handed out (from 0)
         self._scan = 0  # the first line whose owner is not yet looked at
 
@@ -82,7 +95,9 @@ class IncrementalParser:
             end = self._start + 1
             while end < len(owners) and (owners[end] or "") == commit:
                 end += 1
-            groups.append(BlameGroup(commit, self._start + 1, end - self._start))
+            groups.append(
+                BlameGroup(commit, self._start + 1, end - self._start, self.origins[self._start])
+            )
             self._start = end
         self._scan = self._start
         return groups
@@ -95,9 +110,15 @@ class IncrementalParser:
             self._current = parts[0].decode("ascii").lower()
             first = int(parts[2]) - 1
             self._range = (first, min(first + int(parts[3]), len(self.owners)))
+            self._origin = int(parts[1])
+            self._previous = ("", "")
             return
         key, _, value = line.partition(b" ")
-        if key == b"filename":  # every entry ends with its file's name
+        if key == b"previous":  # "<commit> <path>": where these lines were before
+            before, _, name = value.partition(b" ")
+            if is_full(before):
+                self._previous = (before.decode("ascii").lower(), _unquote(name))
+        elif key == b"filename":  # every entry ends with its file's name
             commit = self._current
             if commit not in self.commits:
                 headers = self._headers
@@ -106,11 +127,13 @@ class IncrementalParser:
                     headers.get(b"author", b"").decode("utf-8", "replace"),
                     _int(headers.get(b"author-time", b"")),
                     headers.get(b"summary", b"").decode("utf-8", "replace"),
+                    *self._previous,
                 )
             # its lines are owned only now, so a group handed out has its commit known
             first, end = self._range
             if 0 <= first < end:
                 self.owners[first:end] = [commit] * (end - first)
+                self.origins[first:end] = range(self._origin, self._origin + end - first)
             self._current = None
             self._headers = {}
         elif self._current not in self.commits:  # a commit's headers come once, at its first
@@ -121,11 +144,65 @@ class IncrementalParser:
         owners, start, scan = self.owners, self._start, self._scan
         while scan < len(owners) and owners[scan] is not None:
             if owners[scan] != owners[start]:
-                groups.append(BlameGroup(owners[start] or "", start + 1, scan - start))
+                groups.append(
+                    BlameGroup(owners[start] or "", start + 1, scan - start, self.origins[start])
+                )
                 start = scan
             scan += 1
         self._start, self._scan = start, scan
         return groups
+
+
+_ESCAPES = {b"n": 10, b"t": 9, b'"': 34, b"\\": 92, b"a": 7, b"b": 8, b"f": 12, b"r": 13, b"v": 11}
+
+
+def _unquote(name: bytes) -> str:
+    """A path as git writes it (C-quoted when it has unusual bytes), as surrogate-escaped
+    text: its exact bytes come back with ``encode("utf-8", "surrogateescape")``."""
+    if len(name) >= 2 and name[:1] == b'"' and name[-1:] == b'"':
+        out = bytearray()
+        i, body = 0, name[1:-1]
+        while i < len(body):
+            if body[i : i + 1] == b"\\" and i + 1 < len(body):
+                nxt = body[i + 1 : i + 2]
+                if nxt.isdigit() and i + 3 < len(body) + 1:
+                    out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
+                    i += 4
+                    continue
+                out.append(_ESCAPES.get(nxt, nxt[0]))
+                i += 2
+                continue
+            out.append(body[i])
+            i += 1
+        name = bytes(out)
+    return name.decode("utf-8", "surrogateescape")
+
+
+IGNORE_REVS_FILE = b".git-blame-ignore-revs"
+IGNORE_REVS_BYTES = 1 << 16  # a larger list is read this far
+IGNORE_REVS_MAX = 1000  # commits passed to git at most
+
+
+def ignored_revs(repo: pygit2.Repository, commit: AnyCommit) -> tuple[str, ...] | None:
+    """The commits ``.git-blame-ignore-revs`` lists at the top of ``commit``'s tree (as
+    ``git blame --ignore-revs-file`` reads it: one full commit id a line, ``#`` comments);
+    an id this repository has no commit of is left out (git would refuse it). None when
+    there is no such file. Read from the blob at that commit, so the answer is the commit's."""
+    entry = objects.child(commit.tree, IGNORE_REVS_FILE)
+    if entry is None or entry.filemode not in (0o100644, objects.MODE_EXEC):
+        return None
+    blob = repo.get(entry.id)
+    if not isinstance(blob, pygit2.Blob):
+        return None
+    revs: list[str] = []
+    for line in bytes(memoryview(blob)[:IGNORE_REVS_BYTES]).splitlines():
+        token = line.split(b"#", 1)[0].strip()
+        if not is_full(token) or len(revs) >= IGNORE_REVS_MAX:
+            continue
+        rev = token.decode("ascii").lower()
+        if rev not in revs and isinstance(repo.get(rev), pygit2.Commit):
+            revs.append(rev)
+    return tuple(revs)
 
 
 def _int(value: bytes) -> int:
@@ -212,9 +289,12 @@ def start_blame(
     lines: int,
     timeout: float,
     slots: threading.BoundedSemaphore,
+    ignore: tuple[str, ...] = (),
 ) -> BlameRun:
     """Start blaming ``path`` (of ``lines`` lines) at ``commit`` in one git child, holding one
-    of ``slots`` until the run is closed; ``Busy`` at once when every slot is taken."""
+    of ``slots`` until the run is closed; ``Busy`` at once when every slot is taken.
+    ``ignore``: commits (full ids, each known to be in the repository) whose changes are
+    passed over as ``git blame --ignore-rev`` does; no list a configuration names is read."""
     if not slots.acquire(blocking=False):  # each may run for up to ``timeout``
         raise Busy("too many files are being blamed; try again in a moment", retry_after=5)
     try:
@@ -222,7 +302,15 @@ def start_blame(
         try:
             proc = env.popen(
                 git_dir,
-                ["blame", "--incremental", commit, "--", path.decode("utf-8", "surrogateescape")],
+                [
+                    "blame",
+                    "--incremental",
+                    "--ignore-revs-file=",
+                    *(f"--ignore-rev={rev}" for rev in ignore),
+                    commit,
+                    "--",
+                    path.decode("utf-8", "surrogateescape"),
+                ],
                 stdout=subprocess.PIPE,
                 stderr=errors,
             )

@@ -21,6 +21,7 @@ import pygit2
 from pygit2.enums import DeltaStatus, DiffFind, DiffOption
 
 from floorless import dates, timing
+from floorless.errors import NotFound
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.objects import commit_info
@@ -299,6 +300,33 @@ def file_diff(
     if not fd.binary:
         fd.truncated = _hunks(fd, patch, limits.lines_per_file)
     return fd
+
+
+def renamed_from(
+    repo: pygit2.Repository, commit: AnyCommit, path: bytes, limits: Limits
+) -> bytes | None:
+    """The path file ``path`` had before ``commit`` renamed it to ``path``, when ``commit``
+    did (the file is not in its first parent, and the commit's diff, with rename detection
+    as its page does it, pairs it with a file deleted): where a file's history goes on. One
+    commit's diff, whatever the history's length; None when the commit did not rename it."""
+    if not commit.parents:
+        return None
+    try:
+        objects.lookup(repo, commit.parents[0], path)
+    except NotFound:
+        pass
+    else:
+        return None  # the parent has it: not renamed here
+    with timing.phase("git"):
+        diff = _tree_diff(commit)
+        if not any(d.new_file.raw_path == path for d in diff.deltas):
+            return None
+    diff = _renames(repo, diff, limits)
+    with timing.phase("git"):
+        for delta in diff.deltas:
+            if delta.status == DeltaStatus.RENAMED and delta.new_file.raw_path == path:
+                return bytes(delta.old_file.raw_path)
+    return None
 
 
 def _listed(delta: pygit2.DiffDelta) -> FileDiff:

@@ -181,8 +181,10 @@ def raw(repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"") -> str:
     return ref_page("raw", repo, kind, ref, at)
 
 
-def blame(repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"") -> str:
-    return ref_page("blame", repo, kind, ref, at)
+def blame(
+    repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"", **params: str | None
+) -> str:
+    return ref_page("blame", repo, kind, ref, at, **params)
 
 
 def commits(

@@ -25,7 +25,7 @@ from markupsafe import Markup, escape
 from floorless import dates, timing
 from floorless.errors import GitCommandError, NotFound
 from floorless.git import objects
-from floorless.git.blame import BlameCommit, BlameGroup, BlameRun, start_blame
+from floorless.git.blame import BlameCommit, BlameGroup, BlameRun, ignored_revs, start_blame
 from floorless.git.refs import Resolved
 from floorless.repos import Repo
 from floorless.web import urls
@@ -45,8 +45,20 @@ AGES = (30 * _DAY, 91 * _DAY, 365 * _DAY, 2 * 365 * _DAY, 5 * 365 * _DAY)
 SUMMARY_CHARS = 60  # more is never seen: the cell cuts it shorter
 
 
+# The age classes as the page's legend names them (``AGES``' limits, then past the last).
+AGE_LABELS = (
+    "under a month",
+    "1 to 3 months",
+    "3 to 12 months",
+    "1 to 2 years",
+    "2 to 5 years",
+    "over 5 years",
+)
+
+
 class Blame(RefPage):
     page = "blame"
+    query = ("ignore_revs",)
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
@@ -61,6 +73,9 @@ class Blame(RefPage):
         # a large blob is not read (that would hold the interpreter) nor blamed
         too_large = size > min(self.settings.max_blame_bytes, self.settings.max_blob_page_bytes)
         binary = not too_large and blob.is_binary
+        listed = ignored_revs(view.handle, commit)
+        wanted = req.get_param("ignore_revs") != "0"  # on by default, as a checkout's git
+        ignore = listed if listed and wanted else ()
         page = self.renderer.page(
             "blame.html",
             **view.template_context(
@@ -70,6 +85,9 @@ class Blame(RefPage):
                 too_large=too_large,
                 size=size,
                 rows=Markup(ROWS),  # noqa: S704 - a constant
+                ignore_list=listed,
+                ignoring=bool(ignore),
+                ages=list(zip(range(len(AGE_LABELS)), AGE_LABELS, strict=True)),
             ),
         )
         head, _, tail = page.partition(ROWS)
@@ -93,7 +111,8 @@ class Blame(RefPage):
 
         rows = Rows(view.repo, dates.clamp(commit.committer.time))
         commit_id = str(commit.id)
-        key = bytes.fromhex(commit_id) + b"\0" + resolved.path
+        # the answer with the listed commits passed over is another answer
+        key = bytes.fromhex(commit_id) + b"\0" + resolved.path + (b"\0ignored" if ignore else b"")
         answers = self.forge.indexer.answers
         kept = _loads(answers.get(view.repo.id, "blame", key))
         lines = line_count(data)
@@ -114,6 +133,7 @@ class Blame(RefPage):
             lines,
             self.settings.blame_timeout,
             self.forge.git_slots,
+            ignore,
         )
 
         def keep(groups: list[BlameGroup]) -> None:
@@ -141,7 +161,7 @@ class Rows:
     def __init__(self, repo: Repo, blamed_at: float) -> None:
         self.repo = repo
         self.blamed_at = blamed_at  # the commit blamed: ages are counted back from it
-        self._cells: dict[str, tuple[str, str]] = {}  # by commit
+        self._cells: dict[str, tuple[str, tuple[str, str]]] = {}  # by commit
 
     def render(
         self, groups: list[BlameGroup], commits: dict[str, BlameCommit], lines: list[str]
@@ -149,17 +169,35 @@ class Rows:
         out = []
         for group in groups:
             n = group.first
-            opening, content = self._cell(commits.get(group.commit))
+            commit = commits.get(group.commit)
+            opening, content = self._cell(commit)
             span = f' rowspan="{group.count}">' if group.count > 1 else ">"
-            out.append(f'<tr id="L{n}">{opening}{span}{content}{_line(n, lines)}')
+            sha, rest = content
+            prior = self._prior(commit, group)
+            out.append(f'<tr id="L{n}">{opening}{span}{sha}{prior}{rest}{_line(n, lines)}')
             out.extend(f'<tr id="L{n}">{_line(n, lines)}' for n in range(n + 1, n + group.count))
         return "".join(out)
 
-    def _cell(self, commit: BlameCommit | None) -> tuple[str, str]:
+    def _prior(self, commit: BlameCommit | None, group: BlameGroup) -> str:
+        """A link to the blame of the file as it was before the group's commit changed it:
+        at the commit's parent, at the path the lines had there, near where they were."""
+        if commit is None or not commit.previous:
+            return ""
+        path = commit.previous_path.encode("utf-8", "surrogateescape")
+        url = urls.blame(self.repo, "commit", commit.previous, path)
+        anchor = f"#L{group.origin}" if group.origin > 0 else ""
+        return (
+            f'<a class="prior" href="{escape(url)}{anchor}" '
+            f'title="Blame prior to this change" aria-label="Blame prior to {commit.id[:10]}">'
+            "\u27f2</a>"
+        )
+
+    def _cell(self, commit: BlameCommit | None) -> tuple[str, tuple[str, str]]:
         """The commit's cell: its opening tag without the closing ``>`` (a rowspan may come
-        before it), and its content."""
+        before it), and its content (its link, then the rest: a group's "blame prior" link
+        goes between them)."""
         if commit is None:
-            return '<td class="blame-commit"', ""
+            return '<td class="blame-commit"', ("", "")
         cell = self._cells.get(commit.id)
         if cell is None:
             when = dates.moment(commit.author_time).when
@@ -170,9 +208,12 @@ class Rows:
                 summary = summary[: SUMMARY_CHARS - 1] + "\u2026"
             cell = (
                 f'<td class="blame-commit a{shade}"',
-                f'<a class="sha" href="{escape(urls.commit(self.repo, commit.id))}">'
-                f"{commit.id[:10]}</a> {when.year:04d}-{when:%m-%d} "
-                f"<b>{escape(commit.author)}</b> {escape(summary)}",
+                (
+                    f'<a class="sha" href="{escape(urls.commit(self.repo, commit.id))}" '
+                    f'title="{AGE_LABELS[shade]} old">{commit.id[:10]}</a>',
+                    f" {when.year:04d}-{when:%m-%d} <b>{escape(commit.author)}</b> "
+                    f"{escape(summary)}",
+                ),
             )
             self._cells[commit.id] = cell
         return cell
@@ -240,9 +281,11 @@ def _dumps(groups: list[BlameGroup], commits: dict[str, BlameCommit]) -> str:
     used = {group.commit for group in groups}
     return json.dumps(
         {
-            "groups": [(g.commit, g.first, g.count) for g in groups],
+            "groups": [(g.commit, g.first, g.count, g.origin) for g in groups],
             "commits": {
-                c.id: (c.author, c.author_time, c.summary) for c in commits.values() if c.id in used
+                c.id: (c.author, c.author_time, c.summary, c.previous, c.previous_path)
+                for c in commits.values()
+                if c.id in used
             },
         },
         separators=(",", ":"),
@@ -250,12 +293,13 @@ def _dumps(groups: list[BlameGroup], commits: dict[str, BlameCommit]) -> str:
 
 
 def _loads(value: str | None) -> tuple[list[BlameGroup], dict[str, BlameCommit]] | None:
-    """A kept answer; None for none, or for one kept by an earlier version (line by line)."""
+    """A kept answer; None for none, or for one kept by an earlier version (line by line, or
+    without where each commit's lines were before it: blamed again)."""
     if value is None:
         return None
     data: dict[str, Any] = json.loads(value)
-    if "groups" not in data:
+    if "groups" not in data or any(len(g) != 4 for g in data["groups"][:1]):
         return None
-    groups = [BlameGroup(c, first, count) for c, first, count in data["groups"]]
-    commits = {k: BlameCommit(k, a, t, s) for k, (a, t, s) in data["commits"].items()}
+    groups = [BlameGroup(*group) for group in data["groups"]]
+    commits = {k: BlameCommit(k, *fields) for k, fields in data["commits"].items()}
     return groups, commits

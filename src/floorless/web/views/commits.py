@@ -12,6 +12,10 @@ walk's state can be both exact and bounded), and the cursor is bounded: one obje
 most 64 hex digits) and a count of at most ``MAX_SKIP`` (10 digits), at most 86 characters
 with the names. A walk no longer kept (a restart, or pushed out of memory) is walked again from
 ``START``; a cursor of the form of older versions (``after`` alone, one id) starts there.
+
+A file's history follows renames as GitHub's does: its last page, when its oldest commit
+renamed the file there, links to the history of the old path from that commit's parent
+(one commit's diff, kept by its id), so each page stays bounded.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import falcon
 import pygit2
 
 from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
+from floorless.git import diff as gitdiff
 from floorless.git import objects
 from floorless.git.history import Page, log_page
 from floorless.git.oid import parse_full
@@ -32,6 +38,7 @@ from floorless.web import urls
 from floorless.web.context import RepoView
 from floorless.web.marks import mark
 from floorless.web.views.base import RefPage
+from floorless.web.views.commit import diff_limits
 from floorless.web.views.source import crumbs
 
 MAX_SKIP = 10**10 - 1  # no history has more commits: the count stays within 10 digits
@@ -112,6 +119,9 @@ class Commits(RefPage):
             else [objects.commit_info(objects.get_commit(view.handle, oid)) for oid in page.commits]
         )
         latest = view.forge.statuses.latest_of(view.repo, [c.id for c in commits])
+        renamed = None
+        if resolved.path and page is not None and not page.more and commits:
+            renamed = self.renamed(view, commits[-1].id, resolved.path)
         req.context.final_page = page is not None
         self.html(
             resp,
@@ -125,5 +135,20 @@ class Commits(RefPage):
                 newest_url=None if cursor is None else urls.same_page(),
                 next_url=urls.same_page(**following.params()) if following else None,
                 crumbs=crumbs(resolved.path),
+                renamed=renamed,
             ),
         )
+
+    def renamed(self, view: RepoView, oldest: str, path: bytes) -> tuple[str, bytes] | None:
+        """Where the history of ``path`` goes on when its oldest commit renamed it there:
+        that commit's first parent (hex) and the path the file had in it. Asked on the last
+        page alone, of one commit's diff (kept by its id): the history is followed past a
+        rename page by page, never walked whole for it."""
+
+        def find() -> tuple[str, bytes] | None:
+            commit = objects.get_commit(view.handle, bytes.fromhex(oldest))
+            before = gitdiff.renamed_from(view.handle, commit, path, diff_limits(self.settings))
+            return None if before is None else (str(commit.parent_ids[0]), before)
+
+        key = ("renamed-from", oldest, path)
+        return cast(tuple[str, bytes] | None, self.renderer.caches["diff"].get_or_make(key, find))
