@@ -261,3 +261,15 @@ def test_a_moved_ref_makes_a_new_list(tmp_path: Path) -> None:
         assert stale.status_code == 200
     finally:
         forge.stop()
+
+
+def test_the_tags_page_is_in_the_switchers_order(site: Site) -> None:
+    """Newest first, as the switcher lists them (not by name: rel-9 after rel-10 and so on)."""
+    repo = site.repos / f"{MANY}.git"
+    named = repo_of(site, MANY)
+    page = fetch(site.client, f"/{MANY}/tags")
+    assert page.status_code == 200
+    prefix = urls.src(named, "tag", "")
+    shown = re.findall(rf'<td><a href="{re.escape(prefix)}/([^"]*)">', page.text)
+    assert [name.encode() for name in shown] == newest_first(repo, "tag")
+    assert shown[0] == many_refs_tag(TAGS)

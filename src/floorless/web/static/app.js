@@ -235,10 +235,16 @@
       switcher.querySelector(".reffilter").focus();
     });
   });
-  // A click elsewhere closes an open switcher.
+  // A click elsewhere closes an open switcher; so does Escape wherever the focus is.
   document.addEventListener("click", function (event) {
     document.querySelectorAll("details.refswitch[open]").forEach(function (switcher) {
       if (!switcher.contains(event.target)) { switcher.open = false; }
+    });
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape" || event.defaultPrevented) { return; }
+    document.querySelectorAll("details.refswitch[open]").forEach(function (switcher) {
+      switcher.open = false;
     });
   });
   // A click on a line number of a pull request's diff fills its file's one comment form

@@ -184,10 +184,26 @@
         dialog.status_.textContent = "The list of files could not be loaded.";
       });
   }
+  // A closed dialog gives the focus back to where it was (or to the page), at once: until
+  // the browser moves it, keys would still go to the closed box's field.
+  function openModal(dialog) {
+    if (dialog.open) { return; }
+    var before = document.activeElement;
+    if (!dialog.dataset.restores) {
+      dialog.dataset.restores = "yes";
+      dialog.addEventListener("close", function () {
+        var back = dialog.opener_;
+        if (back && back !== document.body && document.contains(back) && back.focus) { back.focus(); }
+        else if (dialog.contains(document.activeElement)) { document.activeElement.blur(); }
+      });
+    }
+    dialog.opener_ = before;
+    dialog.showModal();
+  }
   function openFinder() {
     if (!link) { return; }
     if (!finder) { finder = build(); }
-    if (!finder.open) { finder.showModal(); }
+    openModal(finder);
     finder.input_.select();
     load(finder);
     finder.show_();
@@ -292,7 +308,7 @@
       help.addEventListener("click", function (event) { if (event.target === help) { help.close(); } });
       document.body.appendChild(help);
     }
-    if (!help.open) { help.showModal(); }
+    openModal(help);
   }
   function jumpToLine() {
     if (!document.getElementById("L1")) { return; }
@@ -312,7 +328,7 @@
       document.body.appendChild(lineBox);
     }
     lineBox.querySelector("input").value = "";
-    lineBox.showModal();
+    openModal(lineBox);
   }
   function focusSearch() {
     var box = document.querySelector("form[role='search'] input[name='q']") ||
@@ -323,6 +339,7 @@
   }
   function typing(target) {
     if (!target || !target.closest) { return false; }
+    if (target.closest("dialog:not([open])")) { return false; }  // focus left in a closed box
     return !!target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']");
   }
   document.addEventListener("keydown", function (event) {

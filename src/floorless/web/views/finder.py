@@ -19,6 +19,7 @@ letters, fewer separate runs before more, then shorter paths, then by name.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import cast
@@ -41,6 +42,7 @@ from floorless.web.views.source import query_bytes
 MAX_PATHS = 200_000  # paths listed of one tree: git.git has ~4,500, the Linux kernel ~90,000
 MAX_QUERY = 200  # characters of a query looked at
 SHOWN = 100  # paths shown on the page for a query
+_PLAIN = re.compile(rb"[A-Za-z0-9_.~/-]*")  # what urls.path leaves as it is
 LISTED = 1000  # paths shown on the page without a query
 
 
@@ -51,13 +53,17 @@ class PathList:
     body: bytes  # the JSON answer, encoded once
 
 
-def path_list(cache: Cache[Hashable, object], tree: pygit2.Tree) -> PathList:
+def path_list(
+    cache: Cache[Hashable, object], handle: pygit2.Repository, tree: pygit2.Tree
+) -> PathList:
     """The paths of ``tree``, kept by its id (the same tree has the same paths anywhere)."""
 
     def make() -> PathList:
-        paths, truncated = tree_paths(tree, MAX_PATHS)
+        paths, truncated = tree_paths(handle, tree, MAX_PATHS)
+        # as in a URL (urls.path): most paths need no escaping, and quote() is the dear part
+        listed = [p.decode("ascii") if _PLAIN.fullmatch(p) else urls.path(p) for p in paths]
         body = json.dumps(
-            {"tree": str(tree.id), "truncated": truncated, "paths": [urls.path(p) for p in paths]},
+            {"tree": str(tree.id), "truncated": truncated, "paths": listed},
             separators=(",", ":"),
         ).encode()
         return PathList(paths, truncated, body)
@@ -144,7 +150,7 @@ class Paths(View):
         if any(tag in ("*", etag) for tag in req.if_none_match or []):
             resp.status = falcon.HTTP_304
             return
-        found = path_list(self.renderer.caches["paths"], obj)
+        found = path_list(self.renderer.caches["paths"], view.handle, obj)
         resp.content_type = falcon.MEDIA_JSON
         resp.data = found.body
 
@@ -161,7 +167,7 @@ class Find(RefPage):
         if resolved.path:
             raise NotFound("the finder lists a whole ref: leave the path out")
         commit = view.commit(resolved)
-        found = path_list(self.renderer.caches["paths"], commit.tree)
+        found = path_list(self.renderer.caches["paths"], view.handle, commit.tree)
         raw_q = (query_bytes(req, "q") or b"")[: MAX_QUERY * 4]
         q = raw_q.decode("utf-8", "replace").strip()
         matches = rank(((p, text(p)) for p in found.paths), q)
