@@ -132,6 +132,21 @@ def test_markdown_corpus(source: str, kept: list[str], dropped: list[str]) -> No
     assert not re.search(r"\son\w+=", html), html  # never an event handler
 
 
+def test_documents_take_rooted_links_from_the_repository_root() -> None:
+    source = (
+        "[root](/src/app.py#L2) ![i](/img/a.png) [top](/) [away](//example.org/x)\n\n"
+        '<picture><source srcset="/img/dark.png"><img src="/img/b.png"></picture>'
+    )
+    html = documents.render("docs/deep/x.md", source.encode(), link, b"docs/deep", 1 << 20)
+    assert html is not None
+    assert 'href="/src/src/app.py#L2"' in html
+    assert 'src="/raw/img/a.png"' in html and 'src="/raw/img/b.png"' in html
+    assert 'srcset="/raw/img/dark.png"' in html
+    assert 'href="/src/"' in html
+    assert 'href="//example.org/x"' in html  # another host: left as it is
+    assert 'href="/alice/demo"' in md("[site](/alice/demo)")  # a comment's stay the site's
+
+
 def test_heading_ids_are_unique_with_githubs_slugs() -> None:
     html = md("# Usage\n## Usage\n### Usage\n## Hello, World! ✨ Ünïcode_x\n## main\n##   \n")
     ids = re.findall(r'<h\d id="([^"]*)"', html)

@@ -70,7 +70,7 @@ def render(name: str, data: bytes, link: Link, directory: bytes, limit: int) -> 
 
 
 def _markdown(text: str, name: str, link: Link, directory: bytes) -> str | None:
-    return render_markdown(text, link, directory)
+    return render_markdown(text, link, directory, rooted=True)
 
 
 # docutils read from nothing but the text: no configuration files, no file or URL
@@ -107,11 +107,13 @@ def _rst(text: str, name: str, link: Link, directory: bytes) -> str | None:
         log.info("reStructuredText not rendered: %s", name, exc_info=True)
         return None
     body = _RST_CODE.sub(r'<pre lang="\1"><code>', str(parts["body"]))
-    return highlight_blocks(heading_ids(sanitize.clean(body, link, directory)))
+    return highlight_blocks(heading_ids(sanitize.clean(body, link, directory, rooted=True)))
 
 
 def _asciidoc(text: str, name: str, link: Link, directory: bytes) -> str | None:
-    return highlight_blocks(heading_ids(sanitize.clean(adoc.to_html(text), link, directory)))
+    return highlight_blocks(
+        heading_ids(sanitize.clean(adoc.to_html(text), link, directory, rooted=True))
+    )
 
 
 def _table(text: str, name: str, link: Link, directory: bytes) -> str | None:
@@ -188,7 +190,9 @@ def _output(output: dict[str, Any], link: Link, directory: bytes) -> str:
             return f'<img alt="output" src="data:{mime};base64,{"".join(encoded.split())}">'
     html = _joined(data.get("text/html"))
     if html and len(html) <= MAX_NOTEBOOK_OUTPUT:
-        return f'<div class="html-output">{sanitize.clean(html, link, directory)}</div>'
+        return (
+            f'<div class="html-output">{sanitize.clean(html, link, directory, rooted=True)}</div>'
+        )
     plain = _joined(data.get("text/plain"))
     if plain:
         return f"<pre>{escape(plain[:MAX_NOTEBOOK_OUTPUT])}</pre>"
@@ -222,7 +226,7 @@ def _notebook(text: str, name: str, link: Link, directory: bytes) -> str | None:
         source = _joined(cell.get("source"))
         kind = cell.get("cell_type")
         if kind == "markdown":
-            cell_html = render_markdown(source, link, directory, anchors=False)
+            cell_html = render_markdown(source, link, directory, anchors=False, rooted=True)
             out.append(f'<div class="cell markdown-cell">{cell_html}</div>')
         elif kind == "code":
             count = cell.get("execution_count")

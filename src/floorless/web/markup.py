@@ -58,21 +58,27 @@ def is_markdown(name: str) -> bool:
 
 
 def render_markdown(
-    text: str, link: Link | None = None, directory: bytes = b"", anchors: bool = True
+    text: str,
+    link: Link | None = None,
+    directory: bytes = b"",
+    anchors: bool = True,
+    rooted: bool = False,
 ) -> str:
     """GitHub-flavoured Markdown to sanitized HTML, as GitHub renders it: inline HTML through
     the allow-list (``sanitize``), headings with ids and anchor links, footnotes, task lists,
     fenced code highlighted by its info string. A relative link is taken from ``directory``
     (the file's own, in the repository) and made a URL by ``link(path, image)``: a file
     page, or the raw file for an image's source. Without ``anchors``, headings are left
-    for the caller to number (a notebook numbers those of all its cells at once)."""
+    for the caller to number (a notebook numbers those of all its cells at once). A
+    repository's document is ``rooted``: ``/path`` links name a file from its root, as
+    GitHub reads them (in a comment they stay the site's)."""
     html = cmarkgfm.github_flavored_markdown_to_html(
         text,
         options=Options.CMARK_OPT_GITHUB_PRE_LANG
         | Options.CMARK_OPT_FOOTNOTES
         | Options.CMARK_OPT_UNSAFE,  # raw HTML is kept for the allow-list to judge
     )
-    html = sanitize.clean(html, link, directory)
+    html = sanitize.clean(html, link, directory, rooted)
     return highlight_blocks(heading_ids(html) if anchors else html)
 
 

@@ -157,7 +157,9 @@ def resolve(value: str, link: Link, directory: bytes, image: bool) -> str:
     return url + (f"#{fragment}" if fragment else "")
 
 
-def _srcset(value: str, link: Link | None, directory: bytes) -> str | None:
+def _srcset(
+    value: str, link: Link | None, directory: bytes, local: Callable[[str], str | None]
+) -> str | None:
     """A ``srcset`` whose candidates are all http(s) or relative (resolved), or None."""
     kept = []
     for candidate in value.split(","):
@@ -165,34 +167,46 @@ def _srcset(value: str, link: Link | None, directory: bytes) -> str | None:
         if not words:
             continue
         url = words[0]
-        if is_relative(url):
+        inside = local(url)
+        if inside is not None:
             if link is None:
                 return None
-            url = resolve(url, link, directory, True)
+            url = resolve(inside, link, directory, True)
         elif urlsplit(url).scheme.lower() not in ("http", "https"):
             return None
         kept.append(" ".join([url, *words[1:]]))
     return ", ".join(kept) if kept else None
 
 
-def clean(html: str, link: Link | None = None, directory: bytes = b"") -> str:
+def clean(html: str, link: Link | None = None, directory: bytes = b"", rooted: bool = False) -> str:
     """``html`` with only what the allow-list keeps. With ``link``, relative ``href`` and
-    ``src`` (and ``srcset``) URLs are resolved against ``directory`` (see ``resolve``)."""
+    ``src`` (and ``srcset``) URLs are resolved against ``directory`` (see ``resolve``);
+    ``rooted``, as GitHub reads a repository's documents, takes a URL that starts with one
+    ``/`` from the repository's root too."""
+
+    def local(url: str) -> str | None:
+        """The path inside the repository that ``url`` names, relative to ``directory``."""
+        if is_relative(url):
+            return url
+        if rooted and url.startswith("/") and not url.startswith(("//", "/\\")):
+            return url  # resolve() joins it to the root, whatever the directory
+        return None
 
     def keep(tag: str, attribute: str, value: str) -> str | None:
         if attribute == "id":
             pattern = _HEADING_ID if tag[:1] == "h" else _FOOTNOTE_ID
             return value if pattern.fullmatch(value) else None
         if attribute == "srcset":
-            return _srcset(value, link, directory)
+            return _srcset(value, link, directory, local)
         if attribute in ("href", "src", "cite"):
             stripped = value.strip()
             if stripped[:5].lower() == "data:":
                 if tag == "img" and attribute == "src" and _DATA_IMAGE.fullmatch(stripped):
                     return stripped
                 return None
-            if link is not None and attribute != "cite" and is_relative(stripped):
-                return resolve(stripped, link, directory, tag in ("img", "source"))
+            inside = local(stripped) if link is not None and attribute != "cite" else None
+            if link is not None and inside is not None:
+                return resolve(inside, link, directory, tag in ("img", "source"))
         return value
 
     kept = nh3.clean(
