@@ -162,6 +162,16 @@ def test_heading_ids_never_take_the_pages_own() -> None:
     assert ids == ["issuecomment-12-1", "event-3-1", "fn-1-1", "checks-1", "l12", "diff-2-1"]
 
 
+def test_named_anchors_become_ids_unless_taken() -> None:
+    html = md(
+        '<a name="readme-top"></a>\n\n# Top\n\n<a name="top">x</a> <a name="event-1"></a> '
+        '<a id="mine" name="a b">y</a>\n\n[back](#readme-top)'
+    )
+    assert '<a id="readme-top"' in html and 'href="#readme-top"' in html
+    assert re.findall(r'\sid="([^"]*)"', html) == ["readme-top", "top"]
+    assert "name=" not in html
+
+
 def test_raw_heading_ids_are_replaced() -> None:
     html = md('<h2 id="L1">Spoof</h2>\n\n<h2 id="x" onclick="y">Two</h2>')
     assert re.findall(r'<h2 id="([^"]*)"', html) == ["spoof", "two"]

@@ -83,6 +83,9 @@ def render_markdown(
 
 
 _HEADING = re.compile(r"<h([1-6])((?:\s[^>]*)?)>(.*?)</h\1>", re.S)
+# ``<a name="top"></a>``, the in-page target READMEs write by hand (after the sanitizer, whose
+# output quotes every attribute and keeps only names of word characters and -)
+_NAMED_ANCHOR = re.compile(r'(<a(?:\s[^>]*?)?)\sname="([\w-]+)"')
 _ID_ATTRIBUTE = re.compile(r'\sid="[^"]*"')
 _NOT_SLUG = re.compile(r"[^\w\- ]")
 
@@ -96,7 +99,7 @@ def slug(heading: str) -> str:
 def heading_ids(html: str, reserved: frozenset[str] = RESERVED) -> str:
     """Sanitized ``html`` with an id on each heading (its slug; a repeated one ``-1``, ``-2``
     as GitHub numbers them) and a link to it, so that ``#usage`` links work without
-    script."""
+    script; a named anchor's name becomes its id, unless a heading or the page has it."""
     used: set[str] = set(reserved)
 
     def number(match: re.Match[str]) -> str:
@@ -115,7 +118,14 @@ def heading_ids(html: str, reserved: frozenset[str] = RESERVED) -> str:
             f'<a class="anchor" href="#{anchor}" aria-label="{label}"></a></h{level}>'
         )
 
-    return _HEADING.sub(number, html)
+    def name(match: re.Match[str]) -> str:
+        wanted = match.group(2)
+        if wanted in used or _RESERVED_ID.fullmatch(wanted):
+            return match.group(1)  # taken: the anchor stays, without a name
+        used.add(wanted)
+        return f'{match.group(1)} id="{wanted}"'
+
+    return _NAMED_ANCHOR.sub(name, _HEADING.sub(number, html))
 
 
 _FENCE = re.compile(r'<pre lang="([^"]{1,100})"><code>(.*?)</code></pre>', re.S)

@@ -96,7 +96,7 @@ TAGS = frozenset(
 _EVERYWHERE = {"align", "title", "dir", "lang", "aria-label", "aria-hidden", "valign"}
 ATTRIBUTES: dict[str, set[str]] = {
     "*": _EVERYWHERE,
-    "a": {"href", "id"},
+    "a": {"href", "id", "name"},
     "img": {"src", "alt", "width", "height", "hspace", "vspace", "border"},
     "source": {"srcset", "media", "type", "width", "height"},
     "ol": {"start", "reversed", "type"},
@@ -196,6 +196,8 @@ def clean(html: str, link: Link | None = None, directory: bytes = b"", rooted: b
         if attribute == "id":
             pattern = _HEADING_ID if tag[:1] == "h" else _FOOTNOTE_ID
             return value if pattern.fullmatch(value) else None
+        if attribute == "name":  # a named anchor: made an id by markup.heading_ids
+            return value if _HEADING_ID.fullmatch(value) else None
         if attribute == "srcset":
             return _srcset(value, link, directory, local)
         if attribute in ("href", "src", "cite"):
