@@ -315,6 +315,11 @@ def test_regex_plans_need_the_literal_runs() -> None:
     assert grams.regex_plan("(abc)?def") == grams.literal_plan(b"def")
     with pytest.raises(grams.PatternRefused):
         grams.check_pattern("(x+)*y")
+    # a match that cannot cross a line is looked for on the lines holding its anchor only
+    assert grams.single_line(r"\w+_parse_9\d\d\b")
+    assert grams.anchor(grams.regex_plan(r"\w+_parse_9\d\d\b")) == b"_parse_9"
+    for crossing in (r"foo\s+bar", r"[^x]y", r"(?s)a.b", r"x\ny", r"\Wabc", r"(?=x\n)abc"):
+        assert not grams.single_line(crossing), crossing
     grams.check_pattern("(foo)+bar\\w*")
 
 
@@ -353,3 +358,14 @@ def test_a_search_out_of_time_says_it_is_partial(site: Site) -> None:
     assert spent.partial and spent.read == 0 and not spent.files
     whole = code.search(site.forge.code, [target], code.parse("/h.l?p/"), 1, budget=60.0)
     assert not whole.partial and whole.read == whole.candidates == 4
+
+
+def test_a_repository_made_private_leaves_the_results_at_once(site: Site) -> None:
+    assert found_paths(get(site, "/-/search?q=pelican")) == ["README.md"]
+    site.forge.registry.set_private("alice", "open", True)
+    try:
+        assert "No files match" in get(site, "/-/search?q=pelican").text
+        assert get(site, "/alice/open/search?q=pelican").status_code == 404
+        assert len(found_paths(get(site, "/-/search?q=pelican", "alice"))) == 2
+    finally:
+        site.forge.registry.set_private("alice", "open", False)

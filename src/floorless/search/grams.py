@@ -204,3 +204,60 @@ def _check(items: Any, inside_unbounded: bool) -> None:
                 _check(branch, inside_unbounded)
         elif name in ("ASSERT", "ASSERT_NOT"):
             _check(arg[1], inside_unbounded)
+
+
+def anchor(plan: Plan | None) -> bytes | None:
+    """The longest literal run (lower-cased) that every match holds, or None."""
+    if isinstance(plan, Grams):
+        return plan.text or None
+    if isinstance(plan, AllOf):
+        runs = [found for part in plan.parts if (found := anchor(part)) is not None]
+        return max(runs, key=len) if runs else None
+    return None
+
+
+_NEWLINE_SAFE = frozenset({"CATEGORY_DIGIT", "CATEGORY_WORD"})
+
+
+def single_line(pattern: str) -> bool:
+    """Whether no match of ``pattern`` can hold a newline or look past its own line: then a
+    file's matches are searched only on the lines that hold its ``anchor``. Conservative:
+    anything not known to be safe says no."""
+    if re.search(r"\(\?[a-zA-Z-]*s", pattern):  # an inline DOTALL: a dot takes newlines
+        return False
+    try:
+        return _single(_parser.parse(pattern, 0))
+    except (re.error, RecursionError):
+        return False
+
+
+def _single(items: Any) -> bool:
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            if arg == 10:
+                return False
+        elif name in ("ANY", "AT"):
+            continue
+        elif name == "IN":
+            for kind, value in arg:
+                kind_name = str(kind)
+                if kind_name == "LITERAL" and value != 10:
+                    continue
+                if kind_name == "RANGE" and not value[0] <= 10 <= value[1]:
+                    continue
+                if kind_name == "CATEGORY" and str(value) in _NEWLINE_SAFE:
+                    continue
+                return False
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if not _single(arg[2]):
+                return False
+        elif name == "SUBPATTERN":
+            if not _single(arg[-1]):
+                return False
+        elif name == "BRANCH":
+            if not all(_single(branch) for branch in arg[1]):
+                return False
+        else:  # lookarounds, NOT_LITERAL, back-references, ...
+            return False
+    return True

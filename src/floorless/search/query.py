@@ -57,6 +57,11 @@ class Query:
         data = self.text.encode("utf-8", "surrogateescape")
         return re.compile(data if self.regex else re.escape(data), flags)
 
+    def single_line(self) -> bool:
+        if self.regex:
+            return grams.single_line(self.text)
+        return "\n" not in self.text
+
     def plan(self) -> Plan | None:
         if self.regex:
             return grams.regex_plan(self.text, not self.case)
@@ -251,6 +256,8 @@ def search(
     pattern = query.pattern()
     plan = query.plan()
     allowed = candidates(index, plan)
+    # a pattern confined to a line is run only on the lines that hold its anchor
+    lines_of = grams.anchor(plan) if query.single_line() else None
     skip = (page - 1) * FILES_PER_PAGE
     deadline = time.monotonic() + budget
     for target, path, oid in _files(index, targets, query, allowed, results):
@@ -269,8 +276,13 @@ def search(
         if plan is not None and not grams.holds(plan, lowered):
             continue
         raw = raw if raw is not None else _read(target, oid)
-        found = pattern.search(raw) if raw is not None else None
-        if raw is None or found is None:
+        if raw is None:
+            continue
+        if lines_of is not None:
+            found = _search_lines(pattern, raw, lowered, lines_of)
+        else:
+            found = pattern.search(raw)
+        if found is None:
             continue
         if skip:
             skip -= 1
@@ -280,6 +292,26 @@ def search(
             break
         results.files.append(_result(target, path, raw, pattern, found))
     return results
+
+
+def _search_lines(
+    pattern: re.Pattern[bytes], raw: bytes, lowered: bytes, anchor: bytes
+) -> re.Match[bytes] | None:
+    """The first match of ``pattern`` in ``raw``, run only on the lines where ``lowered``
+    (``raw`` lower-cased: the same offsets) holds ``anchor``, which every match holds and
+    never crosses a line: the earliest such line's match is the file's first."""
+    at = 0
+    while True:
+        hit = lowered.find(anchor, at)
+        if hit < 0:
+            return None
+        begins = raw.rfind(b"\n", 0, hit) + 1
+        ends = raw.find(b"\n", hit)
+        ends = len(raw) if ends < 0 else ends
+        found = pattern.search(raw, begins, ends)
+        if found is not None:
+            return found
+        at = ends + 1
 
 
 def _read(target: Target, oid: bytes) -> bytes | None:
