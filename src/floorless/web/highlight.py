@@ -19,7 +19,8 @@ from typing import Any, NamedTuple, cast
 
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import ExtendedRegexLexer, Lexer, RegexLexer
-from pygments.token import Error, Whitespace, _TokenType
+from pygments.lexers.c_cpp import CFamilyLexer
+from pygments.token import Error, Keyword, Name, Whitespace, _TokenType
 
 # -- HTML ----------------------------------------------------------------------------------------
 
@@ -111,19 +112,23 @@ def quick(lexer: Lexer) -> Lexer:
     regex match each, in order, at every position, and most fail, each failure a call from
     Python (~70 µs a line of C or Python). Joined into one regex of alternatives in the same
     order, the regex engine does the trying, and the alternative that matched gives the rule
-    whose action and state change apply. A plain ``RegexLexer`` lexes here (``_lex``), a
-    state's joinable rules all joined; a subclass that lexes through ``RegexLexer``'s loop and
-    changes the tokens after (C's type names) keeps that loop, which reads the rules from
-    ``_tokens``: it gets each run of consecutive rules leading to the same state joined."""
+    whose action and state change apply. A plain ``RegexLexer`` lexes here (``_lex``), each
+    state's joinable rules all joined, and so do the C family's lexers, whose only change to
+    the tokens (type names) is made after (``_c_types``); any other subclass that lexes
+    through ``RegexLexer``'s loop and changes the tokens keeps that loop, which reads the
+    rules from ``_tokens``: it gets each run of consecutive rules leading to the same state
+    joined."""
     if not isinstance(lexer, RegexLexer) or isinstance(lexer, ExtendedRegexLexer):
         return lexer  # an extended lexer's actions take a context, not only a match
     cls = type(lexer)
-    plain = cls.get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed
-    made = (_ALONE if plain else _RUNS).get(cls)
+    own = cls.get_tokens_unprocessed
+    c_family = isinstance(lexer, CFamilyLexer) and own is CFamilyLexer.get_tokens_unprocessed
+    here = own is RegexLexer.get_tokens_unprocessed or c_family
+    made = (_ALONE if here else _RUNS).get(cls)
     if made is None:
         with _LOCK:
             rules: dict[str, list[_Rule]] = lexer._tokens  # type: ignore[attr-defined]
-            if plain:
+            if here:
                 made = _ALONE[cls] = {
                     state: _joined(state_rules, lexer.flags, by_state=False)
                     for state, state_rules in rules.items()
@@ -136,16 +141,38 @@ def quick(lexer: Lexer) -> Lexer:
                     ]
                     for state, state_rules in rules.items()
                 }
-    if plain:
-        tokendefs = cast(dict[str, list[_Entry]], made)
+    if not here:
+        lexer._tokens = made  # type: ignore[attr-defined]  # the instance's: the loop reads it
+        return lexer
+    tokendefs = cast(dict[str, list[_Entry]], made)
+    if c_family:
+        types = _c_types(cast(CFamilyLexer, lexer))
+
+        def lex(text: str, stack: Iterable[str] = ("root",)) -> Iterator[_Token]:
+            for pos, ttype, value in _lex(lexer, tokendefs, text, stack):
+                yield pos, Keyword.Type if ttype is Name and value in types else ttype, value
+
+    else:
 
         def lex(text: str, stack: Iterable[str] = ("root",)) -> Iterator[_Token]:
             return _lex(lexer, tokendefs, text, stack)
 
-        lexer.get_tokens_unprocessed = lex  # type: ignore[method-assign]
-    else:
-        lexer._tokens = made  # type: ignore[attr-defined]  # the instance's: the loop reads it
+    lexer.get_tokens_unprocessed = lex  # type: ignore[method-assign]
     return lexer
+
+
+def _c_types(lexer: CFamilyLexer) -> frozenset[str]:
+    """The names a C family lexer shows as types beside the keywords: those of the standard
+    library, C99, C11 atomics and the platform, each unless the lexer's option turns it off."""
+    sets = (
+        ("stdlibhighlighting", "stdlib_types"),
+        ("c99highlighting", "c99_types"),
+        ("c11highlighting", "c11_atomic_types"),
+        ("platformhighlighting", "linux_types"),
+    )
+    return frozenset().union(
+        *(getattr(lexer, names) for option, names in sets if getattr(lexer, option))
+    )
 
 
 def _joined(rules: list[_Rule], lexer_flags: int, by_state: bool) -> list[_Entry]:
