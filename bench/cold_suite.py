@@ -68,10 +68,10 @@ class ColdResults:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def _rss_mb(pid: int) -> float:
+def _rss_mb(pid: int, field: str = "VmRSS") -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -92,6 +92,9 @@ def server_memory(root: int) -> dict[str, float]:
         pass
     return {
         "workers": round(sum(_rss_mb(pid) for pid in workers), 1),
+        # of it, the heap and other private memory; the rest is mapped files (pack files
+        # above all), pages the kernel can drop and shares with any other reader
+        "workers_anon": round(sum(_rss_mb(pid, "RssAnon") for pid in workers), 1),
         "all": round(server_rss_mb(root), 1),
     }
 
@@ -174,6 +177,7 @@ def first_visit(
             memory = server_memory(proc.pid)
             figures[attempt]["rss_idle_mb"] = memory["workers"]
             figures[attempt]["rss_idle_all_mb"] = memory["all"]
+            figures[attempt]["rss_idle_anon_mb"] = memory["workers_anon"]
         finally:
             served.stop()
     return figures

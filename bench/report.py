@@ -503,6 +503,11 @@ def cold_checks(cold: dict[str, Any]) -> list[Check]:
             _within(idle, MEMORY_MB),
             f"{_num(idle, '.0f')} MB idle"
             + (
+                f", {anonymous:.0f} MB of it anonymous (the rest mapped pack files)"
+                if (anonymous := _get(first, "first", "rss_idle_anon_mb"))
+                else ""
+            )
+            + (
                 f" ({everything:.0f} MB with granian's main process)"
                 if (everything := _get(first, "first", "rss_idle_all_mb"))
                 else ""
