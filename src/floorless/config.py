@@ -173,6 +173,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1024,
     ),
     Setting(
+        "search_cache_bytes",
+        int,
+        67_108_864,
+        "Memory, in bytes, that code search keeps files' lower-cased contents in (by blob id), so that a repeated search reads no object; 0 keeps none.",
+        minimum=0,
+    ),
+    Setting(
         "search_seconds",
         float,
         2.0,
@@ -496,6 +503,7 @@ class Settings:
     index_slice_commits: int
     lease_seconds: float
     search_max_file_bytes: int
+    search_cache_bytes: int
     search_seconds: float
     repo_handles: int
     max_file_view: int

@@ -114,7 +114,12 @@ class Forge:
         # requests follow their heads and bases from here.
         self.ref_listeners: list[Callable[[Repo, RefSnapshot], None]] = []
         # Code search's index of each default branch, kept up in the background (search/).
-        self.code = CodeIndex(self.db, self._handle_of, settings.search_max_file_bytes)
+        self.code = CodeIndex(
+            self.db,
+            self._handle_of,
+            settings.search_max_file_bytes,
+            settings.search_cache_bytes,
+        )
         self.ref_listeners.append(self.code.queue)
         self.reviews = Reviews(self.db, self.issues, self.pulls)
         self.reviews.locate = self._locate

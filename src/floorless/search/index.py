@@ -48,7 +48,6 @@ MAX_SEGMENTS = 8  # posting segments before they are merged into one
 BATCH_BYTES = 16 * 1024 * 1024  # file bytes read into one segment (bounds the indexer's memory)
 BINARY_PROBE = 8000  # bytes looked at for a NUL, as git does to call a file binary
 TREE_MEMORY_BYTES = 64 * 1024 * 1024  # trees' file lists kept in memory
-LOWERED_MEMORY_BYTES = 128 * 1024 * 1024  # files' lower-cased bytes kept in memory
 _IN_CHUNK = 500  # values in one ``IN (...)``
 
 
@@ -107,6 +106,7 @@ class CodeIndex:
         db: Database,
         locate: Callable[[Repo], tuple[pygit2.Repository, RefSnapshot]],
         max_file_bytes: int,
+        cache_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.db = db
         self.locate = locate
@@ -116,7 +116,7 @@ class CodeIndex:
             TREE_MEMORY_BYTES, getsizeof=lambda files: files.nbytes()
         )
         # files' lower-cased bytes, by blob id: what a search checks first (``query.search``)
-        self.lowered: Cache[bytes, bytes] = Cache.lru(LOWERED_MEMORY_BYTES, getsizeof=len)
+        self.lowered: Cache[bytes, bytes] = Cache.lru(cache_bytes, getsizeof=len)
         self.blobs_read = 0  # blobs this process read to index them (tests count them)
 
     # -- the background thread -----------------------------------------------------------------
