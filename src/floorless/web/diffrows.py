@@ -32,6 +32,8 @@ ROW_CLASS = {"+": "add", "-": "del", " ": "ctx"}
 FILE_MARK = "<floorless-file>"  # the file's lines URL, put in by the page
 WORD_LINE_CHARS = 400  # longer lines are not compared word by word
 WORD_MIN_RATIO = 0.3  # pairs less alike than this are not marked: the whole line changed
+WORD_MIDDLE_TOKENS = 40  # a longer changed middle is marked whole, not matched token by token
+WORD_PAIRS = 400  # pairs of lines compared in one file at most (the rest are not marked)
 EXPAND_STEP = 20  # lines of context one click shows
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 # the markup of a row without its numbers and text (the larger of the two styles)
@@ -248,7 +250,8 @@ def _split_rows(lines: list[gitdiff.Line], htmls: list[str]) -> list[str]:
 
 def _mark_words(lines: list[gitdiff.Line], htmls: list[str]) -> None:
     """Mark, in place, the words that differ between each removed line and the added line
-    paired with it."""
+    paired with it (at most ``WORD_PAIRS`` pairs)."""
+    budget = WORD_PAIRS
     i = 0
     while i < len(lines):
         if lines[i].kind != "-":
@@ -265,6 +268,9 @@ def _mark_words(lines: list[gitdiff.Line], htmls: list[str]) -> None:
             added.append(i)
             i += 1
         for r, a in zip(removed, added, strict=False):
+            if budget <= 0:
+                return
+            budget -= 1
             spans = changed_spans(lines[r].text, lines[a].text)
             if spans is not None:
                 htmls[r] = mark_spans(htmls[r], spans[0], "del")
@@ -273,24 +279,37 @@ def _mark_words(lines: list[gitdiff.Line], htmls: list[str]) -> None:
 
 def changed_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
     """The character ranges of ``old`` and of ``new`` whose tokens differ; None when the
-    lines are too long to compare, or too unlike for marking to help."""
+    lines are too long to compare, or too unlike for marking to help. The tokens both lines
+    begin and end with are set aside first (most changes are local), and only what is left
+    between, if short, is matched token by token; a longer middle is one change."""
     if len(old) > WORD_LINE_CHARS or len(new) > WORD_LINE_CHARS or old == new:
         return None
     a, b = _TOKEN.findall(old), _TOKEN.findall(new)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    opcodes = matcher.get_opcodes()
+    head = 0
+    while head < len(a) and head < len(b) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    if len(mid_a) <= WORD_MIDDLE_TOKENS and len(mid_b) <= WORD_MIDDLE_TOKENS:
+        opcodes = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False).get_opcodes()
+    else:
+        opcodes = [("replace", 0, len(mid_a), 0, len(mid_b))]
+    kept = a[:head] + a[len(a) - tail :]
+    kept += [t for tag, i1, i2, _, _ in opcodes if tag == "equal" for t in mid_a[i1:i2]]
     # how alike the lines are, counting what is not whitespace (spaces match too easily)
-    same = sum(
-        len(token.strip()) for tag, i1, i2, _, _ in opcodes if tag == "equal" for token in a[i1:i2]
-    )
+    same = sum(len(token.strip()) for token in kept)
     solid = len("".join(old.split())) + len("".join(new.split()))
     if not solid or 2 * same / solid < WORD_MIN_RATIO:
         return None
-    at_a = [0]
-    for token in a:
+    start_a = len("".join(a[:head]))
+    start_b = len("".join(b[:head]))
+    at_a = [start_a]
+    for token in mid_a:
         at_a.append(at_a[-1] + len(token))
-    at_b = [0]
-    for token in b:
+    at_b = [start_b]
+    for token in mid_b:
         at_b.append(at_b[-1] + len(token))
     spans_a: list[tuple[int, int]] = []
     spans_b: list[tuple[int, int]] = []

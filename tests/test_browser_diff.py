@@ -1,0 +1,124 @@
+"""Diff and blame tools in a real headless Chromium against ``floorless serve``, at desktop
+and phone widths: the split view chosen and remembered, a file collapsed and opened again,
+context between hunks loaded in place, and "blame prior to this change" followed to the
+blame of the old path at the parent. The browser and its checks are test_browser's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gitfixtures import git_text
+from serving import serving
+from test_blame_tools import build as build_blame
+from test_browser import (  # noqa: F401 - the browser fixture is used by name
+    DESKTOP,
+    PHONE,
+    STEP_TIMEOUT_MS,
+    Watcher,
+    _no_horizontal_overflow,
+    browser,
+)
+from test_diff_views import build as build_diffs
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], dict[str, str], Path]]:
+    repos = tmp_path / "repos"
+    diffs = build_diffs(repos / "alice" / "diffs.git")
+    blame = build_blame(repos / "alice" / "tools.git")
+    with serving(repos, tmp_path / "data") as running:
+        yield running.url, diffs, blame, repos
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_split_view_collapse_and_context(browser, site, viewport) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
+    server, ids, _, repos = site
+    new = git_text(repos / "alice" / "diffs.git", "show", f"{ids['change']}:code.txt").split("\n")
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    expect.set_options(timeout=STEP_TIMEOUT_MS)
+    watcher = Watcher(page)
+    try:
+        url = f"{server}/alice/diffs/commit/{ids['change']}"
+        page.goto(url)
+        code = page.locator("section.file-diff", has=page.locator("h3", has_text="code.txt"))
+        expect(code.locator("table.diff")).to_be_visible()
+        expect(code.locator("table.diff.split")).to_have_count(0)
+        # the changed word is marked
+        expect(code.locator("ins.wd", has_text="changed").first).to_be_visible()
+
+        # split: chosen by its link, then remembered on the next diff without the parameter
+        page.locator("nav.diff-options a", has_text="Split").click()
+        expect(page).to_have_url(re.compile(r"\?style=split$"))
+        expect(code.locator("table.diff.split")).to_be_visible()
+        row = code.locator("tr.chg", has=page.locator("td.code.del"))
+        expect(row.first.locator("td.code.add")).to_be_visible()
+        page.goto(url)
+        expect(code.locator("table.diff.split")).to_be_visible()
+        _no_horizontal_overflow(page)
+
+        # context hidden above the second hunk loads in place, in order, as git has it
+        expand = code.locator("a.expand[data-where='above']").last
+        first, last = int(expand.get_attribute("data-start")), int(expand.get_attribute("data-end"))
+        before = code.locator("tr.ctx").count()
+        expand.click()
+        expect(code.locator("tr.ctx")).to_have_count(before + min(20, last - first + 1))
+        shown = code.locator(f"tr.ctx:has(td[data-side='new']:text-is('{last}')) td.code").last
+        expect(shown).to_have_text(new[last - 1])
+        _no_horizontal_overflow(page)
+
+        # a file collapses and opens again, without leaving the page
+        summary = code.locator("summary")
+        summary.click()
+        expect(code.locator("table.diff")).to_be_hidden()
+        summary.click()
+        expect(code.locator("table.diff")).to_be_visible()
+
+        # back to unified, remembered too
+        page.locator("nav.diff-options a", has_text="Unified").click()
+        page.goto(url)
+        expect(code.locator("table.diff.split")).to_have_count(0)
+        expect(code.locator("table.diff")).to_be_visible()
+        assert watcher.problems == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_blame_prior_and_ignored_revisions(browser, site, viewport) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
+    server, _, ids, _ = site
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    expect.set_options(timeout=STEP_TIMEOUT_MS)
+    watcher = Watcher(page)
+    try:
+        page.goto(f"{server}/alice/tools/blame/branch/main/new.py")
+        expect(page.locator(".blame-ages .age")).to_have_count(6)
+        expect(page.locator(".blame-ignored")).to_contain_text("passed over")
+        # no line is the re-indent's while it is passed over
+        expect(page.locator(f"a.sha[href$='/commit/{ids['c']}']")).to_have_count(0)
+        _no_horizontal_overflow(page)
+        prior = page.locator("a.prior").first
+        expect(prior).to_be_visible()
+        prior.click()
+        expect(page).to_have_url(f"{server}/alice/tools/blame/commit/{ids['a']}/old.py#L2")
+        expect(page.locator("table.blame tr[id^='L']")).to_have_count(12)
+        expect(page.locator(f"a.sha[href$='/commit/{ids['a']}']")).to_have_count(1)
+        page.go_back()
+        page.locator(".blame-ignored a", has_text="Show them").click()
+        expect(page).to_have_url(re.compile(r"\?ignore_revs=0$"))
+        expect(page.locator(f"a.sha[href$='/commit/{ids['c']}']")).to_have_count(1)
+        assert watcher.problems == []
+    finally:
+        context.close()
