@@ -251,6 +251,7 @@ def run(
                     index_deadline=deadline,
                     cache_dir=cache_dir,
                     serve_options=serve("sweep"),
+                    workdir=work / "sweep",  # its copy of the repository goes with the run's
                 )
                 result.sweep = asdict(sweep.run(options))
             elif part == "lanes":

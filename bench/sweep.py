@@ -203,7 +203,9 @@ def floorless_process(base: str) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace) -> SweepResult:
-    work = Path(tempfile.mkdtemp(prefix="floorless-sweep-"))
+    given = getattr(args, "workdir", None)  # the caller's (bench.cold_suite's), else a new one
+    work = Path(given) if given else Path(tempfile.mkdtemp(prefix="floorless-sweep-"))
+    work.mkdir(parents=True, exist_ok=True)
     built = target = target_repository(args.repo, args.cache_dir)
     name = target.name
     repos, home = prepare_store(work / "store", built.path, name)
