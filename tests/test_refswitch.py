@@ -90,19 +90,14 @@ def listed(fragment: str, kind: str) -> list[str]:
 
 
 def newest_first(repo: Path, kind: str) -> list[bytes]:
-    """The ``kind`` refs of ``repo``, as git reports them, newest commit first (ties by
-    name), the default branch first."""
+    """The ``kind`` refs of ``repo``, as git reports them, newest first by creation date (an
+    annotated tag's tagger date, else its commit's; ties by name), the default branch first."""
     prefix = {"branch": "refs/heads/", "tag": "refs/tags/"}[kind]
-    out = git(
-        repo,
-        "for-each-ref",
-        "--format=%(refname:lstrip=2) %(committerdate:unix) %(*committerdate:unix)",
-        prefix,
-    )
+    out = git(repo, "for-each-ref", "--format=%(refname:lstrip=2) %(creatordate:unix)", prefix)
     dated = []
     for line in out.splitlines():
-        name, direct, peeled = [*line.split(b" "), b"", b""][:3]
-        dated.append((name != b"main", -int(direct or peeled), name))
+        name, created = line.split(b" ")
+        dated.append((name != b"main", -int(created), name))
     return [name for _, _, name in sorted(dated)]
 
 
@@ -237,7 +232,9 @@ def test_the_list_starts_no_process_and_is_cached(site: Site) -> None:
 
 def test_a_moved_ref_makes_a_new_list(tmp_path: Path) -> None:
     """The order is kept with the ref snapshot: a new tag on an old commit stays in its place by
-    date, a new commit's tag comes first, and the ETag changes with them."""
+    date, a new lightweight tag of the newest commit comes before every older commit's tag (the
+    annotated tags, dated when they were made, after every commit, still before it), and the
+    ETag changes with them."""
     repo = build_many_refs(tmp_path / "repos" / "alice" / "moving.git", 20, 2, commits=30)
     forge = start_forge(tmp_path / "repos", tmp_path / "data")
     try:
@@ -250,7 +247,13 @@ def test_a_moved_ref_makes_a_new_list(tmp_path: Path) -> None:
         forge.refs_moved(named)
         after = switch(client, "alice/moving", **{"for": "src"})
         tags = listed(after.text, "tag")
-        assert tags[0] == urls.src(named, "tag", "newest")
+        assert tags[:3] == [
+            urls.src(named, "tag", name)
+            for name in (many_refs_tag(20), many_refs_tag(10), "newest")
+        ]
+        assert [t.encode() for t in tags] == [
+            urls.src(named, "tag", n).encode() for n in newest_first(repo, "tag")
+        ]
         assert tags.index(urls.src(named, "tag", "old-one")) == 16  # dated as main~25 is
         assert after.headers["etag"] != before.headers["etag"]
         stale = fetch(
@@ -264,7 +267,8 @@ def test_a_moved_ref_makes_a_new_list(tmp_path: Path) -> None:
 
 
 def test_the_tags_page_is_in_the_switchers_order(site: Site) -> None:
-    """Newest first, as the switcher lists them (not by name: rel-9 after rel-10 and so on)."""
+    """Newest first, as the switcher lists them: annotated tags by their tagger's date (here
+    after every commit), the others by their commit's; not by name."""
     repo = site.repos / f"{MANY}.git"
     named = repo_of(site, MANY)
     page = fetch(site.client, f"/{MANY}/tags")

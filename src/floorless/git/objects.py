@@ -283,6 +283,27 @@ def object_header(repo: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, int] |
     return header
 
 
+def tag_time(repo: pygit2.Repository, tag_id: bytes) -> int | None:
+    """When the annotated tag object ``tag_id`` was made (its tagger's date, epoch seconds);
+    None for a tag without a tagger or an object that is no tag."""
+    with timing.phase("git"):
+        try:
+            obj = repo.get(to_oid(tag_id))
+        except (pygit2.GitError, ValueError):
+            return None
+    if not isinstance(obj, pygit2.Tag) or obj.tagger is None:
+        return None
+    return int(obj.tagger.time)
+
+
+def ref_dates(
+    repo: pygit2.Repository,
+) -> tuple[Callable[[bytes], int], Callable[[bytes], int | None]]:
+    """A commit's time and an annotated tag's (``tag_time``): what ``RefSnapshot.newest_first``
+    dates refs by, the same for every page and API that lists them."""
+    return (lambda oid: get_commit(repo, oid).commit_time), functools.partial(tag_time, repo)
+
+
 def object_size(repo: pygit2.Repository, oid: pygit2.Oid) -> int | None:
     header = object_header(repo, oid)
     return None if header is None else header[1]

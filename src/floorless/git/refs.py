@@ -65,9 +65,14 @@ class RefSnapshot:
     def sorted_tags(self) -> list[bytes]:
         return sorted(self.tags)
 
-    def newest_first(self, committed: Callable[[bytes], int]) -> tuple[list[bytes], list[bytes]]:
+    def newest_first(
+        self, committed: Callable[[bytes], int], tagged: Callable[[bytes], int | None]
+    ) -> tuple[list[bytes], list[bytes]]:
         """Branch names (the default branch first) and tag names, each newest first by the
         time ``committed`` gives their commit id, ties by name; a tag of a tree or a blob last.
+        An annotated tag is dated by when ``tagged`` says its tag object was made (its tagger's
+        date, else its commit's: ``git for-each-ref --sort=-creatordate``, as Forgejo lists
+        tags). Every caller passes the same two, so the order kept here is one order.
 
         Worked out once per snapshot and kept on it (the ref switcher asks for every path of
         every page): a commit's time never changes, and refs that move make a new snapshot.
@@ -81,8 +86,11 @@ class RefSnapshot:
             )
 
             def tag_key(name: bytes) -> tuple[bool, int, bytes]:
-                commit = self.tags[name].commit
-                return (commit is None, -committed(commit) if commit else 0, name)
+                tag = self.tags[name]
+                if tag.commit is None:
+                    return (True, 0, name)
+                made = tagged(tag.target) if tag.annotated else None
+                return (False, -(made if made is not None else committed(tag.commit)), name)
 
             found = (branches, sorted(self.tags, key=tag_key))
             object.__setattr__(self, "_newest", found)  # frozen, like a cached_property

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable
 from typing import ClassVar
 
 import falcon
@@ -65,11 +64,6 @@ TREE_PER_PAGE = 1000  # Forgejo's DEFAULT_GIT_TREES_PER_PAGE
 MAX_TREE_ENTRIES = 100_000  # a recursive tree listed past this is cut (``truncated``)
 
 
-def _committed(view: RepoView) -> Callable[[bytes], int]:
-    """A commit's time, for listing refs newest first."""
-    return lambda commit_id: objects.get_commit(view.handle, commit_id).commit_time
-
-
 class Branches(CreateBranch):
     """``GET branches``: newest first, the default branch first of all (``POST``: files.py)."""
 
@@ -81,7 +75,7 @@ class Branches(CreateBranch):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
         page, limit = paging(req)
-        names, _ = view.snapshot.newest_first(_committed(view))
+        names, _ = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         chosen = names[(page - 1) * limit : page * limit]
         answer = [
             shapes.branch(
@@ -135,7 +129,7 @@ class Tags(GitApi):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo)
         page, limit = paging(req)
-        _, names = view.snapshot.newest_first(_committed(view))
+        _, names = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         chosen = names[(page - 1) * limit : page * limit]
         page_headers(req, resp, page, limit, len(names), page * limit < len(names), links.base)
         self.send(resp, [_tag(view, links, name) for name in chosen])

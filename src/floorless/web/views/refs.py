@@ -39,9 +39,7 @@ class Tags(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
         # the ref switcher's order (newest first), kept with the ref snapshot: one order for both
-        _, names = view.snapshot.newest_first(
-            lambda oid: objects.get_commit(view.handle, oid).commit_time
-        )
+        _, names = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         rows = []
         for name in names:
             tag = view.snapshot.tags[name]

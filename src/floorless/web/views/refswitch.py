@@ -64,9 +64,7 @@ class RefSwitch(View):
         at: bytes,
         q: bytes,
     ) -> None:
-        branches, tags = view.snapshot.newest_first(
-            lambda oid: objects.get_commit(view.handle, oid).commit_time
-        )
+        branches, tags = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         groups = []
         for kind, title, names in (("branch", "Branches", branches), ("tag", "Tags", tags)):
             if names:
