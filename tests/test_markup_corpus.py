@@ -34,7 +34,7 @@ CORPUS = [
     # layout HTML that READMEs use is kept
     (
         '<p align="center"><img src="logo.png" width="120" height="40"></p>',
-        ['<p align="center"><img src="/raw/docs/logo.png" width="120" height="40"></p>'],
+        ['<p align="center"><img alt="" src="/raw/docs/logo.png" width="120" height="40"></p>'],
         [],
     ),
     ('<div align="center">\n\n# Title\n\n</div>', ['<div align="center">', 'id="title"'], []),
@@ -59,7 +59,7 @@ CORPUS = [
     ("<ins>new</ins> <del>old</del> <s>gone</s>", ["<ins>new</ins>", "<del>old</del>"], []),
     # script, handlers, styles, frames and forms are dropped
     ("<script>alert(1)</script>", [], ["<script"]),
-    ('<img src="a.png" onerror="alert(1)">', ['<img src="/raw/docs/a.png">'], ["onerror"]),
+    ('<img src="a.png" onerror="alert(1)">', ['<img alt="" src="/raw/docs/a.png">'], ["onerror"]),
     ('<a href="x" onclick="steal()">x</a>', [], ["onclick"]),
     ('<p style="position:fixed">x</p>', ["<p>x</p>"], ["style="]),
     ('<iframe src="https://example.org"></iframe>', [], ["<iframe"]),
@@ -102,7 +102,7 @@ CORPUS = [
     ),
     (
         "- [ ] todo\n- [x] done",
-        ['<input type="checkbox" disabled="disabled"> todo', 'checked=""'],
+        ['<input type="checkbox" disabled="disabled" aria-label="task"> todo', 'checked=""'],
         [],
     ),
     (
@@ -117,7 +117,7 @@ CORPUS = [
         [],
     ),
     ("```rs\nfn main() {}\n```", ['<span class="k">fn</span>'], []),
-    ("```nosuch\n<b>x</b>\n```", ['<pre lang="nosuch"><code>&lt;b&gt;x&lt;/b&gt;'], ["<span"]),
+    ("```nosuch\n<b>x</b>\n```", ['<pre data-lang="nosuch"><code>&lt;b&gt;x&lt;/b&gt;'], ["<span"]),
     ("```\nplain\n```", ["<pre><code>plain"], ["<span"]),
 ]
 

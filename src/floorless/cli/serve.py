@@ -9,6 +9,7 @@ import click
 
 from floorless.cli.options import load_settings, location_options
 from floorless.forge import Forge
+from floorless.web.views.base import admin_program
 
 
 @click.command()
@@ -75,7 +76,8 @@ def serve(
         options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
         click.echo(
             "floorless: no accounts yet; create the first administrator with\n"
-            f"  floorless admin user create NAME --email EMAIL --admin --password-stdin{options}"
+            f"  {admin_program()} admin user create NAME --email EMAIL --admin"
+            f" --password-stdin{options}"
         )
     # ``processes`` worker processes (one by default), which granian starts again should one
     # die (a pack file truncated under a mapped handle raises SIGBUS, which no Python code can

@@ -68,13 +68,20 @@ class RepoView:
         """
         if kind in KINDS:
             return self.resolve(kind, urls.exact_tail(req))
-        tail = urls.exact_tail(req, "kind")  # the route's {kind} is the ref's first segment
+        # the route's {kind} is the ref's first segment
+        raise self.canonical(page, urls.exact_tail(req, "kind"))
+
+    def canonical(self, page: str, tail: bytes) -> falcon.HTTPFound:
+        """The redirect from a ref-and-path ``tail`` whose kind is not spelled out (an older
+        floorless link, or GitHub's ``/tree/REF/path``) to ``page``'s own URL for it: the
+        ref is looked up as a branch, a tag, then a commit, as git itself would."""
         for candidate in KINDS:
             try:
                 found = self.resolve(candidate, tail)
             except UnknownRevision:
                 continue
-            raise falcon.HTTPFound(urls.ref_page(page, self.repo, candidate, found.ref, found.path))
+            url = urls.ref_page(page, self.repo, candidate, found.ref, found.path)
+            return falcon.HTTPFound(url)
         raise NotFound("no such branch, tag or commit")
 
     def commit(self, resolved: Resolved) -> AnyCommit:
@@ -141,9 +148,13 @@ def _visibility(forge: Forge) -> tuple[int, int]:
 def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoView:
     repo, level = find_repo(forge, req, owner, name)
     snapshot = forge.snapshot(repo)
-    return RepoView(
+    view = RepoView(
         forge, repo, snapshot, forge.open(repo), level, parent=_parent(forge, req, repo)
     )
+    # An error past this point (an unknown ref or path) is shown under the repository's
+    # header: the reader may read the repository, so its name and tabs tell nothing new.
+    req.context.repo_view = view
+    return view
 
 
 def _parent(forge: Forge, req: falcon.Request, repo: Repo) -> Repo | None:

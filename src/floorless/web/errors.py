@@ -59,12 +59,16 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
             resp.text = f"{status} {title}: {message}\n"
             return
         resp.content_type = "text/html; charset=utf-8"
+        # Set by repo_view once the reader was let in: a 404 inside a readable repository
+        # keeps its header; a private or missing one never got this far, so leaks nothing.
+        view = req.context.get("repo_view")
         resp.text = renderer.page(
             "error.html",
             status=status,
             title=title,
             message=message,
             broken=req.context.get("broken_repo"),
+            **(view.template_context() if view is not None else {}),
         )
 
     def floorless_error(

@@ -132,6 +132,7 @@ _HEADING_ID = re.compile(r"[\w-]{1,200}")
 # a raster image inline: decoded by the browser as pixels, never as a document
 _DATA_IMAGE = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*", re.I)
 _INPUT_NOT_CHECKBOX = re.compile(r'<input(?![^>]*\stype="checkbox")[^>]*>')
+_IMG_WITHOUT_ALT = re.compile(r'<img(?![^>]*\salt=")(?=[\s>/])')
 URL_SCHEMES = frozenset({"http", "https", "mailto", "data"})
 
 Link = Callable[[bytes, bool], str]
@@ -217,10 +218,14 @@ def clean(html: str, link: Link | None = None, directory: bytes = b"", rooted: b
         clean_content_tags={"script", "style", "textarea", "title", "noscript", "xmp"},
         attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
         tag_attribute_values={"input": {"type": {"checkbox"}}},
-        set_tag_attribute_values={"input": {"disabled": "disabled"}},
+        # a task list's box is shown, never used, and named for those who cannot see it
+        set_tag_attribute_values={"input": {"disabled": "disabled", "aria-label": "task"}},
         attribute_filter=keep,
         url_schemes=set(URL_SCHEMES),
         allowed_classes={tag: set(names) for tag, names in CLASSES.items()},
     )
     # a task list's box is the only input kept: one without a type would be a text field
-    return _INPUT_NOT_CHECKBOX.sub("", kept)
+    kept = _INPUT_NOT_CHECKBOX.sub("", kept)
+    # an image its author gave no text is marked as decoration, as screen readers otherwise
+    # spell out its URL
+    return _IMG_WITHOUT_ALT.sub('<img alt=""', kept)

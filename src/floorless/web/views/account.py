@@ -20,7 +20,7 @@ from floorless.errors import BadRequest, FloorlessError, Throttled, TooLarge, Un
 from floorless.forge import Forge
 from floorless.web import auth, urls
 from floorless.web.render import Renderer
-from floorless.web.views.base import View
+from floorless.web.views.base import View, admin_command
 
 MAX_FORM = 64 * 1024
 
@@ -92,6 +92,7 @@ class Login(FormView):
             error=error,
             name=name,
             first_run=self.forge.accounts.first_run(),
+            admin_command=lambda: admin_command(self.settings),
         )
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import shlex
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import falcon
@@ -28,6 +31,31 @@ def public_url(settings: Settings, req: falcon.Request) -> str:
     if _HOST.fullmatch(req.netloc):
         return f"{req.scheme}://{req.netloc}"
     return f"{req.scheme}://{settings.host}:{settings.port}"
+
+
+def admin_program() -> str:
+    """How to run this very installation's ``floorless`` from a shell: the script beside the
+    running interpreter, else the interpreter with ``-m floorless``."""
+    script = Path(sys.executable).parent / "floorless"
+    if script.exists():
+        return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m floorless"
+
+
+def admin_command(settings: Settings) -> str:
+    """The command that creates the first administrator, as it can be pasted on this server:
+    the ``floorless`` beside the running interpreter (``./run`` installs it in a virtual
+    environment, not on ``PATH``) and this forge's own data directory, so that it writes to
+    the database this server reads. A database set apart from the data directory is named
+    as such (``DATABASE_URL``, like NAME and EMAIL, is for the reader to fill in), never
+    spelled out: its URL may hold a password."""
+    command = (
+        f"{admin_program()} admin user create NAME --email EMAIL --admin --password-stdin"
+        f" --data {shlex.quote(str(settings.data))}"
+    )
+    if settings.database != str(settings.data / "floorless.sqlite3"):
+        command += " --database DATABASE_URL"
+    return command
 
 
 class View:

@@ -16,7 +16,7 @@ import pygit2
 from markupsafe import Markup
 
 from floorless.config import Settings
-from floorless.errors import BadRequest, NotFound
+from floorless.errors import BadRequest, NotFound, UnknownRevision
 from floorless.git import diff as gitdiff
 from floorless.git import objects, oid, transport
 from floorless.git.refs import Resolved
@@ -141,7 +141,14 @@ class Commit(DiffPage):
                 sha, variant = sha[: -len(suffix)], suffix[1:]
                 req.context.plain = True
         view = repo_view(self.forge, req, owner, repo)
-        resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
+        try:
+            resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
+        except UnknownRevision:
+            # a branch or tag where a commit id belongs (``/commit/main``, as GitHub takes):
+            # to the page of the commit it names now
+            raise falcon.HTTPFound(
+                urls.commit(view.repo, ref_commit(view, sha.encode("utf-8", "replace")), variant)
+            ) from None
         if resolved.path:
             raise NotFound("no such commit")
         if not variant:
@@ -216,6 +223,18 @@ class Commit(DiffPage):
                 with_file_url=diffrows.with_file_url,
             ),
         )
+
+
+def ref_commit(view: RepoView, name: bytes) -> bytes:
+    """The commit the branch or tag ``name`` (exactly that name) points at."""
+    for kind in ("branch", "tag"):
+        try:
+            resolved = view.resolve(kind, name)
+        except UnknownRevision:
+            continue
+        if not resolved.path:
+            return resolved.commit
+    raise UnknownRevision("no such commit, branch or tag")
 
 
 class CommitFile(DiffPage):

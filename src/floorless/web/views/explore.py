@@ -15,7 +15,7 @@ from floorless.timing import spawn_counter
 from floorless.web import urls
 from floorless.web.auth import viewer_of
 from floorless.web.proxies import Proxies, networks, within
-from floorless.web.views.base import View
+from floorless.web.views.base import View, admin_command
 
 SORTS = {"recent": "Recently updated", "name": "Name", "oldest": "Least recently updated"}
 MAX_PAGE = 1_000_000
@@ -63,6 +63,7 @@ class Explore(View):
             next_url=listing(page + 1) if page < pages else None,
             owner=owner,
             first_run=owner is None and self.forge.accounts.first_run(),
+            admin_command=lambda: admin_command(self.settings),
         )
 
 

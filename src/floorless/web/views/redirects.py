@@ -1,0 +1,32 @@
+"""GitHub's URL shapes, redirected to floorless's own, so that a pasted link keeps working:
+``/tree/REF/path`` (a directory) and ``/blob/REF/path`` (a file) both become
+``/src/{kind}/REF/path``, the ref looked up as a branch, a tag, then a commit. A repository
+the reader may not read answers 404 exactly as a missing one does (``repo_view``)."""
+
+from __future__ import annotations
+
+import falcon
+
+from floorless.forge import Forge
+from floorless.web import urls
+from floorless.web.context import repo_view
+from floorless.web.render import Renderer
+from floorless.web.views.base import View
+
+
+class GitHubShape(View):
+    def __init__(self, forge: Forge, renderer: Renderer, page: str) -> None:
+        super().__init__(forge, renderer)
+        self.page = page  # floorless's page for it (urls.PAGES)
+
+    def on_get(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        ref: str,
+        tail: str = "",
+    ) -> None:
+        view = repo_view(self.forge, req, owner, repo)
+        raise view.canonical(self.page, urls.exact_tail(req, "ref"))

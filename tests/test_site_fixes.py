@@ -1,0 +1,181 @@
+"""Site-wide fixes: GitHub-shaped and ref-for-commit URLs redirected, 404s inside a readable
+repository under its header, one error style, the first administrator's command as it can be
+pasted, and code colours with AA contrast on every background code sits on."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import database_for, start_forge
+from falcon import testing
+from gitfixtures import git_text
+
+from floorless.web import markup
+from floorless.web.app import create_app
+
+STYLE = Path(markup.__file__).parent / "static" / "style.css"
+
+
+SPACES = "/alice/demo/src/branch/main/name%20with%20spaces.txt"
+
+
+def _location(client: testing.TestClient, url: str) -> str:
+    result = client.simulate_get(url)
+    assert result.status_code == 302, (url, result.status_code, result.text[:200])
+    return result.headers["Location"]
+
+
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("/alice/demo/tree/main", "/alice/demo/src/branch/main"),
+        ("/alice/demo/tree/main/src", "/alice/demo/src/branch/main/src"),
+        ("/alice/demo/blob/main/src/app.py", "/alice/demo/src/branch/main/src/app.py"),
+        ("/alice/demo/blob/feature/x/README.md", "/alice/demo/src/branch/feature/x/README.md"),
+        ("/alice/demo/tree/v2.0/docs", "/alice/demo/src/tag/v2.0/docs"),
+        (
+            "/alice/demo/blob/main/name%20with%20spaces.txt",
+            "/alice/demo/src/branch/main/name%20with%20spaces.txt",
+        ),
+    ],
+)
+def test_github_shapes_redirect_to_floorless_pages(
+    client: testing.TestClient, url: str, target: str
+) -> None:
+    assert _location(client, url) == target
+    assert client.simulate_get(target).status_code == 200
+
+
+def test_github_shapes_by_commit_id(client: testing.TestClient, fixture_root: Path) -> None:
+    head = git_text(fixture_root / "alice" / "demo.git", "rev-parse", "main").strip()
+    location = _location(client, f"/alice/demo/tree/{head[:12]}/docs")
+    assert location == f"/alice/demo/src/commit/{head}/docs"
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/alice/demo/tree/nosuch/src", 404),
+        ("/alice/demo/blob/main/../../etc/passwd", 400),
+        ("/alice/demo/tree/main/%00", 400),
+        ("/alice/nothing/tree/main", 404),
+        ("/alice/demo/commit/nosuch", 404),
+        ("/alice/demo/commit/nosuch.diff", 404),
+        ("/alice/demo/commit/" + "ab" * 20, 404),
+    ],
+)
+def test_redirects_refuse_what_does_not_exist(
+    client: testing.TestClient, url: str, status: int
+) -> None:
+    result = client.simulate_get(url)
+    assert result.status_code == status, (url, result.text[:300])
+
+
+def test_a_missing_path_is_the_page_s_own_404(client: testing.TestClient) -> None:
+    # as for an older kind-less link: the ref decides the redirect, the page the path
+    target = _location(client, "/alice/demo/blob/main/no/such/file")
+    assert target == "/alice/demo/src/branch/main/no/such/file"
+    assert client.simulate_get(target).status_code == 404
+
+
+def test_a_ref_where_a_commit_id_belongs(client: testing.TestClient, fixture_root: Path) -> None:
+    repo = fixture_root / "alice" / "demo.git"
+    # a branch before a tag of the same name ("release"), as floorless's kind-less URLs take
+    for ref, full in (("main", "heads/main"), ("release", "heads/release"), ("v2.0", "tags/v2.0")):
+        commit = git_text(repo, "rev-parse", f"refs/{full}^{{commit}}").strip()
+        assert _location(client, f"/alice/demo/commit/{ref}") == f"/alice/demo/commit/{commit}"
+        assert _location(client, f"/alice/demo/commit/{ref}.patch") == (
+            f"/alice/demo/commit/{commit}.patch"
+        )
+    # an id, abbreviated or not, is a commit's page as ever
+    main = git_text(repo, "rev-parse", "main").strip()
+    assert client.simulate_get(f"/alice/demo/commit/{main[:10]}").status_code == 200
+
+
+def test_a_404_inside_a_repository_keeps_its_header(client: testing.TestClient) -> None:
+    inside = client.simulate_get("/alice/demo/src/branch/main/no/such/file")
+    assert inside.status_code == 404
+    assert 'class="repo-title"' in inside.text and 'aria-label="Repository"' in inside.text
+    assert 'class="error-page"' in inside.text
+    outside = client.simulate_get("/alice/nothing/src/branch/main/no/such/file")
+    assert outside.status_code == 404
+    assert "repo-title" not in outside.text and "alice/demo" not in outside.text
+
+
+def test_one_error_style() -> None:
+    css = STYLE.read_text()
+    rules = re.findall(r"^\s*\.error(?![-\w])[^{]*\{", css, re.MULTILINE)
+    assert len(rules) == 1, rules
+    assert not re.search(r"#c0392b", css)  # the old red: 3.5:1 on the dark theme
+
+
+def test_the_first_administrator_command_works_when_pasted(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    forge = start_forge(tmp_path / "repos", data)
+    try:
+        client = testing.TestClient(create_app(forge))
+        for page in ("/", "/-/login"):
+            text = client.simulate_get(page).text
+            found = re.search(r'<pre class="command"[^>]*>(.*?)</pre>', text)
+            assert found, page
+            command = html.unescape(found.group(1))
+            assert f"--data {data}" in command
+        database = database_for(data)
+        command = command.replace("NAME", "first").replace("EMAIL", "first@example.org")
+        if database:  # on PostgreSQL the page names the option, never the URL
+            assert "--database DATABASE_URL" in command and database not in command
+            command = command.replace("DATABASE_URL", database)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        run = subprocess.run(  # pasted in another directory, as a person would
+            ["bash", "-c", command],
+            input="a long enough password\n",
+            cwd=elsewhere,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        assert not forge.accounts.first_run()
+        assert forge.accounts.get("first") is not None
+        assert not any(elsewhere.iterdir())  # nothing made where it was pasted
+    finally:
+        forge.stop()
+
+
+def test_markdown_code_and_task_boxes_are_accessible() -> None:
+    rendered = markup.render_markdown(
+        "```python\nx = 1\n```\n\n- [x] done\n- [ ] to do\n", lambda path, image: "/x"
+    )
+    assert " lang=" not in rendered  # lang names a human language
+    assert 'data-lang="python"' in rendered and 'class="highlight"' in rendered
+    assert rendered.count('aria-label="task"') == 2
+
+
+def _colours(css: str) -> list[tuple[int, ...]]:
+    found = re.findall(r"(?<![-\w])color: #([0-9a-fA-F]{6})\b", css)
+    return [tuple(int(h[i : i + 2], 16) for i in (0, 2, 4)) for h in found]
+
+
+def test_code_colours_read_on_every_background() -> None:
+    light, _, dark = markup.stylesheet().partition("@media (prefers-color-scheme: dark)")
+    for css, backgrounds in ((light, markup.LIGHT_BACKGROUNDS), (dark, markup.DARK_BACKGROUNDS)):
+        colours = _colours(css)
+        assert len(colours) > 20
+        for colour in colours:
+            for background in backgrounds:
+                rgb = tuple(int(background[i : i + 2], 16) for i in (1, 3, 5))
+                assert markup.contrast(colour, rgb) >= 4.5, (colour, background)
+
+
+def test_the_stylesheet_names_the_backgrounds_code_is_checked_on() -> None:
+    css = STYLE.read_text()
+    light, _, dark = css.partition("@media (prefers-color-scheme: dark)")
+    for name, index in (("--bg", 0), ("--panel", 1), ("--add", 2), ("--del", 3), ("--hunk", 4)):
+        assert f"{name}: {markup.LIGHT_BACKGROUNDS[index]};" in light, name
+        assert f"{name}: {markup.DARK_BACKGROUNDS[index]};" in dark.split("}")[0], name
