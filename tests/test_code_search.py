@@ -369,3 +369,30 @@ def test_a_repository_made_private_leaves_the_results_at_once(site: Site) -> Non
         assert len(found_paths(get(site, "/-/search?q=pelican", "alice"))) == 2
     finally:
         site.forge.registry.set_private("alice", "open", False)
+
+
+def test_another_branch_is_indexed_when_first_asked_for(site: Site) -> None:
+    repo = site.forge.registry.create("alice", "branches")
+    push(site, repo, {"main.txt": b"on main: a wallaby\n"}, "main")
+    work = site.work / "alice-branches"
+    git(work, "switch", "-q", "-c", "topic")
+    (work / "topic.txt").write_bytes(b"on topic: a kangaroo\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "topic")
+    git(work, "push", "-q", str(repo.path), "topic:refs/heads/topic")
+    site.forge.after_push(repo)
+    tip = git_text(work, "rev-parse", "HEAD")
+    tree = bytes.fromhex(git_text(work, "rev-parse", "HEAD^{tree}"))
+    assert found_paths(get(site, "/alice/branches/search?q=kangaroo")) == []
+    first = get(site, "/alice/branches/search?ref=topic&q=kangaroo")
+    assert first.status_code == 200
+    assert "being indexed" in first.text or found_paths(first) == ["topic.txt"]
+    wait_for(lambda: site.forge.code.stored_tree(tree) is not None)
+    found = get(site, "/alice/branches/search?ref=topic&q=kangaroo")
+    assert found_paths(found) == ["topic.txt"]
+    assert f"/alice/branches/src/commit/{tip}/topic.txt#L1" in line_links(found)
+    assert 'name="ref" value="topic"' in found.text
+    both = get(site, "/alice/branches/search?ref=topic&q=/a+(wallaby|kangaroo)/")
+    assert sorted(found_paths(both)) == ["main.txt", "topic.txt"]
+    assert get(site, "/alice/branches/search?ref=nothing&q=kangaroo").status_code == 404
+    assert get(site, "/alice/secret/search?ref=main&q=zanzibar").status_code == 404

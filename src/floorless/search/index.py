@@ -134,6 +134,15 @@ class CodeIndex:
         """A ref listener: index ``repo``'s default branch soon (as it is when the job runs)."""
         self.jobs.queue(repo.id, lambda: self.index(repo))
 
+    def queue_tree(self, repo: Repo, tree: bytes) -> None:
+        """Index the tree ``tree`` of ``repo`` soon (a ref other than the default branch that
+        a search asked for): its files' list, and the blobs not indexed yet."""
+        self.jobs.queue(("tree", repo.id, tree), lambda: self.index_tree(repo, tree))
+
+    def index_tree(self, repo: Repo, tree: bytes) -> TreeFiles:
+        handle, _ = self.locate(repo)
+        return self.tree_files(handle, tree)
+
     # -- indexing -------------------------------------------------------------------------------
 
     def index(self, repo: Repo) -> Indexed | None:

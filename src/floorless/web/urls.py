@@ -136,10 +136,17 @@ def home(repo: Named) -> str:
     return f"/{segment(repo.owner)}/{segment(repo.name)}"
 
 
-def repo_search(repo: Named, q: str = "", mode: str = "", page: int = 1) -> str:
-    """Code search in one repository."""
+def repo_search(
+    repo: Named, q: str = "", mode: str = "", page: int = 1, ref: str | bytes = b""
+) -> str:
+    """Code search in one repository: its default branch, or the branch or tag ``ref``."""
     return f"{home(repo)}/search" + query(
-        {"q": q or None, "mode": mode or None, "page": page if page > 1 else None}
+        {
+            "ref": ref or None,
+            "q": q or None,
+            "mode": mode or None,
+            "page": page if page > 1 else None,
+        }
     )
 
 

@@ -11,13 +11,14 @@ repository's own objects through its open handle: no process is started.
 from __future__ import annotations
 
 import falcon
+import pygit2
 
-from floorless.errors import BadRequest, FloorlessError
+from floorless.errors import BadRequest, FloorlessError, NotFound
 from floorless.search import query as code
 from floorless.search.index import Indexed
 from floorless.web import urls
 from floorless.web.auth import viewer_of
-from floorless.web.context import repo_view
+from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
 
 MODES = {"": "Text", "regex": "Regular expression"}
@@ -42,11 +43,15 @@ class RepoSearch(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
         q, mode = _form(req)
-        indexed = self.forge.code.indexed(view.repo.id)
+        ref = (req.get_param("ref") or "").encode("utf-8", "surrogateescape")
+        indexed = self._ref(view, ref) if ref else self.forge.code.indexed(view.repo.id)
+        pending = indexed is not None and self.forge.code.stored_tree(indexed.tree) is None
+        if pending and indexed is not None:  # a ref asked for the first time
+            self.forge.code.queue_tree(view.repo, indexed.tree)
         results = None
         error = ""
         page = 1
-        if q.strip():
+        if q.strip() and not pending:
             page = _page(req)
             try:
                 parsed = code.parse(q, mode)
@@ -73,12 +78,30 @@ class RepoSearch(View):
                 error=error,
                 page=page,
                 indexed=indexed,
-                behind=indexed is not None and home is not None and indexed.commit != home[2],
+                pending=pending,
+                ref=ref,
+                behind=not ref
+                and indexed is not None
+                and home is not None
+                and indexed.commit != home[2],
                 action=urls.repo_search(view.repo),
-                page_url=lambda n: urls.repo_search(view.repo, q, mode, n),
+                page_url=lambda n: urls.repo_search(view.repo, q, mode, n, ref),
                 site_wide=False,
             ),
         )
+
+    def _ref(self, view: RepoView, ref: bytes) -> Indexed:
+        """What searching the branch (or else tag) ``ref`` reads: its commit's tree."""
+        kind, commit = "branch", view.snapshot.branches.get(ref)
+        if commit is None:
+            tag = view.snapshot.tags.get(ref)
+            kind, commit = "tag", tag.commit if tag is not None else None
+        if commit is None:
+            raise NotFound("no such branch or tag")
+        found = view.handle.get(pygit2.Oid(raw=commit))
+        if not isinstance(found, pygit2.Commit):
+            raise NotFound("no such branch or tag")
+        return Indexed(view.repo.id, kind, ref, commit, found.tree_id.raw, 0.0)
 
 
 class SiteSearch(View):
@@ -110,6 +133,7 @@ class SiteSearch(View):
             results=results,
             error=error,
             page=page,
+            ref=b"",
             action=urls.code_search(),
             page_url=lambda n: urls.code_search(q, mode, n),
             site_wide=True,
