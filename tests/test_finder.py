@@ -5,16 +5,19 @@ it and carries what the keyboard shortcuts need."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
+import pygit2
 import pytest
 from falcon import testing
 from gitfixtures import DEMO_INVALID_UTF8_PATH, git_text
 from test_spawns import counting
 
+from floorless.git.paths import tree_paths
 from floorless.web.views.finder import rank
 
 DEMO = "/alice/demo"
@@ -152,3 +155,43 @@ def test_bad_tree_ids(client: testing.TestClient, fixture_root: Path) -> None:
     for tree in ("nothex", "0" * 40, "ab" * 20, blob, "%00" + "a" * 37):
         assert client.simulate_get(f"{DEMO}/-/paths/{tree}").status_code == 404, tree
     assert client.simulate_get("/alice/nothing/-/paths/" + "a" * 40).status_code == 404
+
+
+def test_the_list_is_compressed_and_revalidated(tmp_path: Path) -> None:
+    """A tree of 300 files: the list goes gzipped (kept so, by its ETag), and a browser holding
+    the gzipped answer gets 304 for its ETag."""
+    from conftest import start_forge, wait_indexed
+
+    from bench.finder import build
+    from floorless.web.app import create_app
+
+    build(tmp_path / "repos" / "alice" / "wide.git", 300, 1)
+    local = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        wait_indexed(local)
+        client = testing.TestClient(create_app(local))
+        tree = _tree(tmp_path / "repos" / "alice" / "wide.git", "main")
+        url = f"/alice/wide/-/paths/{tree}"
+        plain = client.simulate_get(url)
+        assert len(json.loads(plain.text)["paths"]) == 300
+        with counting() as spawned:
+            zipped = client.simulate_get(url, headers={"Accept-Encoding": "gzip"})
+        assert spawned == []
+        assert zipped.headers["content-encoding"] == "gzip"
+        assert gzip.decompress(zipped.content) == plain.content
+        assert len(zipped.content) < len(plain.content) / 3
+        held = {"Accept-Encoding": "gzip", "If-None-Match": zipped.headers["etag"]}
+        assert client.simulate_get(url, headers=held).status_code == 304
+    finally:
+        local.stop()
+
+
+def test_a_huge_tree_is_listed_up_to_the_limit(fixture_root: Path) -> None:
+    """The walk stops past the limit, and says that it did."""
+    repo = fixture_root / "alice" / "demo.git"
+    handle = pygit2.Repository(str(repo))
+    tree = handle.revparse_single("main").peel(pygit2.Tree)
+    every = _git_paths(repo, "main")
+    assert tree_paths(handle, tree, len(every)) == (every, False)
+    some, truncated = tree_paths(handle, tree, 3)
+    assert truncated and len(some) == 3 and set(some) <= set(every)
