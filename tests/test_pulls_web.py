@@ -127,6 +127,12 @@ def test_open_a_pull_request_from_the_compare_page(
     files = cat.get("/ann/plans/pulls/1/files")
     assert files.status_code == 200 and 'data-path="app.py"' in files.text
     assert "Comment on a line of this file" in files.text  # the review engineer's form
+    # the files shown split, as the commit and compare pages show them, then remembered
+    split = cat.get("/ann/plans/pulls/1/files", params={"style": "split"})
+    assert '<table class="diff split">' in split.text and 'data-path="app.py"' in split.text
+    assert '<table class="diff split">' in cat.get("/ann/plans/pulls/1/files").text
+    assert "Comment on a line of this file" in split.text
+    cat.get("/ann/plans/pulls/1/files", params={"style": "unified"})
 
     # the .diff is git's own diff of the merge base to the head; the .patch mails each commit
     base = handle.references["refs/heads/main"].target
