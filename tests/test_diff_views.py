@@ -262,6 +262,7 @@ def test_compare_shows_the_same_views_and_loads_hidden_files_against_the_merge_b
         loaded, spawns = get(client, path, query_string=query)
         assert spawns == 0
         assert "new" in _plain("".join(_rows(loaded.text, "chg")))
+        assert f'href="/alice/diffs/commit/{ids["base"]}"' in loaded.text  # what it is against
         # against another base, what changed is another diff (main's tip has no other.txt)
         wrong = client.simulate_get(path, query_string=f"base={ids['change']}")
         assert wrong.status_code == 200
