@@ -195,3 +195,24 @@ def test_a_huge_tree_is_listed_up_to_the_limit(fixture_root: Path) -> None:
     assert tree_paths(handle, tree, len(every)) == (every, False)
     some, truncated = tree_paths(handle, tree, 3)
     assert truncated and len(some) == 3 and set(some) <= set(every)
+
+
+@pytest.mark.parametrize(
+    ("url", "query"),
+    [
+        (f"{DEMO}/find/branch/main", "q=%FF%FE"),  # not UTF-8
+        (f"{DEMO}/find/branch/main", "q=a%00b"),  # NUL
+        (f"{DEMO}/find/branch/main", "q=" + "ab" * 50_000),  # huge
+        (f"{DEMO}/find/branch/main", "q=../../etc"),
+        (f"{DEMO}/find/branch/..%2F..", ""),
+        (f"{DEMO}/find/commit/zzzz", ""),
+        (f"{DEMO}/-/paths/..", ""),
+        (f"{DEMO}/-/paths/%00", ""),
+        (f"{DEMO}/-/paths/" + "a" * 4000, ""),
+    ],
+)
+def test_bad_input_is_a_clear_4xx(client: testing.TestClient, url: str, query: str) -> None:
+    result = client.simulate_get(url, query_string=query)
+    assert result.status_code in (200, 400, 404), (url, result.status_code)
+    if result.status_code == 200:
+        assert "find-results" in result.text
