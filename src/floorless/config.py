@@ -182,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "search_seconds",
         float,
-        2.0,
+        1.0,
         "Time one code search may spend matching files before it answers with what it found, marked as partial.",
         minimum=0.05,
     ),
