@@ -38,8 +38,8 @@ EXPAND_STEP = 20  # lines of context one click shows
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 # the markup of a row without its numbers and text (the larger of the two styles)
 ROW_BYTES = len(
-    '<tr class="chg"><td class="ln" data-side="old"></td><td class="code del"><pre></pre></td>'
-    '<td class="ln" data-side="new"></td><td class="code add"><pre></pre></td></tr>'
+    '<tr class="chg"><td class="ln" data-side="old"></td><td class="code removed"><pre></pre></td>'
+    '<td class="ln" data-side="new"></td><td class="code added"><pre></pre></td></tr>'
 )
 
 
@@ -203,8 +203,8 @@ def _split_rows(lines: list[gitdiff.Line], htmls: list[str]) -> list[str]:
         if line.kind == " ":
             out.append(
                 '<tr class="ctx">'
-                + _side("ctx", line.old, htmls[i], "old")
-                + _side("ctx", line.new, htmls[i], "new")
+                + _side("context", line.old, htmls[i], "old")
+                + _side("context", line.new, htmls[i], "new")
                 + "</tr>"
             )
             i += 1
@@ -232,13 +232,13 @@ def _split_rows(lines: list[gitdiff.Line], htmls: list[str]) -> list[str]:
             out.append(
                 '<tr class="chg">'
                 + _side(
-                    "del",
+                    "removed",
                     lines[r].old if r is not None else None,
                     htmls[r] if r is not None else None,
                     "old",
                 )
                 + _side(
-                    "add",
+                    "added",
                     lines[a].new if a is not None else None,
                     htmls[a] if a is not None else None,
                     "new",
