@@ -117,6 +117,7 @@ READ_PAGES = [
     ("/{owner}/{repo}/blame/{kind}/{tail:path}", "/alice/demo/blame/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/branches", "/alice/demo/branches", "GET"),
     ("/{owner}/{repo}/tags", "/alice/demo/tags", "GET"),
+    ("/{owner}/{repo}/releases", "/alice/demo/releases", "GET"),
     ("/{owner}/{repo}/search", "/alice/demo/search?q=README", "GET"),
     ("/{owner}/{repo}/archive/{tail:path}", "/alice/demo/archive/main.tar.gz", "GET"),
     ("/{owner}/{repo}/atom/branch/{tail:path}", "/alice/demo/atom/branch/main", "GET"),

@@ -53,6 +53,7 @@ def _pages(fixture_root: Path) -> dict[str, str]:
         "commits": f"/{DEMO}/commits/branch/main",
         "branches": f"/{DEMO}/branches",
         "tags": f"/{DEMO}/tags",
+        "releases": f"/{DEMO}/releases",
         "issues": f"/{DEMO}/issues",
         "repo-404": f"/{DEMO}/src/branch/main/no/such/file",
         "404": "/nobody/nothing",

@@ -179,3 +179,38 @@ def test_the_stylesheet_names_the_backgrounds_code_is_checked_on() -> None:
     for name, index in (("--bg", 0), ("--panel", 1), ("--add", 2), ("--del", 3), ("--hunk", 4)):
         assert f"{name}: {markup.LIGHT_BACKGROUNDS[index]};" in light, name
         assert f"{name}: {markup.DARK_BACKGROUNDS[index]};" in dark.split("}")[0], name
+
+
+def test_releases_are_annotated_tags_newest_first(
+    client: testing.TestClient, fixture_root: Path
+) -> None:
+    repo = fixture_root / "alice" / "demo.git"
+    annotated = git_text(
+        repo,
+        "for-each-ref",
+        "--sort=-taggerdate",
+        "--format=%(refname:lstrip=2) %(objecttype)",
+        "refs/tags",
+    ).splitlines()
+    expected = [line.split()[0] for line in annotated if line.endswith(" tag")]
+    assert expected == ["v2.0", "release"]  # v1.0 is a lightweight tag: no release
+    page = client.simulate_get("/alice/demo/releases")
+    assert page.status_code == 200
+    names = re.findall(
+        r'<article class="release">\s*<h3><a href="[^"]+/src/tag/([^"]+)"', page.text
+    )
+    assert names == expected
+    # the message's first line is the title, the rest rendered; the archives beside it
+    assert '<span class="release-title">Version 2.0</span>' in page.text
+    assert "<p>With feature X.</p>" in page.text
+    assert 'href="/alice/demo/archive/v2.0.zip"' in page.text
+    assert 'href="/alice/demo/archive/v2.0.tar.gz"' in page.text
+    assert client.simulate_get("/alice/demo/releases?page=0").status_code == 400
+    assert client.simulate_get("/alice/demo/releases?page=x").status_code == 400
+    assert "No releases on this page" in client.simulate_get("/alice/demo/releases?page=9").text
+
+
+def test_the_home_page_offers_the_archives(client: testing.TestClient) -> None:
+    home = client.simulate_get("/alice/demo").text
+    assert 'href="/alice/demo/archive/main.zip"' in home
+    assert 'href="/alice/demo/archive/main.tar.gz"' in home

@@ -248,6 +248,10 @@ def tags(repo: Named) -> str:
     return f"{home(repo)}/tags"
 
 
+def releases(repo: Named, page: int = 1) -> str:
+    return f"{home(repo)}/releases" + query({"page": page if page > 1 else None})
+
+
 def fork(repo: Named) -> str:
     return f"{home(repo)}/fork"
 
