@@ -133,6 +133,14 @@ def test_finder_shortcuts_and_copying(
         page.keyboard.press("Enter")
         expect(page).to_have_url(f"{base}/src/branch/main/docs/guide.md")
 
+        # On a page of no ref, t finds in the home page's ref.
+        page.goto(f"{base}/branches")
+        page.keyboard.press("t")
+        expect(finder).to_be_visible()
+        box.fill("app")
+        page.keyboard.press("Enter")
+        expect(page).to_have_url(f"{base}/src/branch/main/{FILE}")
+
         # y: the same page at its commit, the selected line kept.
         page.goto(f"{base}/src/branch/main/{FILE}#L2")
         page.keyboard.press("y")

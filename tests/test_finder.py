@@ -216,3 +216,20 @@ def test_bad_input_is_a_clear_4xx(client: testing.TestClient, url: str, query: s
     assert result.status_code in (200, 400, 404), (url, result.status_code)
     if result.status_code == 200:
         assert "find-results" in result.text
+
+
+def test_t_works_on_the_repositorys_other_pages(
+    client: testing.TestClient, fixture_root: Path
+) -> None:
+    """Pages of no ref (issues, branches, a commit) carry a hidden finder link over the home
+    page's ref, for ``t``; pages of a ref carry theirs alone."""
+    tree = _tree(fixture_root / "alice" / "demo.git", "main")
+    for url in (f"{DEMO}/issues", f"{DEMO}/branches", f"{DEMO}/tags"):
+        page = client.simulate_get(url)
+        assert page.status_code == 200, url
+        links = re.findall(r'<a class="go-file"[^>]*>', page.text)
+        assert len(links) == 1, url
+        assert " hidden " in links[0] and f'data-paths="/alice/demo/-/paths/{tree}"' in links[0]
+        assert 'data-src="/alice/demo/src/branch/main"' in links[0]
+    file_page = client.simulate_get(f"{DEMO}/src/branch/main/README.md").text
+    assert len(re.findall(r'<a class="go-file"', file_page)) == 1

@@ -12,7 +12,7 @@ from pygit2.enums import ObjectType
 
 from floorless.access import Level
 from floorless.db.store import UNREACHABLE
-from floorless.errors import DatabaseUnavailable, NotFound, UnknownRevision
+from floorless.errors import DatabaseUnavailable, NotFound, RepositoryBroken, UnknownRevision
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
@@ -88,10 +88,19 @@ class RepoView:
         return objects.get_commit(self.handle, resolved.commit)
 
     def template_context(self, **more: Any) -> dict[str, Any]:
+        # the file finder's list is fetched by tree id (views/finder.py): the ref's on a page
+        # of a ref, the home page's ref's on the repository's other pages (``t`` works there)
         resolved = more.get("resolved")
         if isinstance(resolved, Resolved) and "finder_tree" not in more:
-            # the file finder's list is fetched by the ref's tree id (views/finder.py)
             more["finder_tree"] = str(self.commit(resolved).tree_id)
+        elif not isinstance(resolved, Resolved) and self.snapshot.home is not None:
+            kind, ref, head = self.snapshot.home
+            try:
+                tree = str(objects.get_commit(self.handle, head).tree_id)
+            except (UnknownRevision, RepositoryBroken):  # the page shows without a finder
+                tree = None
+            if tree is not None:
+                more.setdefault("finder_home", (kind, ref, tree))
         return {
             "repo": self.repo,
             "snapshot": self.snapshot,
