@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sqlite3
 import time
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import psycopg
 import pygit2
 from pygit2.enums import FileMode
 
@@ -111,7 +113,9 @@ class CodeIndex:
         self.db = db
         self.locate = locate
         self.max_file_bytes = max_file_bytes
-        self.jobs = Jobs("search", log, (FloorlessError, pygit2.GitError, OSError, KeyError))
+        # what a job may fail with is logged, and the thread goes on (the next push retries)
+        failures = (FloorlessError, pygit2.GitError, OSError, KeyError, ValueError, zlib.error)
+        self.jobs = Jobs("search", log, (*failures, sqlite3.Error, psycopg.Error))
         self._trees: Cache[bytes, TreeFiles] = Cache.lru(
             TREE_MEMORY_BYTES, getsizeof=lambda files: files.nbytes()
         )
