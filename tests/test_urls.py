@@ -443,7 +443,7 @@ def test_blame_output_of_a_sha256_repository(tmp_path):
     assert len(head) == 64
     parser = IncrementalParser(2)
     groups = parser.feed(git(work, "blame", "--incremental", "HEAD", "--", "a.txt"))
-    assert groups + parser.finish() == [BlameGroup(head, 1, 2)]
+    assert groups + parser.finish() == [BlameGroup(head, 1, 2, 1)]
     assert parser.commits[head].summary == "first"
 
 

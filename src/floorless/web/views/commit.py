@@ -292,7 +292,7 @@ class CommitFile(DiffPage):
             "commit_file.html",
             **view.template_context(
                 commit=objects.commit_info(commit),
-                base=objects.commit_info(base) if base is not None else None,
+                since=objects.commit_info(base) if base is not None else None,
                 f=shown.diff.files[0],
                 rows=shown.rows.get(0),
                 options=options,
