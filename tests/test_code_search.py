@@ -394,5 +394,6 @@ def test_another_branch_is_indexed_when_first_asked_for(site: Site) -> None:
     assert 'name="ref" value="topic"' in found.text
     both = get(site, "/alice/branches/search?ref=topic&q=/a+(wallaby|kangaroo)/")
     assert sorted(found_paths(both)) == ["main.txt", "topic.txt"]
-    assert get(site, "/alice/branches/search?ref=nothing&q=kangaroo").status_code == 404
+    for ref in ("nothing", "%00", "x" * 5000, "%FF%FE", "../main"):
+        assert get(site, f"/alice/branches/search?ref={ref}&q=kangaroo").status_code == 404
     assert get(site, "/alice/secret/search?ref=main&q=zanzibar").status_code == 404
