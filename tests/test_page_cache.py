@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import falcon
+import pygit2
 import pytest
-from conftest import start_forge, wait_indexed
+from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import MODE_FILE, git, git_text, git_text_input
 
@@ -144,8 +145,18 @@ def _clone_url(page: str) -> str:
     return found.group(1)
 
 
+def _languages_counted(forge: Forge, renderer: Renderer, name: str) -> None:
+    """Wait for the background count of a large tree's languages, without which its home
+    page is not kept (``web/languages.py``)."""
+    repo = forge.registry.get("alice", name)
+    handle = forge.open(repo)
+    tree = handle.revparse_single("HEAD").peel(pygit2.Tree).id.raw
+    wait_for(lambda: renderer.languages.get(handle, repo.path, tree) is not None)
+
+
 def test_hosts_share_one_entry_and_each_page_shows_its_own_address(wide_forge):
     client, renderer = serve(wide_forge)
+    _languages_counted(wide_forge, renderer, "wide")
     pages = {}
     for host in ("one.example", "two.example:8080", "[::1]:3000", "one.example"):
         page = client.simulate_get("/alice/wide", headers={"Host": host})

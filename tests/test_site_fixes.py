@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
+import pygit2
 import pytest
 from conftest import database_for, start_forge
 from falcon import testing
 from gitfixtures import git_text
+from test_spawns import counting
 
+from floorless.errors import BadRequest
+from floorless.forge import Forge
 from floorless.web import markup
 from floorless.web.app import create_app
 
@@ -214,3 +219,62 @@ def test_the_home_page_offers_the_archives(client: testing.TestClient) -> None:
     home = client.simulate_get("/alice/demo").text
     assert 'href="/alice/demo/archive/main.zip"' in home
     assert 'href="/alice/demo/archive/main.tar.gz"' in home
+
+
+@pytest.mark.parametrize("inline", [1_000, 3], ids=["small-tree", "large-tree"])
+def test_the_language_bar(forge: Forge, monkeypatch: pytest.MonkeyPatch, inline: int) -> None:
+    """A small tree is counted by the page itself; a larger one in the background, the page
+    showing a placeholder meanwhile (``inline`` entries: what a page may walk)."""
+    from conftest import wait_for
+
+    from floorless.web import languages
+
+    monkeypatch.setattr(languages, "INLINE", inline)
+    client = testing.TestClient(create_app(forge))  # a renderer of its own: nothing counted
+    repo = forge.registry.get("alice", "demo")
+    handle = forge.open(repo)
+    tree = handle.revparse_single("main").peel(pygit2.Tree)
+    expected = languages.count(handle, tree)
+    assert expected and expected[0].name == "Python"  # src/app.py; the Markdown is prose
+    with counting() as spawned:
+        first = client.simulate_get("/alice/demo").text
+    assert spawned == []  # the count is no process
+    assert ("languages-pending" in first) == (inline == 3)
+    wait_for(lambda: "languages-pending" not in client.simulate_get("/alice/demo").text)
+    page = client.simulate_get("/alice/demo").text
+    shown = re.findall(r'</span> ([^<]+) <span class="muted">([0-9.]+)%</span></li>', page)
+    assert [name for name, _ in shown] == [s.name for s in expected]
+    assert [float(p) for _, p in shown] == [round(s.percent, 1) for s in expected]
+    assert page.count("<rect ") == len(expected)
+    assert languages.count(handle, tree, 3, whole=True) is None
+
+
+def test_the_about_panel_is_edited_in_the_settings(tmp_path: Path, fixture_root: Path) -> None:
+    target = tmp_path / "repos" / "alice" / "demo.git"
+    shutil.copytree(fixture_root / "alice" / "demo.git", target)
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        repo = forge.registry.get("alice", "demo")
+        client = testing.TestClient(create_app(forge))
+        assert 'class="website"' not in client.simulate_get("/alice/demo").text
+        forge.registry.set_about(repo, " https://example.org/demo ", "Web, git  forge,web")
+        repo = forge.registry.get("alice", "demo")
+        assert repo.website == "https://example.org/demo"
+        assert repo.topics == ("web", "git", "forge")
+        home = client.simulate_get("/alice/demo").text
+        assert 'href="https://example.org/demo" rel="nofollow ugc noopener"' in home
+        assert re.findall(r'<li class="topic">([^<]+)</li>', home) == ["web", "git", "forge"]
+        for website, topics in (
+            ("javascript:alert(1)", ""),
+            ("https://exa mple.org", ""),
+            ("https://example.org/" + "x" * 300, ""),
+            ("", "not_a_topic"),
+            ("", " ".join(f"t{n}" for n in range(21))),
+        ):
+            with pytest.raises(BadRequest):
+                forge.registry.set_about(repo, website, topics)
+        assert forge.registry.get("alice", "demo").website == "https://example.org/demo"
+        forge.registry.set_about(repo, "", "")
+        assert forge.registry.get("alice", "demo").topics == ()
+    finally:
+        forge.stop()

@@ -17,6 +17,7 @@ interrupted forward (its directory moved) or back (it did not) when the forge st
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import threading
 import time
@@ -87,6 +88,8 @@ class Repo:
     has_issues: bool = True  # issues are on (the repository's settings)
     has_pulls: bool = True  # and pull requests
     parent: tuple[str, str] | None = None  # (owner, name) of what it was forked from
+    website: str = ""  # an http(s) URL, shown in the about panel
+    topics: tuple[str, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -607,6 +610,22 @@ class Registry:
         (repo.path / "description").write_text(description + "\n" if description else "")
         self.db.execute("UPDATE repos SET description = ? WHERE id = ?", (description, repo.id))
 
+    def set_about(self, repo: Repo, website: str, topics: str) -> None:
+        """The about panel's website (an http or https URL, or nothing) and topics (words of
+        lower-case letters, digits and ``-``, separated by spaces or commas)."""
+        website = website.strip()
+        if website and (len(website) > 300 or not _WEBSITE.fullmatch(website)):
+            raise BadRequest("the website is an http:// or https:// address (300 characters)")
+        words = topics.replace(",", " ").lower().split()
+        if len(words) > MAX_TOPICS or not all(_TOPIC.fullmatch(w) for w in words):
+            raise BadRequest(
+                f"topics are at most {MAX_TOPICS} words of letters, digits and '-' (35 each)"
+            )
+        unique = " ".join(dict.fromkeys(words))
+        self.db.execute(
+            "UPDATE repos SET website = ?, topics = ? WHERE id = ?", (website, unique, repo.id)
+        )
+
     def _taken(self, owner: str, name: str, besides: int | None = None) -> bool:
         sql = "SELECT 1 FROM repos WHERE owner = ? AND lower(name) = lower(?)"
         params: list[object] = [owner, name]
@@ -633,6 +652,11 @@ def check_name(name: str) -> None:
             f"{name!r} is not a valid repository name: letters, digits, '.', '-' and '_',"
             " starting with a letter or digit, at most 100 characters, not ending in .git"
         )
+
+
+MAX_TOPICS = 20
+_TOPIC = re.compile(r"[a-z0-9][a-z0-9-]{0,34}")
+_WEBSITE = re.compile(r"https?://[^\s<>\"'\x00-\x1f\x7f]+")
 
 
 def _clean_description(text: str) -> str:
@@ -668,4 +692,6 @@ def _repo(row: Row) -> Repo:
         has_issues=bool(row["has_issues"]),
         has_pulls=bool(row["has_pulls"]),
         parent=(row["parent_owner"], row["parent_name"]) if row["parent_owner"] else None,
+        website=row["website"],
+        topics=tuple(row["topics"].split()),
     )

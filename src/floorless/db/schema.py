@@ -815,6 +815,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS search_repos_tree ON search_repos (tree)",
         ),
     ),
+    Migration(
+        19,
+        "a repository's about panel: its website and topics beside its description",
+        (
+            "ALTER TABLE repos ADD COLUMN website TEXT NOT NULL DEFAULT ''",
+            # lower-case words separated by single spaces
+            "ALTER TABLE repos ADD COLUMN topics TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -13,6 +13,7 @@ from floorless import dates, timing
 from floorless.caches import Cache, approximate_size
 from floorless.config import Settings
 from floorless.web import auth, marks, urls
+from floorless.web.languages import Languages
 from floorless.web.pages import PageCache
 
 
@@ -114,6 +115,7 @@ class Renderer:
         # Rendered fragments keyed by object ids: they never need invalidating. None keeps
         # anything until create_app sizes them from the settings (configure).
         self.caches = _fragment_caches(0)
+        self.languages = Languages()  # the home page's language bars, by tree id
         self.pages = PageCache(0, 0.0)
 
     def configure(self, settings: Settings) -> None:

@@ -44,7 +44,16 @@ class Home(View):
         commit = objects.get_commit(view.handle, head)
         context = tree_context(view, resolved, commit.tree, self.renderer.caches["readme"])
         count = self.forge.indexer.known_commit_count(view.repo.id, head)
-        req.context.final_page = context["last_ready"] and count is not None
+        tree = commit.tree_id
+        languages = (
+            None
+            if tree is None
+            else self.renderer.languages.get(view.handle, view.repo.path, tree.raw)
+        )
+        # kept once everything it shows is known; before, the next view asks again
+        req.context.final_page = (
+            context["last_ready"] and count is not None and (tree is None or languages is not None)
+        )
         self.html(
             resp,
             "tree.html",
@@ -54,6 +63,7 @@ class Home(View):
                 home=True,
                 latest=objects.commit_info(commit),
                 commit_count=count,
+                languages=languages,
                 crumbs=[],
                 **context,
             ),

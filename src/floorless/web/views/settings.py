@@ -57,6 +57,7 @@ class Settings(FormView):
             "update": self.do_update,
             "features": self.do_features,
             "rename": self.do_rename,
+            "about": self.do_about,
             "delete": self.do_delete,
             "collaborator": self.do_collaborator,
             "remove-collaborator": self.do_remove_collaborator,
@@ -75,6 +76,10 @@ class Settings(FormView):
     def do_update(self, repo: Repo, form: dict[str, str]) -> None:
         self.forge.set_private(repo, form.get("visibility") == "private")
         self.forge.registry.set_description(repo, form.get("description", ""))
+        raise falcon.HTTPSeeOther(urls.settings(repo))
+
+    def do_about(self, repo: Repo, form: dict[str, str]) -> None:
+        self.forge.registry.set_about(repo, form.get("website", ""), form.get("topics", ""))
         raise falcon.HTTPSeeOther(urls.settings(repo))
 
     def do_features(self, repo: Repo, form: dict[str, str]) -> None:
