@@ -231,7 +231,4 @@ def test_finder_shortcuts_and_copying(
         expect(switcher).not_to_have_attribute("open", "")
     finally:
         context.close()
-    # The demo README's hostile <img src=x onerror=...> is kept as an image of a missing file
-    # (its handler dropped): the README's rendering is tested elsewhere, not here.
-    problems = [p for p in watcher.problems if f"/{DEMO}/raw/branch/main/x" not in p]
-    assert problems == [], "\n".join(problems)
+    assert watcher.problems == [], "\n".join(watcher.problems)
