@@ -15,6 +15,7 @@ import pytest
 from conftest import database_for, start_forge
 from falcon import testing
 from gitfixtures import git_text
+from test_accounts import PASSWORD, Browser
 from test_spawns import counting
 
 from floorless.errors import BadRequest
@@ -276,5 +277,16 @@ def test_the_about_panel_is_edited_in_the_settings(tmp_path: Path, fixture_root:
         assert forge.registry.get("alice", "demo").website == "https://example.org/demo"
         forge.registry.set_about(repo, "", "")
         assert forge.registry.get("alice", "demo").topics == ()
+        # through the settings page, by its owner
+        forge.accounts.create_user("alice", "alice@example.org", PASSWORD)
+        alice = Browser(client)
+        alice.sign_in("alice")
+        about = {"action": "about", "website": "https%3A%2F%2Fexample.org", "topics": "a+b-c"}
+        assert alice.post("/alice/demo/settings", about).status_code == 303
+        assert 'value="https://example.org"' in alice.get("/alice/demo/settings").text
+        assert forge.registry.get("alice", "demo").topics == ("a", "b-c")
+        refused = alice.post("/alice/demo/settings", {**about, "website": "ftp%3A%2F%2Fx"})
+        assert refused.status_code == 400 and 'class="error"' in refused.text
+        assert forge.registry.get("alice", "demo").website == "https://example.org"
     finally:
         forge.stop()
