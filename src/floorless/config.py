@@ -337,6 +337,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0,
     ),
     Setting(
+        "git_mapped_bytes",
+        int,
+        64 * 1024 * 1024,
+        "Bytes of pack files libgit2 keeps mapped at most, in windows of at most a quarter of this (its own default on 64-bit systems is 8 GiB of 1 GiB windows: every pack read stayed mapped and counted in the server's resident memory).",
+        minimum=1024 * 1024,
+    ),
+    Setting(
+        "git_object_cache_bytes",
+        int,
+        32 * 1024 * 1024,
+        "Bytes of parsed git objects (trees, commits, small blobs) libgit2 keeps in memory across requests, shared by every repository; 0 keeps none.",
+        minimum=0,
+    ),
+    Setting(
         "page_cache_seconds",
         float,
         60.0,
@@ -527,6 +541,8 @@ class Settings:
     page_cache_bytes: int
     render_cache_bytes: int
     compressed_cache_bytes: int
+    git_mapped_bytes: int
+    git_object_cache_bytes: int
     page_cache_seconds: float
     session_days: float
     secure_cookies: str

@@ -68,7 +68,9 @@ class Forge:
             max_connections=settings.threads + settings.dear_threads + 4,
             timeout=settings.database_timeout,
         )
-        self.git = GitEnvironment(settings.runtime_dir)
+        self.git = GitEnvironment(
+            settings.runtime_dir, settings.git_mapped_bytes, settings.git_object_cache_bytes
+        )
         self.handles = HandlePool(settings.repo_handles)
         self.states = RepoStates(self.handles)
         # The database's versions of repos and repo_access when each repository's row was

@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 import pygit2
 
-from floorless import background, indexrows
+from floorless import background, heap, indexrows
 from floorless.caches import Cache
 from floorless.db import Database
 from floorless.db.leases import LEASE_SECONDS, LeaseLost, Leases, node_name
@@ -314,6 +314,7 @@ class Indexer:
                 listener(job.repo, job)
             if done and self.idle():
                 return_freed_memory()
+                heap.settle()  # the graphs just built or loaded live on: never scan them again
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ is moved with ``create_reference_symbolic``.
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 from collections import OrderedDict
@@ -28,7 +27,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
-from floorless import timing
+from floorless import heap, timing
 from floorless.errors import RepositoryBroken
 
 
@@ -150,7 +149,7 @@ class HandlePool:
         with self._lock:
             dropped, self._dropped = self._dropped, 0
         if dropped:
-            gc.collect()
+            heap.collect_everything()
 
     def __len__(self) -> int:
         return len(self._handles)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import logging
 
+from floorless import heap
 from floorless.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -30,8 +31,10 @@ def application() -> Gateway:
         fetch_bytes=settings.max_fetch_request_bytes,
         form_bytes=settings.max_form_bytes,
     )
+    app = create_app(forge)
+    heap.settle()  # modules, templates, settings: alive as long as the worker
     return Gateway(
-        create_app(forge),
+        app,
         limits,
         settings.threads,
         forge.git.tmp,

@@ -1,0 +1,80 @@
+"""Memory the process holds is bounded and stated, and what lives long is kept out of the
+garbage collector's way: libgit2's mapped pack windows and object cache are set from the
+settings, and what is alive after start-up and after an index is frozen (``heap.settle``)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pygit2
+from conftest import start_forge, wait_indexed
+from gitfixtures import build_history
+
+from floorless import heap
+from floorless.config import Settings
+from floorless.git import env
+
+
+def test_libgit2_memory_is_bounded_by_the_settings(tmp_path: Path) -> None:
+    forge = start_forge(
+        tmp_path / "repos",
+        tmp_path / "data",
+        git_mapped_bytes=8 << 20,
+        git_object_cache_bytes=4 << 20,
+    )
+    try:
+        assert pygit2.settings.mwindow_mapped_limit == 8 << 20
+        assert pygit2.settings.mwindow_size == 2 << 20
+        assert pygit2.settings.mwindow_file_limit == env.MAPPED_FILE_LIMIT
+        assert pygit2.settings.cached_memory[1] == 4 << 20
+    finally:
+        forge.stop()
+
+
+def test_the_defaults_are_far_below_libgit2s() -> None:
+    settings = Settings.load(environ={})
+    # libgit2's own on 64-bit: 8 GiB mapped, 256 MiB of objects
+    assert settings.git_mapped_bytes <= 64 << 20
+    assert settings.git_object_cache_bytes <= 32 << 20
+
+
+def test_an_index_is_frozen_once_built(tmp_path: Path) -> None:
+    repos = tmp_path / "repos"
+    build_history(repos / "alice" / "hist.git")
+    settled = heap.settled
+    forge = start_forge(repos, tmp_path / "data")
+    try:
+        wait_indexed(forge)
+        repo = forge.registry.all()[0]
+        graph = forge.indexer.graph(repo.id)
+        assert graph is not None and len(graph) > 0
+        assert heap.settled > settled
+        assert gc.get_freeze_count() > 0
+        # the permanent generation is outside every generation a collection walks
+        walked = {id(o) for o in gc.get_objects()}
+        assert id(graph.postings) not in walked
+        assert id(vars(graph)) not in walked
+    finally:
+        forge.stop()
+
+
+def test_settling_freezes_and_a_full_collection_still_frees_cycles() -> None:
+    class Node:
+        other: object = None
+
+    settled = heap.settled
+    first, second = Node(), Node()
+    first.other, second.other = second, first
+    heap.settle()
+    assert heap.settled == settled + 1
+    assert id(first) not in {id(o) for o in gc.get_objects()}
+    import weakref
+
+    gone = weakref.ref(first)
+    del first, second
+    gc.collect()
+    assert gone() is not None  # frozen: no ordinary collection reaches it
+    heap.collect_everything()
+    assert gone() is None
+    assert gc.get_freeze_count() > 0  # and what is left is frozen again
