@@ -8,7 +8,9 @@ may come from a cookie the URL does not name."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple, cast
 
 import falcon
@@ -75,6 +77,26 @@ class DiffPage(View):
 
     def variant(self, req: falcon.Request) -> object:
         return diff_options(req)
+
+    def of_commit(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        repo: str,
+        sha: str,
+        show: Callable[[RepoView, Resolved, Options], None],
+        remember: bool = True,
+    ) -> None:
+        """The page ``show`` makes of the commit ``sha`` (an id, not a ref: these pages are
+        asked for by the commit's own page), kept in the page cache; ``remember``: a
+        ``?style=`` becomes the reader's (a fragment's style is the page's, already theirs)."""
+        view = repo_view(self.forge, req, owner, repo)
+        resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
+        if resolved.path:
+            raise NotFound("no such commit")
+        options = diff_options(req, resp if remember else None)
+        self.cached_page(req, resp, view, lambda: show(view, resolved, options))
 
 
 def diff_budget(settings: Settings) -> Budget:
@@ -249,12 +271,7 @@ class CommitFile(DiffPage):
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
-        resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
-        if resolved.path:
-            raise NotFound("no such commit")
-        options = diff_options(req, resp)
-        self.cached_page(req, resp, view, lambda: self.file(req, resp, view, resolved, options))
+        self.of_commit(req, resp, owner, repo, sha, partial(self.file, req, resp))
 
     def file(
         self,
@@ -317,12 +334,7 @@ class DiffLines(DiffPage):
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
-        resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
-        if resolved.path:
-            raise NotFound("no such commit")
-        options = diff_options(req)
-        self.cached_page(req, resp, view, lambda: self.lines(req, resp, view, resolved, options))
+        self.of_commit(req, resp, owner, repo, sha, partial(self.lines, req, resp), remember=False)
 
     def lines(
         self,
