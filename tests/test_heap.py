@@ -5,6 +5,7 @@ settings, and what is alive after start-up and after an index is frozen (``heap.
 from __future__ import annotations
 
 import gc
+import sqlite3
 from pathlib import Path
 
 import pygit2
@@ -12,8 +13,11 @@ from conftest import start_forge, wait_indexed
 from gitfixtures import build_history
 
 from floorless import heap
+from floorless.caches import approximate_size
 from floorless.config import Settings
+from floorless.db import store
 from floorless.git import env
+from floorless.web.api import gitshapes
 
 
 def test_libgit2_memory_is_bounded_by_the_settings(tmp_path: Path) -> None:
@@ -35,7 +39,7 @@ def test_libgit2_memory_is_bounded_by_the_settings(tmp_path: Path) -> None:
 def test_the_defaults_are_far_below_libgit2s() -> None:
     settings = Settings.load(environ={})
     # libgit2's own on 64-bit: 8 GiB mapped, 256 MiB of objects
-    assert settings.git_mapped_bytes <= 64 << 20
+    assert settings.git_mapped_bytes <= 32 << 20
     assert settings.git_object_cache_bytes <= 32 << 20
 
 
@@ -78,3 +82,27 @@ def test_settling_freezes_and_a_full_collection_still_frees_cycles() -> None:
     heap.collect_everything()
     assert gone() is None
     assert gc.get_freeze_count() > 0  # and what is left is frozen again
+
+
+def test_remembered_answers_stay_within_their_byte_bound(tmp_path: Path) -> None:
+    connection = sqlite3.connect(tmp_path / "rows.sqlite3")
+    connection.row_factory = sqlite3.Row
+    big = connection.execute("SELECT ? AS body", ("x" * (1 << 20),)).fetchall()
+    assert store.memo_size(((1,), big)) > 1 << 20  # the values count, not the row's shell
+    database = store.Database("test")
+    for n in range(64):
+        rows = connection.execute("SELECT ? AS n, ? AS body", (n, "y" * (1 << 20))).fetchall()
+        database.memo.put(("SELECT", (n,)), ((n,), rows))
+    assert database.memo.currsize <= store.MEMO_BYTES
+    assert 0 < len(database.memo) < 64  # the oldest went
+    connection.close()
+
+
+def test_a_commits_changed_files_are_kept_by_bytes(tmp_path: Path) -> None:
+    repo = pygit2.Repository(str(build_history(tmp_path / "hist.git")))
+    for commit in repo.walk(repo.head.target):
+        gitshapes.changes(repo, commit)
+    cache = gitshapes._CHANGES
+    assert cache.maxsize >= 1 << 20  # bytes, not commits
+    assert 0 < cache.currsize <= cache.maxsize
+    assert cache.currsize >= approximate_size(cache.values()[0])

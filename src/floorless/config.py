@@ -339,7 +339,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "git_mapped_bytes",
         int,
-        64 * 1024 * 1024,
+        32 * 1024 * 1024,
         "Bytes of pack files libgit2 keeps mapped at most, in windows of at most a quarter of this (its own default on 64-bit systems is 8 GiB of 1 GiB windows: every pack read stayed mapped and counted in the server's resident memory).",
         minimum=1024 * 1024,
     ),

@@ -38,7 +38,7 @@ from pygit2.enums import SortMode
 
 from floorless.accounts import Account
 from floorless.background import Jobs
-from floorless.caches import Cache
+from floorless.caches import Cache, approximate_size
 from floorless.db import Database, Row
 from floorless.errors import BadRequest, Conflict, FloorlessError, NotFound
 from floorless.git import lines
@@ -53,6 +53,7 @@ VERDICTS = ("comment", "approve", "request_changes")
 NEW_LIMIT = 250  # commits listed as new since a person's last look
 RANGE_MAX = 500  # lines one comment may span
 PATH_MAX = 4096  # characters of a path (git's own limit is the file system's)
+CHANGED_PATHS_BYTES = 8 * 1024 * 1024  # the paths of diffs a review page reads, kept in memory
 
 _REVIEW = "SELECT r.*, a.name AS author FROM reviews r LEFT JOIN accounts a ON a.id = r.author_id"
 _COMMENT = (
@@ -178,7 +179,10 @@ class Reviews:
         # background thread.
         self.locate: Callable[[str, str], tuple[pygit2.Repository, RefSnapshot]] | None = None
         self.merge_bases: Cache[tuple[str, str], str] = Cache.lru(4096)
-        self.changed: Cache[tuple[str, str], lines.ChangedPaths] = Cache.lru(256)
+        # a diff's paths: as many as a commit changes, so bounded in bytes
+        self.changed: Cache[tuple[str, str], lines.ChangedPaths] = Cache.lru(
+            CHANGED_PATHS_BYTES, getsizeof=approximate_size
+        )
         self.news: Cache[tuple[str, str, str], NewCommits] = Cache.lru(4096)
         self._jobs = Jobs(
             "reviews", log, (FloorlessError, pygit2.GitError, KeyError, ValueError, OSError)

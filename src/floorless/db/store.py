@@ -42,7 +42,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from floorless import timing
-from floorless.caches import Cache
+from floorless.caches import Cache, approximate_size
 from floorless.db.schema import REMEMBERED, TRIGGERED
 from floorless.errors import BadRequest, DatabaseUnavailable
 
@@ -69,8 +69,8 @@ ALIVE = {
     "tcp_user_timeout": 15_000,
 }
 
-# Remembered answers of repeated reads, at most.
-MEMO_ENTRIES = 4096
+# Bytes of remembered answers of repeated reads, at most (``memo_size``).
+MEMO_BYTES = 16 * 1024 * 1024
 
 # The advisory lock every PostgreSQL write transaction takes ("floorles" in ASCII).
 WRITE_LOCK = 0x666C6F6F726C6573
@@ -84,6 +84,15 @@ class Row(Protocol):
     def keys(self) -> list[str]: ...
 
 
+def memo_size(memo: tuple[tuple[int, ...], list[Row]]) -> int:
+    """Bytes a remembered answer holds: its rows' values (a row object's own fields are
+    not followed by ``approximate_size``), and what its key, the statement, takes about."""
+    stamp, rows = memo
+    # by name: iterating a sqlite3.Row gives its values, a PostgreSQL row (a dict) its names
+    values = [tuple(row[k] for k in row.keys()) for row in rows]  # noqa: SIM118
+    return approximate_size(stamp) + approximate_size(values) + 512
+
+
 class Database:
     """The common part: counting and timing; the dialects say how a statement runs."""
 
@@ -95,7 +104,7 @@ class Database:
         # PostgreSQL, while db/notices.py's listener is connected; never on SQLite.
         self.coherent: Callable[[], bool] = lambda: False
         self.memo: Cache[tuple[str, tuple[Any, ...]], tuple[tuple[int, ...], list[Row]]] = (
-            Cache.lru(MEMO_ENTRIES)
+            Cache.lru(MEMO_BYTES, getsizeof=memo_size)
         )
         self._versions: dict[str, int] = {}
         self._watched: set[str] = set()

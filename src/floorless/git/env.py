@@ -32,7 +32,7 @@ class GitEnvironment:
     def __init__(
         self,
         runtime_dir: Path,
-        mapped_bytes: int = 64 << 20,
+        mapped_bytes: int = 32 << 20,
         object_cache_bytes: int = 32 << 20,
     ) -> None:
         self.runtime_dir = runtime_dir

@@ -262,8 +262,8 @@ def blob_bytes(blob: pygit2.Blob, limit: int | None = None) -> bytes:
 
 # An object id names its content, so its type and size are the same in every repository and
 # never change: kept by id, a warm page asks the storage nothing (reading a loose object's
-# header opens its file each time). About 100 bytes an entry.
-_HEADERS: Cache[bytes, tuple[int, int]] = Cache.lru(1 << 16)
+# header opens its file each time). About 200 bytes an entry with the cache's own links.
+_HEADERS: Cache[bytes, tuple[int, int]] = Cache.lru(12 << 20, getsizeof=lambda _: 200)
 
 
 def object_header(repo: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, int] | None:

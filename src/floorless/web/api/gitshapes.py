@@ -144,7 +144,9 @@ def delta_status(status: pygit2.enums.DeltaStatus) -> str:
     return _STATUS.get(diff.STATUS.get(status, "modified"), "modified")
 
 
-_CHANGES: Cache[bytes, tuple[list[Json], Json]] = Cache.lru(4096)
+# A commit's changed files: as many as it changes (thousands for a big merge), so bounded in
+# bytes rather than in commits.
+_CHANGES: Cache[bytes, tuple[list[Json], Json]] = Cache.lru(16 << 20, getsizeof=approximate_size)
 
 
 def changes(handle: pygit2.Repository, commit: AnyCommit) -> tuple[list[Json], Json]:
