@@ -5,12 +5,15 @@ settings, and what is alive after start-up and after an index is frozen (``heap.
 from __future__ import annotations
 
 import gc
+import re
 import sqlite3
+import urllib.request
 from pathlib import Path
 
 import pygit2
 from conftest import start_forge, wait_indexed
 from gitfixtures import build_history
+from serving import serving
 
 from floorless import heap
 from floorless.caches import approximate_size
@@ -106,3 +109,18 @@ def test_a_commits_changed_files_are_kept_by_bytes(tmp_path: Path) -> None:
     assert cache.maxsize >= 1 << 20  # bytes, not commits
     assert 0 < cache.currsize <= cache.maxsize
     assert cache.currsize >= approximate_size(cache.values()[0])
+
+
+def test_a_served_worker_freezes_what_it_started_with(tmp_path: Path) -> None:
+    repos = tmp_path / "repos"  # none: no index is built, so no index's settling counts
+    repos.mkdir()
+    with serving(repos, tmp_path / "data") as server:
+        text = _get(server.url + "/-/metrics")
+    found = re.search(r"^floorless_gc_frozen_objects ([0-9.e+]+)$", text, re.M)
+    assert found is not None
+    assert float(found.group(1)) > 1000  # modules, templates, the forge: not walked again
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return str(answer.read().decode())

@@ -84,7 +84,12 @@ class GcPauses(Collector):
                 count.add_metric([str(gen)], self.count[gen])
                 seconds.add_metric([str(gen)], self.seconds[gen])
                 longest.add_metric([str(gen)], self.longest[gen])
-        yield from (count, seconds, longest)
+        frozen = GaugeMetricFamily(
+            "floorless_gc_frozen_objects",
+            "Objects in the permanent generation, which no collection walks (heap.settle).",
+            value=gc.get_freeze_count(),
+        )
+        yield from (count, seconds, longest, frozen)
 
 
 _gc_pauses: GcPauses | None = None
