@@ -24,7 +24,9 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         help="local, slow (every contender's pages on each storage), api (floorless's API "
         "reads beside their pages), cold (first index, first visits, cold blame and commit, "
         "distinct URLs against cgit, cheap pages beside dear ones, memory: bench.cold_suite; "
-        f"asked for by name). Default {','.join(DEFAULT_SCENARIOS)}",
+        "asked for by name), search (literal and regex code search over a git.git-sized "
+        "tree: bench.search; by name), finder (the file finder's path list cold and warm: "
+        f"bench.finder; by name). Default {','.join(DEFAULT_SCENARIOS)}",
     )
     parser.add_argument(
         "--cold-parts",
@@ -46,6 +48,21 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         default=1,
         help="floorless serve --processes in the cold scenario (more than one needs "
         "--cold-postgres)",
+    )
+    parser.add_argument(
+        "--search-files", type=int, default=2500, help="files the search scenario adds"
+    )
+    parser.add_argument(
+        "--search-megabytes", type=float, default=39.0, help="of text in those files"
+    )
+    parser.add_argument(
+        "--search-requests", type=int, default=50, help="requests a query (search scenario)"
+    )
+    parser.add_argument(
+        "--finder-files", type=int, default=4500, help="files of the finder scenario's tree"
+    )
+    parser.add_argument(
+        "--finder-requests", type=int, default=200, help="requests a case (finder scenario)"
     )
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument(
@@ -110,6 +127,11 @@ def parse(argv: list[str]) -> tuple[Options, argparse.Namespace]:
         cold_runs=args.cold_runs,
         cold_postgres=args.cold_postgres,
         cold_processes=args.cold_processes,
+        search_files=args.search_files,
+        search_megabytes=args.search_megabytes,
+        search_requests=args.search_requests,
+        finder_files=args.finder_files,
+        finder_requests=args.finder_requests,
     )
     unknown = set(options.contenders) - set(CONTENDERS)
     if unknown:

@@ -44,6 +44,10 @@ def evaluate(results: Results) -> list[Check]:
     ]
     if results.cold is not None:
         checks += cold_checks(results.cold)
+    if results.search is not None:
+        checks += search_checks(results.search)
+    if results.finder is not None:
+        checks += finder_checks(results.finder)
     return checks
 
 
@@ -308,6 +312,12 @@ def markdown(results: Results, command: str) -> str:
     if results.cold is not None:
         out += ["", COLD_HEADING, ""]
         out += cold_section(results.cold)
+    if results.search is not None:
+        out += ["", SEARCH_HEADING, ""]
+        out += search_section(results.search, command)
+    if results.finder is not None:
+        out += ["", FINDER_HEADING, ""]
+        out += finder_section(results.finder)
     if any(not run.skipped for run in results.runs):
         out += _cold_requests(results)
     skipped = [r for r in results.runs if r.skipped or r.errors]
@@ -763,6 +773,12 @@ def cold_only(results: Results) -> bool:
     return results.cold is not None and not _storages(results) and not results.api
 
 
+def sections_only(results: Results) -> bool:
+    """Whether the run measured only scenarios with a section of their own (cold, search,
+    finder): such a run replaces those sections of a page another run wrote, no more."""
+    return not _storages(results) and not results.api
+
+
 def cold_page_section(results: Results, command: str) -> list[str]:
     """The cold scenario's section as it stands on its own in a page another run wrote: its
     run, its command and its targets with it."""
@@ -792,9 +808,15 @@ def splice_cold(page: str, section: list[str]) -> str:
     """``page`` with its cold section replaced by ``section`` (or given one, before the cold
     requests' table or at the end): a run of the cold scenario alone keeps the figures of the
     run that wrote the rest of the page."""
+    return splice(page, COLD_HEADING, section)
+
+
+def splice(page: str, heading: str, section: list[str]) -> str:
+    """``page`` with the section under ``heading`` replaced by ``section`` (which starts with
+    that heading), or given one before the cold requests' table or at the end."""
     lines = page.rstrip("\n").split("\n")
-    if COLD_HEADING in lines:
-        start = lines.index(COLD_HEADING)
+    if heading in lines:
+        start = lines.index(heading)
         end = next(
             (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
         )
@@ -820,10 +842,16 @@ def write(results: Results, json_path: Path, docs_path: Path | None, command: st
 
 def write_docs(results: Results, docs_path: Path, command: str) -> None:
     docs_path.parent.mkdir(parents=True, exist_ok=True)
-    if cold_only(results) and docs_path.is_file():
-        before = docs_path.read_text()
-        if "<!-- Written by `python -m bench`" in before:
-            docs_path.write_text(splice_cold(before, cold_page_section(results, command)))
+    if sections_only(results) and docs_path.is_file():
+        page = docs_path.read_text()
+        if "<!-- Written by `python -m bench`" in page:
+            if results.cold is not None:
+                page = splice_cold(page, cold_page_section(results, command))
+            if results.search is not None:
+                page = splice(page, SEARCH_HEADING, search_page_section(results, command))
+            if results.finder is not None:
+                page = splice(page, FINDER_HEADING, finder_page_section(results, command))
+            docs_path.write_text(page)
             return
     docs_path.write_text(markdown(results, command))
 
@@ -861,6 +889,8 @@ def from_json(text: str) -> Results:
         else PairedRun(_pages(paired["local"]), _pages(paired["slow"])),
         api=None if api is None else bench_api.from_json(api, _page),
         cold=body.get("cold"),
+        search=body.get("search"),
+        finder=body.get("finder"),
     )
 
 
@@ -877,6 +907,125 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.docs is not None:
         write_docs(results, args.docs, args.command)
     return 0
+
+
+# -- the search and finder scenarios (bench.lookups) ------------------------------------------
+
+SEARCH_HEADING = "## Code search"
+FINDER_HEADING = "## File finder"
+LITERAL_MS = 100.0
+REGEX_MS = 1000.0
+
+
+def _worst(search: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    figures = [f for f in search.get("figures", []) if f["mode"] == mode]
+    return max(figures, key=lambda f: f["p50_ms"]) if figures else None
+
+
+def search_checks(search: dict[str, Any]) -> list[Check]:
+    """Code search against its targets: every literal query's p50 (repository and site wide)
+    within 100 ms, every regular expression's within 1 s, and no process started for any."""
+    checks = []
+    for mode, limit in (("literal", LITERAL_MS), ("regex", REGEX_MS)):
+        target = f"{mode} code search p50 within {limit:.0f} ms (slowest query)"
+        worst = _worst(search, mode)
+        if worst is None:
+            checks.append(Check(target, None, "no such query was measured"))
+            continue
+        checks.append(
+            Check(
+                target,
+                worst["p50_ms"] <= limit and worst["status"] == 200,
+                f"{worst['query']} ({worst['scope']}): {worst['p50_ms']:.1f} ms,"
+                f" status {worst['status']}",
+            )
+        )
+    spawns = [f["server_spawns"] for f in search.get("figures", [])]
+    target = "code search starts no process"
+    if not spawns or any(s is None for s in spawns):
+        checks.append(Check(target, None, "the server reported no process count"))
+    else:
+        checks.append(Check(target, max(spawns) == 0, f"at most {max(spawns):.2f} per request"))
+    return checks
+
+
+def finder_checks(finder: dict[str, Any]) -> list[Check]:
+    """The finder's path list and page start no process, cold or warm."""
+    spawned = finder.get("spawned")
+    target = "the file finder's path list and page start no process"
+    if spawned is None:
+        return [Check(target, None, "not measured")]
+    return [Check(target, spawned == 0, f"{spawned:.0f} in {finder['requests']} rounds")]
+
+
+def search_section(search: dict[str, Any], command: str) -> list[str]:
+    """bench.search's own report, under the page's heading."""
+    from bench import search as bench_search
+
+    figures = [bench_search.Figure(**f) for f in search["figures"]]
+    result = bench_search.SearchBench(**{**search, "figures": figures})
+    lines = bench_search.markdown(result, command).rstrip("\n").split("\n")
+    return lines[2:]  # without its own title
+
+
+def finder_section(finder: dict[str, Any]) -> list[str]:
+    out = [
+        f"A tree of {finder['files']:,} files (git.git's count, as deep as its directories);"
+        f" the path list is {finder['body_bytes']:,} bytes of JSON, {finder['gzip_bytes']:,}"
+        f" gzipped. {finder['requests']} rounds, each case once a round, in process (the"
+        " route's own cost, no sockets); processes started: "
+        f"{finder['spawned']:.0f}.",
+        "",
+        "| case | p50 ms | p95 ms | p50 / warm list |",
+        "|---|---|---|---|",
+    ]
+    labels = {
+        "paths_cold": "path list, a tree never listed (cold)",
+        "paths_warm": "path list, cached (warm)",
+        "paths_304": "path list, revalidated (304)",
+        "find_page": "finder page without script, `?q=`",
+    }
+    for key, label in labels.items():
+        case = finder.get(key)
+        if case is not None:
+            out.append(
+                f"| {label} | {case['p50_ms']:.2f} | {case['p95_ms']:.2f} | {case['to_warm']:.2f} |"
+            )
+    return out
+
+
+def _standalone(results: Results, heading: str, command: str, checks: list[Check]) -> list[str]:
+    out = [
+        heading,
+        "",
+        f"Measured {results.started} on {results.machine['cores']} cores "
+        f"({results.machine['cpu']}), Python {results.machine['python']}; "
+        f"the run took {results.seconds:.0f} s.",
+        "",
+        "```sh",
+        command,
+        "```",
+        "",
+        "Targets:",
+        "",
+    ]
+    for check in checks:
+        mark = {True: "met", False: "**missed**", None: "not measured"}[check.passed]
+        out.append(f"- {check.target}: {mark} ({check.detail})")
+    return [*out, ""]
+
+
+def search_page_section(results: Results, command: str) -> list[str]:
+    """The search section as it stands in a page another run wrote: its run and targets."""
+    assert results.search is not None
+    out = _standalone(results, SEARCH_HEADING, command, search_checks(results.search))
+    return out + search_section(results.search, command)
+
+
+def finder_page_section(results: Results, command: str) -> list[str]:
+    assert results.finder is not None
+    out = _standalone(results, FINDER_HEADING, command, finder_checks(results.finder))
+    return out + finder_section(results.finder)
 
 
 __all__ = [

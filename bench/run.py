@@ -35,8 +35,10 @@ BROWSE_PAGES = ("home", "dir", "file", "raw", "commits", "history", "commit", "e
 CONTENDERS = ("floorless", "reference", "cgit", "cgit-cache", "gitweb", "klaus")
 STORAGES = ("local", "slow")  # the scenarios that measure every contender's pages
 DEFAULT_SCENARIOS = (*STORAGES, "api")
-# ``cold`` (bench.cold_suite) indexes the repository several times over: asked for by name
-SCENARIOS = (*DEFAULT_SCENARIOS, "cold")
+# ``cold`` (bench.cold_suite) indexes the repository several times over, ``search``
+# (bench.search) widens it to git.git's tree and indexes its code, ``finder`` (bench.finder)
+# builds a tree of git.git's file count: each asked for by name (bench.lookups)
+SCENARIOS = (*DEFAULT_SCENARIOS, "cold", "search", "finder")
 OWNER = "bench"
 ENV_CLEAN = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -67,6 +69,11 @@ class Options:
     cold_runs: int = 3  # runs of its blame and commit pages (medians)
     cold_postgres: str | None = None  # a PostgreSQL server for floorless in the cold scenario
     cold_processes: int = 1  # floorless serve --processes in the cold scenario
+    search_files: int = 2500  # files the search scenario adds (git.git's tree with ``large``)
+    search_megabytes: float = 39.0  # of text in those files
+    search_requests: int = 50  # requests a query in the search scenario
+    finder_files: int = 4500  # files of the finder scenario's tree (git.git's count)
+    finder_requests: int = 200  # requests a case in the finder scenario
 
 
 @dataclass(frozen=True)
@@ -319,6 +326,8 @@ class Results:
     paired: PairedRun | None = None
     api: list[ApiRead] | None = None  # the api scenario's reads, each beside its page
     cold: dict[str, Any] | None = None  # the cold scenario's figures (bench.cold_suite)
+    search: dict[str, Any] | None = None  # the search scenario's (bench.search.SearchBench)
+    finder: dict[str, Any] | None = None  # the finder scenario's (bench.finder.measure)
 
 
 def prepare_store(store: Path, source_repo: Path, name: str) -> tuple[Path, Path]:
@@ -581,6 +590,8 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
     paired: PairedRun | None = None
     api_reads: list[ApiRead] | None = None
     cold: dict[str, Any] | None = None
+    search: dict[str, Any] | None = None
+    finder: dict[str, Any] | None = None
     for scenario in options.scenarios:
         log(f"scenario {scenario}: {repo.kind} repository, {options.requests} requests a page")
         base = workdir / scenario
@@ -604,6 +615,17 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
                     processes=options.cold_processes,
                 )
             )
+            continue
+        if scenario == "search":
+            from bench import lookups
+
+            search = lookups.run_search(options, log)
+            continue
+        if scenario == "finder":
+            from bench import lookups
+
+            base.mkdir(parents=True, exist_ok=True)
+            finder = lookups.run_finder(options, base, log)
             continue
         if scenario == "local":
             repos, git_home = prepare_store(base, repo.path, repo.name)
@@ -694,4 +716,6 @@ def run(options: Options, log: Callable[[str], None] = print) -> Results:
         paired=paired,
         api=api_reads,
         cold=cold,
+        search=search,
+        finder=finder,
     )
