@@ -122,3 +122,79 @@ def test_blame_prior_and_ignored_revisions(browser, site, viewport) -> None:  # 
         assert watcher.problems == []
     finally:
         context.close()
+
+
+LONG_NAME = "a_very_long_identifier_" + "that_keeps_going_" * 20 + "end"
+
+
+def _build_long(path: Path) -> str:
+    """A commit adding a line far wider than a phone (one identifier, no space to break at)
+    beside a short one; its id."""
+    import pygit2
+
+    repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    sig = pygit2.Signature("Ada Author", "ada@example.org", 1_700_000_000, 0)
+
+    def tree(data: bytes) -> pygit2.Oid:
+        index = pygit2.Index()
+        index.add(pygit2.IndexEntry("long.py", repo.create_blob(data), pygit2.enums.FileMode.BLOB))
+        return index.write_tree(repo)
+
+    base = repo.create_commit("refs/heads/main", sig, sig, "Base\n", tree(b"x = 1\n"), [])
+    line = f"x = 1\n{LONG_NAME} = 2\n".encode()
+    return str(repo.create_commit("refs/heads/main", sig, sig, "Long\n", tree(line), [base]))
+
+
+def _scrolls_whole(page, box: str) -> None:
+    """``box`` (a selector) scrolls sideways, and the long identifier in it sits on one line:
+    its text's box is as tall as one line of its cell's neighbours."""
+    wide = page.evaluate(
+        """(box) => { const e = document.querySelector(box);
+            return [e.scrollWidth, e.clientWidth, getComputedStyle(e).overflowX]; }""",
+        box,
+    )
+    assert wide[0] > wide[1] + 100 and wide[2] in ("auto", "scroll"), (box, wide)
+    heights = page.evaluate(
+        """([box, name]) => {
+            const all = [...document.querySelectorAll(box + ' *')];
+            const has = (e, t) =>
+                e.textContent.trim() === t || (t === name && e.textContent.includes(name));
+            const deepest = t =>
+                all.filter(e => has(e, t) && ![...e.children].some(c => has(c, t)));
+            const h = e => e.getBoundingClientRect().height;
+            return [Math.max(...deepest(name).map(h)), Math.max(...deepest('x = 1').map(h))]; }""",
+        [box, LONG_NAME],
+    )
+    assert heights[0] > 0 and heights[0] <= heights[1] + 1, (box, heights)
+
+
+@pytest.mark.parametrize("style", ["unified", "split"])
+def test_long_lines_scroll_in_their_box_on_a_phone(browser, tmp_path, style) -> None:  # noqa: F811
+    """At 390 px a commit's diff (unified and split), the file and its blame keep a long
+    identifier on one line in a box that scrolls sideways; the page itself never does."""
+    repos = tmp_path / "repos"
+    commit = _build_long(repos / "alice" / "wide.git")
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    watcher = Watcher(page)
+    try:
+        with serving(repos, tmp_path / "data") as running:
+            server = running.url
+            query = "?style=split" if style == "split" else ""
+            page.goto(f"{server}/alice/wide/commit/{commit}{query}")
+            page.wait_for_selector("section.file-diff table.diff")
+            _no_horizontal_overflow(page)
+            _scrolls_whole(page, "section.file-diff .diff-scroll")
+            if style == "unified":
+                page.goto(f"{server}/alice/wide/src/branch/main/long.py")
+                page.wait_for_selector("table.code")
+                _no_horizontal_overflow(page)
+                _scrolls_whole(page, "table.code")
+                page.goto(f"{server}/alice/wide/blame/branch/main/long.py")
+                page.wait_for_selector("table.blame")
+                _no_horizontal_overflow(page)
+                _scrolls_whole(page, ".blame-wrap")
+        assert watcher.problems == []
+    finally:
+        context.close()
