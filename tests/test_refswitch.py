@@ -277,3 +277,36 @@ def test_the_tags_page_is_in_the_switchers_order(site: Site) -> None:
     shown = re.findall(rf'<td[^>]*><a href="{re.escape(prefix)}/([^"]*)">', page.text)
     assert [name.encode() for name in shown] == newest_first(repo, "tag")
     assert shown[0] == many_refs_tag(TAGS)
+
+
+def test_the_tags_page_shows_each_tags_creation_date(site: Site) -> None:
+    """Each row is dated as it is sorted: an annotated tag by its tagger's date, a lightweight
+    one by its commit's (``git for-each-ref``'s ``creatordate``), not by the commit alone."""
+    from datetime import datetime
+
+    repo = site.repos / f"{MANY}.git"
+    prefix = urls.src(repo_of(site, MANY), "tag", "")
+    page = fetch(site.client, f"/{MANY}/tags")
+    rows = re.findall(
+        rf'<td class="refname"><a href="{re.escape(prefix)}/([^"]*)">.*?'
+        r'<td class="muted date"><time datetime="([^"]+)"',
+        page.text,
+        re.S,
+    )
+    out = git(
+        repo, "for-each-ref", "--format=%(refname:lstrip=2) %(creatordate:unix)", "refs/tags/"
+    )
+    created = {
+        name.decode(): int(when) for name, when in (line.split(b" ") for line in out.splitlines())
+    }
+    committed = git(
+        repo, "for-each-ref", "--format=%(refname:lstrip=2) %(*committerdate:unix)", "refs/tags/"
+    )
+    annotated_later = {
+        name.decode()
+        for name, when in (line.split(b" ") for line in committed.splitlines())
+        if when and int(when) != created[name.decode()]
+    }
+    assert len(rows) == len(created) and annotated_later  # some tags made after their commit
+    for name, shown in rows:
+        assert int(datetime.fromisoformat(shown).timestamp()) == created[name], name

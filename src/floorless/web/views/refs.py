@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import falcon
 
@@ -17,10 +18,20 @@ class RefRow:
     commit: objects.CommitInfo | None
     default: bool = False
     annotated: bool = False
+    # a tag's creation date, the one the list is sorted by: an annotated tag's tagger date,
+    # else its commit's (``git for-each-ref --sort=-creatordate``); None for a branch
+    created: datetime | None = None
 
     @property
     def sort_time(self) -> float:
         return self.commit.time.timestamp() if self.commit else 0.0
+
+    @property
+    def date(self) -> datetime | None:
+        """What the date column shows: when the tag was made, or the branch's last commit."""
+        if self.created is not None:
+            return self.created
+        return self.commit.time if self.commit else None
 
 
 class Branches(View):
@@ -38,8 +49,10 @@ class Branches(View):
 class Tags(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view = repo_view(self.forge, req, owner, repo)
-        # the ref switcher's order (newest first), kept with the ref snapshot: one order for both
-        _, names = view.snapshot.newest_first(*objects.ref_dates(view.handle))
+        # the ref switcher's order (newest first), kept with the ref snapshot: one order for
+        # both, and the dates shown are the ones it sorts by (the same two functions)
+        committed, tagged = objects.ref_dates(view.handle)
+        _, names = view.snapshot.newest_first(committed, tagged)
         rows = []
         for name in names:
             tag = view.snapshot.tags[name]
@@ -48,5 +61,9 @@ class Tags(View):
                 if tag.commit
                 else None
             )
-            rows.append(RefRow(name, info, annotated=tag.annotated))
+            made = tagged(tag.target) if tag.annotated else None
+            if made is None and tag.commit:
+                made = committed(tag.commit)
+            created = None if made is None else datetime.fromtimestamp(made, UTC)
+            rows.append(RefRow(name, info, annotated=tag.annotated, created=created))
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="tags"))
