@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,22 @@ class Watcher:
     def _response(self, response) -> None:
         if response.status >= 400 and not response.url.endswith(MISSING_IMAGE):
             self.problems.append(f"HTTP {response.status} for {response.url}")
+
+
+@contextmanager
+def page_in(browser, viewport: dict[str, int], scheme: str = "light") -> Iterator[tuple]:
+    """A fresh page at ``viewport`` in the ``scheme`` colour theme, with its watcher, closed
+    after; playwright's ``expect`` waits up to STEP_TIMEOUT_MS."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport=viewport, color_scheme=scheme)
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    expect.set_options(timeout=STEP_TIMEOUT_MS)
+    try:
+        yield page, Watcher(page)
+    finally:
+        context.close()
 
 
 def _save_screenshot(page, tmp_path: Path, name: str) -> None:

@@ -16,10 +16,9 @@ from test_blame_tools import build as build_blame
 from test_browser import (  # noqa: F401 - the browser fixture is used by name
     DESKTOP,
     PHONE,
-    STEP_TIMEOUT_MS,
-    Watcher,
     _no_horizontal_overflow,
     browser,
+    page_in,
 )
 from test_diff_views import build as build_diffs
 
@@ -35,18 +34,14 @@ def site(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], dict[str, str], 
         yield running.url, diffs, blame, repos
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_split_view_collapse_and_context(browser, site, viewport) -> None:  # noqa: F811
+def test_split_view_collapse_and_context(browser, site, viewport, scheme) -> None:  # noqa: F811
     from playwright.sync_api import expect
 
     server, ids, _, repos = site
     new = git_text(repos / "alice" / "diffs.git", "show", f"{ids['change']}:code.txt").split("\n")
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    page.set_default_timeout(STEP_TIMEOUT_MS)
-    expect.set_options(timeout=STEP_TIMEOUT_MS)
-    watcher = Watcher(page)
-    try:
+    with page_in(browser, viewport, scheme) as (page, watcher):
         url = f"{server}/alice/diffs/commit/{ids['change']}"
         page.goto(url)
         code = page.locator("section.file-diff", has=page.locator("h3", has_text="code.txt"))
@@ -88,21 +83,15 @@ def test_split_view_collapse_and_context(browser, site, viewport) -> None:  # no
         expect(code.locator("table.diff.split")).to_have_count(0)
         expect(code.locator("table.diff")).to_be_visible()
         assert watcher.problems == []
-    finally:
-        context.close()
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_blame_prior_and_ignored_revisions(browser, site, viewport) -> None:  # noqa: F811
+def test_blame_prior_and_ignored_revisions(browser, site, viewport, scheme) -> None:  # noqa: F811
     from playwright.sync_api import expect
 
     server, _, ids, _ = site
-    context = browser.new_context(viewport=viewport)
-    page = context.new_page()
-    page.set_default_timeout(STEP_TIMEOUT_MS)
-    expect.set_options(timeout=STEP_TIMEOUT_MS)
-    watcher = Watcher(page)
-    try:
+    with page_in(browser, viewport, scheme) as (page, watcher):
         page.goto(f"{server}/alice/tools/blame/branch/main/new.py")
         expect(page.locator(".blame-ages .age")).to_have_count(6)
         expect(page.locator(".blame-ignored")).to_contain_text("passed over")
@@ -120,8 +109,6 @@ def test_blame_prior_and_ignored_revisions(browser, site, viewport) -> None:  # 
         expect(page).to_have_url(re.compile(r"\?ignore_revs=0$"))
         expect(page.locator(f"a.sha[href$='/commit/{ids['c']}']")).to_have_count(1)
         assert watcher.problems == []
-    finally:
-        context.close()
 
 
 LONG_NAME = "a_very_long_identifier_" + "that_keeps_going_" * 20 + "end"
@@ -174,27 +161,20 @@ def test_long_lines_scroll_in_their_box_on_a_phone(browser, tmp_path, style) -> 
     identifier on one line in a box that scrolls sideways; the page itself never does."""
     repos = tmp_path / "repos"
     commit = _build_long(repos / "alice" / "wide.git")
-    context = browser.new_context(viewport=PHONE)
-    page = context.new_page()
-    page.set_default_timeout(STEP_TIMEOUT_MS)
-    watcher = Watcher(page)
-    try:
-        with serving(repos, tmp_path / "data") as running:
-            server = running.url
-            query = "?style=split" if style == "split" else ""
-            page.goto(f"{server}/alice/wide/commit/{commit}{query}")
-            page.wait_for_selector("section.file-diff table.diff")
+    with page_in(browser, PHONE) as (page, watcher), serving(repos, tmp_path / "data") as running:
+        server = running.url
+        query = "?style=split" if style == "split" else ""
+        page.goto(f"{server}/alice/wide/commit/{commit}{query}")
+        page.wait_for_selector("section.file-diff table.diff")
+        _no_horizontal_overflow(page)
+        _scrolls_whole(page, "section.file-diff .diff-scroll")
+        if style == "unified":
+            page.goto(f"{server}/alice/wide/src/branch/main/long.py")
+            page.wait_for_selector("table.code")
             _no_horizontal_overflow(page)
-            _scrolls_whole(page, "section.file-diff .diff-scroll")
-            if style == "unified":
-                page.goto(f"{server}/alice/wide/src/branch/main/long.py")
-                page.wait_for_selector("table.code")
-                _no_horizontal_overflow(page)
-                _scrolls_whole(page, "table.code")
-                page.goto(f"{server}/alice/wide/blame/branch/main/long.py")
-                page.wait_for_selector("table.blame")
-                _no_horizontal_overflow(page)
-                _scrolls_whole(page, ".blame-wrap")
+            _scrolls_whole(page, "table.code")
+            page.goto(f"{server}/alice/wide/blame/branch/main/long.py")
+            page.wait_for_selector("table.blame")
+            _no_horizontal_overflow(page)
+            _scrolls_whole(page, ".blame-wrap")
         assert watcher.problems == []
-    finally:
-        context.close()
