@@ -8,11 +8,12 @@ import gc
 import re
 import sqlite3
 import urllib.request
+import weakref
 from pathlib import Path
 
 import pygit2
-from conftest import start_forge, wait_indexed
-from gitfixtures import build_history
+from conftest import start_forge, wait_for, wait_indexed
+from gitfixtures import build_history, build_one
 from serving import serving
 
 from floorless import heap
@@ -20,6 +21,7 @@ from floorless.caches import approximate_size
 from floorless.config import Settings
 from floorless.db import store
 from floorless.git import env
+from floorless.repos import Repo
 from floorless.web.api import gitshapes
 
 
@@ -56,7 +58,7 @@ def test_an_index_is_frozen_once_built(tmp_path: Path) -> None:
         repo = forge.registry.all()[0]
         graph = forge.indexer.graph(repo.id)
         assert graph is not None and len(graph) > 0
-        assert heap.settled > settled
+        wait_for(lambda: heap.settled > settled)  # once idle, in the indexer's thread
         assert gc.get_freeze_count() > 0
         # the permanent generation is outside every generation a collection walks
         walked = {id(o) for o in gc.get_objects()}
@@ -76,8 +78,6 @@ def test_settling_freezes_and_a_full_collection_still_frees_cycles() -> None:
     heap.settle()
     assert heap.settled == settled + 1
     assert id(first) not in {id(o) for o in gc.get_objects()}
-    import weakref
-
     gone = weakref.ref(first)
     del first, second
     gc.collect()
@@ -124,3 +124,28 @@ def test_a_served_worker_freezes_what_it_started_with(tmp_path: Path) -> None:
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as answer:
         return str(answer.read().decode())
+
+
+def test_a_large_index_lets_go_of_its_repositorys_handle(tmp_path: Path) -> None:
+    repos = tmp_path / "repos"
+    repos.mkdir()
+    forge = start_forge(repos, tmp_path / "data")
+    released: list[str] = []
+    old: list[weakref.ref[pygit2.Repository]] = []
+
+    def recording(repos: list[Repo]) -> None:
+        released.extend(repo.full_name for repo in repos)
+        old.extend(weakref.ref(forge.open(repo)) for repo in repos)
+        forge.release_handles(repos)
+
+    forge.indexer.release_repos = recording
+    try:
+        build_history(repos / "alice" / "hist.git")  # 10,500 commits
+        build_one(repos / "alice" / "one.git")  # too few to be worth letting go of
+        forge.rescan()
+        wait_indexed(forge)
+        wait_for(lambda: released != [])
+        assert released == ["alice/hist"]
+        assert old[0]() is None  # the handle the index read through is freed, its caches too
+    finally:
+        forge.stop()

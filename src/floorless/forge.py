@@ -94,6 +94,7 @@ class Forge:
             git=self.git,
             leases=self.leases,
             slice_commits=settings.index_slice_commits,
+            release_repos=self.release_handles,
         )
         self.indexer.on_stored.append(lambda repo_id: self._tell(repo_id, "indexed"))
         self.states.attach(self.indexer)
@@ -236,6 +237,17 @@ class Forge:
     def state(self, repo: Repo) -> RepoState:
         """What is kept in memory about the repository ``repo`` is a row of."""
         return self.states.of(repo)
+
+    def release_handles(self, repos: list[Repo]) -> None:
+        """Open the repositories' handles anew, and free the old ones now (a dropped handle
+        sits in a reference cycle: the pool's collection is a full one), rather than in the
+        maintenance loop, where that collection would pause the pages of a crawl."""
+        for repo in repos:
+            try:
+                self.state(repo).reopen()
+            except (FloorlessError, pygit2.GitError, OSError) as exc:  # gone meanwhile
+                log.warning("letting go of %s: %s", repo.full_name, exc)
+        self.handles.collect()
 
     def open(self, repo: Repo) -> pygit2.Repository:
         return self.state(repo).handle()
