@@ -16,7 +16,7 @@ from conftest import start_forge, wait_for, wait_indexed
 from gitfixtures import build_history, build_one
 from serving import serving
 
-from floorless import heap
+from floorless import heap, reviews
 from floorless.caches import approximate_size
 from floorless.config import Settings
 from floorless.db import store
@@ -147,5 +147,19 @@ def test_a_large_index_lets_go_of_its_repositorys_handle(tmp_path: Path) -> None
         wait_for(lambda: released != [])
         assert released == ["alice/hist"]
         assert old[0]() is None  # the handle the index read through is freed, its caches too
+    finally:
+        forge.stop()
+
+
+def test_review_caches_are_bounded_in_bytes(tmp_path: Path) -> None:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data")
+    try:
+        news = forge.reviews.news
+        many = [(f"{n:040x}", "a subject of some length " * 3) for n in range(reviews.NEW_LIMIT)]
+        for n in range(2000):
+            news.put(("alice", "repo", str(n)), reviews.NewCommits(many, True, False))
+        assert news.currsize <= reviews.NEW_COMMITS_BYTES
+        assert 0 < len(news) < 2000  # bytes, not a count of entries, bound it
+        assert forge.reviews.changed.maxsize == reviews.CHANGED_PATHS_BYTES
     finally:
         forge.stop()

@@ -53,6 +53,7 @@ VERDICTS = ("comment", "approve", "request_changes")
 NEW_LIMIT = 250  # commits listed as new since a person's last look
 RANGE_MAX = 500  # lines one comment may span
 PATH_MAX = 4096  # characters of a path (git's own limit is the file system's)
+NEW_COMMITS_BYTES = 8 * 1024 * 1024  # the commits new to each reader, kept in memory
 CHANGED_PATHS_BYTES = 8 * 1024 * 1024  # the paths of diffs a review page reads, kept in memory
 
 _REVIEW = "SELECT r.*, a.name AS author FROM reviews r LEFT JOIN accounts a ON a.id = r.author_id"
@@ -183,7 +184,10 @@ class Reviews:
         self.changed: Cache[tuple[str, str], lines.ChangedPaths] = Cache.lru(
             CHANGED_PATHS_BYTES, getsizeof=approximate_size
         )
-        self.news: Cache[tuple[str, str, str], NewCommits] = Cache.lru(4096)
+        # up to NEW_LIMIT commits' ids and subjects each: bounded in bytes
+        self.news: Cache[tuple[str, str, str], NewCommits] = Cache.lru(
+            NEW_COMMITS_BYTES, getsizeof=approximate_size
+        )
         self._jobs = Jobs(
             "reviews", log, (FloorlessError, pygit2.GitError, KeyError, ValueError, OSError)
         )
