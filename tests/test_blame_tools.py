@@ -139,23 +139,20 @@ def test_the_age_scale_has_a_legend_and_a_class_per_group(site):
 
 
 def test_a_files_history_goes_on_past_its_rename(site):
+    """The rename's commit, then a "renamed from" row, then the old path's history from its
+    parent, on the one page (tests/test_history_follow.py follows two renames page by page)."""
     _, client, _, ids = site
     page, spawns = get(client, "/alice/tools/commits/branch/main/new.py")
     assert spawns == 0
-    links = re.findall(
-        r'<a rel="next" href="([^"]+)">Continue with the history of old.py', page.text
-    )
-    assert [html.unescape(u) for u in links] == [f"/alice/tools/commits/commit/{ids['a']}/old.py"]
-    before, spawns = get(client, html.unescape(links[0]))
-    assert spawns == 0
-    assert re.findall(r'<a class="sha" href="/alice/tools/commit/([0-9a-f]+)"', before.text) == [
-        ids["a"]
+    shown = re.findall(r'<a class="summary" href="/alice/tools/commit/([0-9a-f]+)"', page.text)
+    assert shown == [ids["c"], ids["b"], ids["a"]]  # D leaves new.py as it was
+    assert re.findall(r'<li class="renamed-from">Renamed from <code>([^<]+)</code>', page.text) == [
+        "old.py"
     ]
     # a history that starts where its file was added has nothing to go on to
-    assert "Continue with the history" not in before.text
-    assert (
-        "Continue with the history" not in get(client, "/alice/tools/commits/branch/main")[0].text
-    )
+    before, spawns = get(client, f"/alice/tools/commits/commit/{ids['a']}/old.py")
+    assert spawns == 0 and "renamed-from" not in before.text
+    assert "renamed-from" not in get(client, "/alice/tools/commits/branch/main")[0].text
 
 
 def test_git_quoted_paths_come_back_as_their_bytes():
