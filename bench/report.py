@@ -937,7 +937,8 @@ def search_checks(search: dict[str, Any]) -> list[Check]:
                 target,
                 worst["p50_ms"] <= limit and worst["status"] == 200,
                 f"{worst['query']} ({worst['scope']}): {worst['p50_ms']:.1f} ms,"
-                f" status {worst['status']}",
+                f" status {worst['status']}"
+                + (", cut short by the time budget" if worst.get("partial") else ""),
             )
         )
     spawns = [f["server_spawns"] for f in search.get("figures", [])]

@@ -134,5 +134,8 @@ def test_a_followed_path_in_the_cursor_is_checked(client) -> None:
         f"after={tip.group(1)}&path=" + "x" * 5000,
     ):
         assert client.simulate_get(base, query_string=query).status_code == 400, query
+    for query in ("path=%ff", "path=nothere", "skip=99999&path=b.txt"):  # no such history
+        found = client.simulate_get(base, query_string=f"after={tip.group(1)}&{query}")
+        assert found.status_code == 200 and 'class="summary"' not in found.text, query
     branch = f"/alice/moving/commits/branch/main?after={tip.group(1)}&path=b.txt"
     assert client.simulate_get(branch).status_code == 400
