@@ -29,8 +29,8 @@ LINES = [f"value_{n} = compute({n}, 'text number {n}')" for n in range(1, 13)]
 
 def build(path: Path) -> dict[str, str]:
     """A adds old.py; B renames it to new.py changing line 2; C re-indents every line (a
-    change in whitespace alone); D lists C (and an id this repository does not have) in
-    ``.git-blame-ignore-revs``."""
+    change in whitespace alone); D lists C (and an id this repository does not have, and one of
+    the other hash's length) in ``.git-blame-ignore-revs``."""
     repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
 
     def commit(message: str, files: dict[str, bytes], days: int, parents: list) -> pygit2.Oid:
@@ -50,7 +50,7 @@ def build(path: Path) -> dict[str, str]:
     b = commit("Rename old.py to new.py\n", {"new.py": text(changed)}, 400, [a])
     indented = ["    " + line for line in changed]
     c = commit("Re-indent everything\n", {"new.py": text(indented)}, 800, [b])
-    ignore = f"# formatting\n{c}  # re-indent\n{'f' * 40}\n".encode()
+    ignore = f"# formatting\n{c}  # re-indent\n{'f' * 40}\n{'0' * 64}\n".encode()
     d = commit(
         "Ignore the re-indent\n",
         {"new.py": text(indented), ".git-blame-ignore-revs": ignore},

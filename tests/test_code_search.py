@@ -360,6 +360,22 @@ def test_a_search_out_of_time_says_it_is_partial(site: Site) -> None:
     assert not whole.partial and whole.read == whole.candidates == 4
 
 
+def test_a_pattern_that_backtracks_spends_its_budget_not_the_process(site: Site) -> None:
+    """Consecutive unbounded repeats pass the pattern check (no repeat inside a repeat) but
+    backtrack as a power of the line's length: run to the end, this one would take hours on
+    3,000 letters. The match is cut at the budget, and the search says it is partial."""
+    from floorless.search import query as code
+
+    repo = site.forge.registry.create("alice", "backtracks")
+    push(site, repo, {"letters.txt": b"a" * 3000 + b"\n"}, "Many letters")
+    indexed = site.forge.code.indexed(repo.id)
+    assert indexed is not None
+    target = code.Target(repo, indexed, site.forge.open(repo))
+    query = code.parse(r"/\w*\w*\w*\w*\w*\d/")
+    found = code.search(site.forge.code, [target], query, 1, budget=0.3)
+    assert found.partial and found.read == 1 and not found.files
+
+
 def test_a_repository_made_private_leaves_the_results_at_once(site: Site) -> None:
     assert found_paths(get(site, "/-/search?q=pelican")) == ["README.md"]
     site.forge.registry.set_private("alice", "open", True)

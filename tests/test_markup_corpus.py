@@ -165,11 +165,21 @@ def test_heading_ids_never_take_the_pages_own() -> None:
 def test_named_anchors_become_ids_unless_taken() -> None:
     html = md(
         '<a name="readme-top"></a>\n\n# Top\n\n<a name="top">x</a> <a name="event-1"></a> '
-        '<a id="mine" name="a b">y</a>\n\n[back](#readme-top)'
+        '<a id="mine" name="a b">y</a> <a name="L1"></a>\n\n[back](#readme-top)'
     )
     assert '<a id="readme-top"' in html and 'href="#readme-top"' in html
-    assert re.findall(r'\sid="([^"]*)"', html) == ["readme-top", "top"]
+    assert re.findall(r'\sid="([^"]*)"', html) == ["readme-top", "top"]  # L1: a line's
     assert "name=" not in html
+    about = re.findall(r'<h\d id="([^"]*)"', md("# About heading\n# Topics help"))
+    assert about == ["about-heading-1", "topics-help-1"]  # the about panel's own ids
+
+
+def test_nesting_past_the_limit_is_shown_as_source() -> None:
+    """Sanitizing takes time as the square of the depth: 40,000 quotes deep took 13 s."""
+    deep = md(">" * 40_000 + " x <b>bold</b>")
+    assert deep.startswith('<pre class="too-deep">') and "&lt;b&gt;bold" in deep
+    assert deep.count("<blockquote>") == 0
+    assert md(">" * 50 + " x").count("<blockquote>") == 50  # a deep but sane quote renders
 
 
 def test_raw_heading_ids_are_replaced() -> None:
@@ -372,6 +382,8 @@ def test_notebooks_are_rendered_read_only() -> None:
     assert "&lt;script&gt;alert(3)" in html  # a raw cell is text
     assert documents.render("x.ipynb", b"not json", link, b"", 1 << 20) is None
     assert documents.render("x.ipynb", b'{"cells": 3}', link, b"", 1 << 20) is None
+    deep = b"[" * 50_000 + b"]" * 50_000  # past the JSON parser's stack: the source is shown
+    assert documents.render("x.ipynb", deep, link, b"", 1 << 20) is None
 
 
 def test_every_renderer_has_a_limit() -> None:

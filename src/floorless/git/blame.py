@@ -200,9 +200,19 @@ def ignored_revs(repo: pygit2.Repository, commit: AnyCommit) -> tuple[str, ...] 
         if not is_full(token) or len(revs) >= IGNORE_REVS_MAX:
             continue
         rev = token.decode("ascii").lower()
-        if rev not in revs and isinstance(repo.get(rev), pygit2.Commit):
+        if rev not in revs and isinstance(_commit_or_none(repo, rev), pygit2.Commit):
             revs.append(rev)
     return tuple(revs)
+
+
+def _commit_or_none(repo: pygit2.Repository, rev: str) -> pygit2.Object | None:
+    """The object ``rev`` names, or None: an id of the other hash's length (64 digits in a
+    SHA-1 repository) is an error to libgit2, and one stray line of a file any committer
+    writes must not break every blame of the repository."""
+    try:
+        return repo.get(rev)
+    except ValueError:  # pygit2's InvalidError
+        return None
 
 
 def _int(value: bytes) -> int:

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pygit2
+import regex as rx  # (not ``regex``: a query's field and parse's flag have that name)
 
 from floorless.errors import BadRequest
 from floorless.repos import Repo
@@ -51,11 +52,17 @@ class Query:
     repos: tuple[str, ...] = ()
     case: bool = False
 
-    def pattern(self) -> re.Pattern[bytes]:
-        """The pattern, over a file's UTF-8 bytes (case folding and ``\\w`` cover ASCII)."""
-        flags = re.MULTILINE | (0 if self.case else re.IGNORECASE)
+    def pattern(self) -> rx.Pattern[bytes]:
+        """The pattern, over a file's UTF-8 bytes (case folding and ``\\w`` cover ASCII).
+
+        Compiled by the ``regex`` package, not ``re``: the same syntax (``parse`` checks it
+        with ``re``'s parser), but a match can be given a timeout and lets go of the
+        interpreter lock while it runs, so a pattern that backtracks past what
+        ``grams.check_pattern`` foresees costs its search ``search_seconds`` and never stalls
+        the other requests."""
+        flags = rx.MULTILINE | (0 if self.case else rx.IGNORECASE)
         data = self.text.encode("utf-8", "surrogateescape")
-        return re.compile(data if self.regex else re.escape(data), flags)
+        return rx.compile(data if self.regex else rx.escape(data), flags)
 
     def single_line(self) -> bool:
         if self.regex:
@@ -99,7 +106,7 @@ def parse(q: str, mode: str = "") -> Query:
         try:
             grams.check_pattern(text)
             query.pattern()
-        except re.error as exc:
+        except (re.error, rx.error) as exc:
             raise BadRequest(f"not a valid regular expression: {exc}") from exc
         except grams.PatternRefused as exc:
             raise BadRequest(f"regular expression refused: {exc}") from exc
@@ -278,25 +285,35 @@ def search(
         raw = raw if raw is not None else _read(target, oid)
         if raw is None:
             continue
-        if lines_of is not None:
-            found = _search_lines(pattern, raw, lowered, lines_of)
-        else:
-            found = pattern.search(raw)
-        if found is None:
-            continue
-        if skip:
-            skip -= 1
-            continue
-        if len(results.files) == FILES_PER_PAGE:
-            results.more = True
+        try:
+            if lines_of is not None:
+                found = _search_lines(pattern, raw, lowered, lines_of, deadline)
+            else:
+                found = pattern.search(raw, timeout=_left(deadline), concurrent=True)
+            if found is None:
+                continue
+            if skip:
+                skip -= 1
+                continue
+            if len(results.files) == FILES_PER_PAGE:
+                results.more = True
+                break
+            results.files.append(_result(target, path, raw, pattern, found, deadline))
+        except TimeoutError:  # a pattern that backtracks: what was found so far
+            results.partial = True
             break
-        results.files.append(_result(target, path, raw, pattern, found))
     return results
 
 
+def _left(deadline: float) -> float:
+    """Seconds a match may still take (a little even when none are left, so that the
+    search it belongs to finishes a file it began with its first matches)."""
+    return max(deadline - time.monotonic(), 0.05)
+
+
 def _search_lines(
-    pattern: re.Pattern[bytes], raw: bytes, lowered: bytes, anchor: bytes
-) -> re.Match[bytes] | None:
+    pattern: rx.Pattern[bytes], raw: bytes, lowered: bytes, anchor: bytes, deadline: float
+) -> rx.Match[bytes] | None:
     """The first match of ``pattern`` in ``raw``, run only on the lines where ``lowered``
     (``raw`` lower-cased: the same offsets) holds ``anchor``, which every match holds and
     never crosses a line: the earliest such line's match is the file's first."""
@@ -308,7 +325,7 @@ def _search_lines(
         begins = raw.rfind(b"\n", 0, hit) + 1
         ends = raw.find(b"\n", hit)
         ends = len(raw) if ends < 0 else ends
-        found = pattern.search(raw, begins, ends)
+        found = pattern.search(raw, begins, ends, timeout=_left(deadline), concurrent=True)
         if found is not None:
             return found
         at = ends + 1
@@ -343,18 +360,25 @@ def _files(
 
 
 def _result(
-    target: Target, path: bytes, text: bytes, pattern: re.Pattern[bytes], first: re.Match[bytes]
+    target: Target,
+    path: bytes,
+    text: bytes,
+    pattern: rx.Pattern[bytes],
+    first: rx.Match[bytes],
+    deadline: float,
 ) -> FileResult:
     """A file's matching lines (the first ``LINES_PER_FILE``), each with ``CONTEXT`` lines
     around it, the matches marked; matches are counted (by ``findall``, in C) up to
     ``MAX_COUNTED``. Line numbers are counted from one match to the next, never by
     splitting the file into lines."""
-    count = min(len(pattern.findall(text, first.start())), MAX_COUNTED)
+    left = _left(deadline)
+    every = pattern.findall(text, first.start(), timeout=left, concurrent=True)
+    count = min(len(every), MAX_COUNTED)
     spans: dict[int, list[tuple[int, int]]] = {}
     starts: dict[int, int] = {}  # where each marked line begins
     line_no, line_at = text.count(b"\n", 0, first.start()), first.start()
     shown = 0
-    for match in pattern.finditer(text, first.start()):
+    for match in pattern.finditer(text, first.start(), timeout=left, concurrent=True):
         start, end = match.span()
         line_no, line_at = line_no + text.count(b"\n", line_at, start), start
         if line_no not in spans and len(spans) >= LINES_PER_FILE:

@@ -214,7 +214,7 @@ def _language(notebook: dict[str, Any]) -> str:
 def _notebook(text: str, name: str, link: Link, directory: bytes) -> str | None:
     try:
         notebook = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
         return None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return None  # nbformat 4 (every notebook since 2015) keeps its cells at the top

@@ -46,10 +46,22 @@ RESERVED = frozenset(
         "event-gap",
         "protection",
         "compare-branches",
+        "about-heading",
+        "topics-help",
     }
 )
+# ... and the families of ids pages number: comments, events, diffs, footnotes, and ``L12``,
+# the line anchors file and blame pages and their scripts look up
 _RESERVED_ID = re.compile(
     r"(?:issuecomment|event|diff|discussion_r|pullrequestreview|label|fn|fnref)-?[\w.-]*\d[\w.-]*"
+    r"|L\d+"
+)
+# Elements nested deeper than this (a README of 40,000 ``>``) are shown as source: the
+# sanitizer's time grows as the square of the depth (0.5 s at 10,000, 13 s at 40,000).
+MAX_NESTING = 100
+_ELEMENT = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)[^>]*?(/?)>")
+_VOID = frozenset(
+    {"area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
 
 
@@ -78,8 +90,24 @@ def render_markdown(
         | Options.CMARK_OPT_FOOTNOTES
         | Options.CMARK_OPT_UNSAFE,  # raw HTML is kept for the allow-list to judge
     )
+    if _nesting(html) > MAX_NESTING:
+        return f'<pre class="too-deep">{escape(text)}</pre>'
     html = sanitize.clean(html, link, directory, rooted)
     return highlight_blocks(heading_ids(html) if anchors else html)
+
+
+def _nesting(html: str) -> int:
+    """How deep ``html``'s elements nest, at most (one pass over its tags; a stray closing
+    tag never takes the count below the top)."""
+    depth = deepest = 0
+    for match in _ELEMENT.finditer(html):
+        closing, name, empty = match.groups()
+        if closing:
+            depth = max(depth - 1, 0)
+        elif not empty and name.lower() not in _VOID:
+            depth += 1
+            deepest = max(deepest, depth)
+    return deepest
 
 
 _HEADING = re.compile(r"<h([1-6])((?:\s[^>]*)?)>(.*?)</h\1>", re.S)
