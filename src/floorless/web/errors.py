@@ -61,7 +61,9 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
         resp.content_type = "text/html; charset=utf-8"
         # Set by repo_view once the reader was let in: a 404 inside a readable repository
         # keeps its header; a private or missing one never got this far, so leaks nothing.
-        view = req.context.get("repo_view")
+        # A repository that cannot be read (5xx) gets none: the header would show what was
+        # read of it before the failure (the finder's tree id), git internals to a visitor.
+        view = req.context.get("repo_view") if status < 500 else None
         resp.text = renderer.page(
             "error.html",
             status=status,
