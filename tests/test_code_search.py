@@ -321,6 +321,42 @@ def test_regex_plans_need_the_literal_runs() -> None:
     for crossing in (r"foo\s+bar", r"[^x]y", r"(?s)a.b", r"x\ny", r"\Wabc", r"(?=x\n)abc"):
         assert not grams.single_line(crossing), crossing
     grams.check_pattern("(foo)+bar\\w*")
+    # runs too short for a trigram narrow nothing in the index, but sieve a file's bytes
+    assert grams.regex_plan(r"\bq[a-z]*zx\b") is None
+    assert grams.regex_plan(r"\bq[a-z]*zx\b", shortest=2) == grams.Grams((), b"zx")
+    assert grams.text_plan("Ab", shortest=2) == grams.Grams((), b"ab")
+
+
+def test_a_pattern_without_a_trigram_reads_only_files_with_its_short_runs(site: Site) -> None:
+    from floorless.search import query as code
+
+    repo = site.forge.registry.get("alice", "open")
+    indexed = site.forge.code.indexed(repo.id)
+    assert indexed is not None
+    target = code.Target(repo, indexed, site.forge.open(repo))
+    calls: list[bytes] = []
+    pattern = code.Query.pattern
+
+    class Counted:  # the pattern, counting the files it is run on
+        def __init__(self, real):
+            self.real = real
+
+        def search(self, raw, *args, **kwargs):
+            calls.append(raw)
+            return self.real.search(raw, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    code.Query.pattern = lambda self: Counted(pattern(self))  # type: ignore[method-assign]
+    try:
+        query = code.parse(r"/h[ex]lp[ex]r_[ox]n[ex]/")  # runs "h", "lp", "r_", "n": no trigram
+        found = code.search(site.forge.code, [target], query, 1, 60.0)
+    finally:
+        code.Query.pattern = pattern  # type: ignore[method-assign]
+    assert sorted(f.path for f in found.files) == [b"lib/util.c", b"lib/util.py"]
+    # every file a candidate, the pattern run on the two that hold "lp" and "r_"
+    assert found.candidates == 4 and len(calls) == 2
 
 
 def test_file_trigrams_are_every_window_of_three_bytes() -> None:

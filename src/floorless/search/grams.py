@@ -109,14 +109,20 @@ def holds(plan: Plan, lowered: bytes) -> bool:
     return any(holds(part, lowered) for part in plan.parts)
 
 
-def text_plan(text: str, ignore_case: bool = True) -> Plan | None:
+def text_plan(text: str, ignore_case: bool = True, shortest: int = 3) -> Plan | None:
     """The plan of a literal query. Ignoring case, only its ASCII runs narrow the search:
-    the index folds ASCII letters alone, and ``re`` folds every letter."""
+    the index folds ASCII letters alone, and ``re`` folds every letter. With a ``shortest``
+    run under 3, a sieve (``run_plan``)."""
     data = text.encode("utf-8", "surrogateescape")
-    if not ignore_case:
-        return literal_plan(data)
-    runs = re.split(rb"[\x80-\xff]+", data)
-    return _all(literal_plan(run) for run in runs if len(run) >= 3)
+    runs = re.split(rb"[\x80-\xff]+", data) if ignore_case else [data]
+    return _all(run_plan(run) for run in runs if len(run) >= shortest)
+
+
+def run_plan(run: bytes) -> Grams:
+    """A literal run's plan: its trigrams for the index, and the run for ``holds``; a run
+    of one or two bytes has no trigram, but a file that lacks it is still passed over at
+    the speed of a byte search, before any regular expression runs on it."""
+    return Grams(tuple(literal_grams(run)), run.lower())
 
 
 def _all(parts: Iterable[Plan | None]) -> Plan | None:
@@ -137,21 +143,22 @@ class PatternRefused(ValueError):
     """A regular expression that could take exponential time."""
 
 
-def regex_plan(pattern: str, ignore_case: bool = True) -> Plan | None:
-    """The trigrams a file must hold to match ``pattern`` (which ``re`` compiles)."""
+def regex_plan(pattern: str, ignore_case: bool = True, shortest: int = 3) -> Plan | None:
+    """The trigrams a file must hold to match ``pattern`` (which ``re`` compiles); with a
+    ``shortest`` run under 3, the sieve of every literal run of that length or more."""
     flags = _constants.SRE_FLAG_IGNORECASE if ignore_case else 0
-    return _sequence(_parser.parse(pattern, flags), ignore_case)
+    return _sequence(_parser.parse(pattern, flags), ignore_case, shortest)
 
 
-def _sequence(items: Any, ignore_case: bool) -> Plan | None:
+def _sequence(items: Any, ignore_case: bool, shortest: int = 3) -> Plan | None:
     """The plan of a sequence of parse-tree items: its literal runs, and what its groups and
     required repeats need."""
     parts: list[Plan | None] = []
     run = bytearray()
 
     def close() -> None:
-        if len(run) >= 3:
-            parts.append(literal_plan(bytes(run)))
+        if len(run) >= shortest:
+            parts.append(run_plan(bytes(run)))
         run.clear()
 
     for op, arg in items:
@@ -161,13 +168,14 @@ def _sequence(items: Any, ignore_case: bool) -> Plan | None:
             continue
         close()
         if name == "SUBPATTERN":
-            parts.append(_sequence(arg[-1], ignore_case))
+            parts.append(_sequence(arg[-1], ignore_case, shortest))
         elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and arg[0] >= 1:
-            parts.append(_sequence(arg[2], ignore_case))
+            parts.append(_sequence(arg[2], ignore_case, shortest))
         elif name == "ATOMIC_GROUP":
-            parts.append(_sequence(arg, ignore_case))
+            parts.append(_sequence(arg, ignore_case, shortest))
         elif name == "BRANCH":
-            parts.append(_any([_sequence(branch, ignore_case) for branch in arg[1]]))
+            branches = [_sequence(branch, ignore_case, shortest) for branch in arg[1]]
+            parts.append(_any(branches))
     close()
     return _all(parts)
 

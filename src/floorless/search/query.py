@@ -69,10 +69,13 @@ class Query:
             return grams.single_line(self.text)
         return "\n" not in self.text
 
-    def plan(self) -> Plan | None:
+    def plan(self, shortest: int = 3) -> Plan | None:
+        """The trigrams a matching file holds, for the index; with ``shortest`` 2, the
+        sieve: every literal run of two bytes or more, which a file's bytes are checked for
+        before the pattern runs on them."""
         if self.regex:
-            return grams.regex_plan(self.text, not self.case)
-        return grams.text_plan(self.text, not self.case)
+            return grams.regex_plan(self.text, not self.case, shortest)
+        return grams.text_plan(self.text, not self.case, shortest)
 
 
 def parse(q: str, mode: str = "") -> Query:
@@ -261,8 +264,8 @@ def search(
         raise BadRequest(f"page must be between 1 and {MAX_PAGE}: narrow the query instead")
     results = Results(query)
     pattern = query.pattern()
-    plan = query.plan()
-    allowed = candidates(index, plan)
+    allowed = candidates(index, query.plan())
+    plan = query.plan(shortest=2)
     # a pattern confined to a line is run only on the lines that hold its anchor
     lines_of = grams.anchor(plan) if query.single_line() else None
     skip = (page - 1) * FILES_PER_PAGE
