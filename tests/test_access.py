@@ -113,6 +113,7 @@ READ_PAGES = [
     ("/{owner}/{repo}/tree/{ref}/{tail:path}", "/alice/demo/tree/main/docs", "GET"),
     ("/{owner}/{repo}/blob/{ref}", "/alice/demo/blob/main", "GET"),
     ("/{owner}/{repo}/blob/{ref}/{tail:path}", "/alice/demo/blob/main/README.md", "GET"),
+    ("/{owner}/{repo}/commit/{sha}/{tail:path}", "/alice/demo/commit/feature/x", "GET"),
     ("/{owner}/{repo}/blame/{kind}", "/alice/demo/blame/main", "GET"),
     ("/{owner}/{repo}/blame/{kind}/{tail:path}", "/alice/demo/blame/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/branches", "/alice/demo/branches", "GET"),

@@ -72,6 +72,9 @@ def test_github_shapes_by_commit_id(client: testing.TestClient, fixture_root: Pa
         ("/alice/demo/commit/nosuch", 404),
         ("/alice/demo/commit/nosuch.diff", 404),
         ("/alice/demo/commit/" + "ab" * 20, 404),
+        ("/alice/demo/commit/feature/nosuch", 404),
+        ("/alice/demo/commit/feature/x/../y", 400),
+        ("/alice/nothing/commit/feature/x", 404),
     ],
 )
 def test_redirects_refuse_what_does_not_exist(
@@ -91,7 +94,12 @@ def test_a_missing_path_is_the_page_s_own_404(client: testing.TestClient) -> Non
 def test_a_ref_where_a_commit_id_belongs(client: testing.TestClient, fixture_root: Path) -> None:
     repo = fixture_root / "alice" / "demo.git"
     # a branch before a tag of the same name ("release"), as floorless's kind-less URLs take
-    for ref, full in (("main", "heads/main"), ("release", "heads/release"), ("v2.0", "tags/v2.0")):
+    for ref, full in (
+        ("main", "heads/main"),
+        ("release", "heads/release"),
+        ("v2.0", "tags/v2.0"),
+        ("feature/x", "heads/feature/x"),  # a name with a / in it: a route of its own
+    ):
         commit = git_text(repo, "rev-parse", f"refs/{full}^{{commit}}").strip()
         assert _location(client, f"/alice/demo/commit/{ref}") == f"/alice/demo/commit/{commit}"
         assert _location(client, f"/alice/demo/commit/{ref}.patch") == (

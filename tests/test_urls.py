@@ -425,9 +425,12 @@ def test_cursor_takes_either_length():
     for sha in (SHA256, SHA1):
         cursor = Cursor.parse(sha, "50")
         assert cursor == Cursor(bytes.fromhex(sha), 50)
-        assert cursor.params() == {"after": sha, "skip": "50"}
+        assert cursor.params() == {"after": sha, "skip": "50", "path": None}
         assert Cursor.parse(cursor.params()["after"], None) == Cursor(bytes.fromhex(sha), 0)
-    assert Cursor(bytes.fromhex(SHA1)).params() == {"after": SHA1, "skip": None}
+    assert Cursor(bytes.fromhex(SHA1)).params() == {"after": SHA1, "skip": None, "path": None}
+    followed = Cursor(bytes.fromhex(SHA1), 3, b"old/name.py")
+    assert followed.params() == {"after": SHA1, "skip": "3", "path": "old/name.py"}
+    assert Cursor.parse(SHA1, "3", "old/name.py") == followed
 
 
 def test_blame_output_of_a_sha256_repository(tmp_path):

@@ -180,6 +180,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/find/{kind}", finder.Find(*deps)),
         (repo_prefix + "/find/{kind}/{tail:path}", finder.Find(*deps)),
         (repo_prefix + "/commit/{sha}/-/lines/{tail:path}", commit.DiffLines(*deps)),
+        (repo_prefix + "/commit/{sha}/{tail:path}", redirects.RefCommit(*deps)),
         (repo_prefix + "/tree/{ref}", redirects.GitHubShape(*deps, page="src")),
         (repo_prefix + "/tree/{ref}/{tail:path}", redirects.GitHubShape(*deps, page="src")),
         (repo_prefix + "/blob/{ref}", redirects.GitHubShape(*deps, page="src")),

@@ -1,7 +1,9 @@
 """GitHub's URL shapes, redirected to floorless's own, so that a pasted link keeps working:
 ``/tree/REF/path`` (a directory) and ``/blob/REF/path`` (a file) both become
-``/src/{kind}/REF/path``, the ref looked up as a branch, a tag, then a commit. A repository
-the reader may not read answers 404 exactly as a missing one does (``repo_view``)."""
+``/src/{kind}/REF/path``, the ref looked up as a branch, a tag, then a commit; and
+``/commit/REF`` of a ref with a ``/`` in its name (``/commit/feature/x``) to the commit it
+names (a one-segment ref is the commit page's own redirect). A repository the reader may not
+read answers 404 exactly as a missing one does (``repo_view``)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from floorless.web import urls
 from floorless.web.context import repo_view
 from floorless.web.render import Renderer
 from floorless.web.views.base import View
+from floorless.web.views.commit import ref_commit
 
 
 class GitHubShape(View):
@@ -30,3 +33,18 @@ class GitHubShape(View):
     ) -> None:
         view = repo_view(self.forge, req, owner, repo)
         raise view.canonical(self.page, urls.exact_tail(req, "ref"))
+
+
+class RefCommit(View):
+    """``/commit/{ref}/{more}``: ``/commit/feature/x`` (``.diff``, ``.patch``) to the page of the
+    commit the branch or tag ``feature/x`` names now."""
+
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
+    ) -> None:
+        name, variant = urls.exact_tail(req, "sha"), ""
+        for suffix in (b".diff", b".patch"):
+            if name.endswith(suffix):
+                name, variant = name[: -len(suffix)], suffix[1:].decode()
+        view = repo_view(self.forge, req, owner, repo)
+        raise falcon.HTTPFound(urls.commit(view.repo, ref_commit(view, name), variant))
