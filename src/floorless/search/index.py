@@ -29,7 +29,7 @@ import sqlite3
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import psycopg
@@ -387,12 +387,21 @@ def _walk(
     handle: pygit2.Repository, tree: pygit2.Object, prefix: bytes
 ) -> Iterable[tuple[bytes, bytes]]:
     """(path, blob id) of each regular file below ``tree``, in path order; symbolic links and
-    submodules are not files to search."""
+    submodules are not files to search. A stack of the trees being read, not recursion: a
+    hostile repository nests directories past the interpreter's recursion limit."""
     assert isinstance(tree, pygit2.Tree)
-    for entry in tree:
-        path = prefix + (entry.raw_name or b"")
+    stack: list[tuple[Iterator[pygit2.Object], bytes]] = [(iter(tree), prefix)]
+    while stack:
+        entries, at = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        path = at + (entry.raw_name or b"")
         mode = entry.filemode
         if mode == FileMode.TREE:
-            yield from _walk(handle, handle[entry.id], path + b"/")
+            below = handle[entry.id]
+            assert isinstance(below, pygit2.Tree)
+            stack.append((iter(below), path + b"/"))
         elif mode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
             yield path, entry.id.raw

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import falcon
 
+from floorless.dates import moment
 from floorless.git import objects
 from floorless.web.context import repo_view
 from floorless.web.views.base import View
@@ -64,6 +65,6 @@ class Tags(View):
             made = tagged(tag.target) if tag.annotated else None
             if made is None and tag.commit:
                 made = committed(tag.commit)
-            created = None if made is None else datetime.fromtimestamp(made, UTC)
+            created = None if made is None else moment(made).when  # clamped: git allows year 10000
             rows.append(RefRow(name, info, annotated=tag.annotated, created=created))
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="tags"))
