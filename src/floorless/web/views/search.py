@@ -10,6 +10,8 @@ repository's own objects through its open handle: no process is started.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import falcon
 import pygit2
 
@@ -48,24 +50,13 @@ class RepoSearch(View):
         pending = indexed is not None and self.forge.code.stored_tree(indexed.tree) is None
         if pending and indexed is not None:  # a ref asked for the first time
             self.forge.code.queue_tree(view.repo, indexed.tree)
-        results = None
-        error = ""
-        page = 1
-        if q.strip() and not pending:
-            page = _page(req)
-            try:
-                parsed = code.parse(q, mode)
-                if parsed.repos:
-                    raise BadRequest("repo: filters are for the site-wide search")
-                targets = (
-                    [code.Target(view.repo, indexed, view.handle)] if indexed is not None else []
-                )
-                results = code.search(
-                    self.forge.code, targets, parsed, page, self.settings.search_seconds
-                )
-            except BadRequest as exc:
-                resp.status = falcon.HTTP_400
-                error = exc.args[0] if exc.args else "bad query"
+
+        def targets(parsed: code.Query) -> list[code.Target]:
+            if parsed.repos:
+                raise BadRequest("repo: filters are for the site-wide search")
+            return [code.Target(view.repo, indexed, view.handle)] if indexed is not None else []
+
+        results, error, page = _answer(self, req, resp, "" if pending else q, mode, targets)
         home = view.snapshot.home
         self.html(
             resp,
@@ -107,23 +98,9 @@ class RepoSearch(View):
 class SiteSearch(View):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         q, mode = _form(req)
-        results = None
-        error = ""
-        page = 1
-        if q.strip():
-            page = _page(req)
-            try:
-                parsed = code.parse(q, mode)
-                results = code.search(
-                    self.forge.code,
-                    self._targets(req, parsed),
-                    parsed,
-                    page,
-                    self.settings.search_seconds,
-                )
-            except BadRequest as exc:
-                resp.status = falcon.HTTP_400
-                error = exc.args[0] if exc.args else "bad query"
+        results, error, page = _answer(
+            self, req, resp, q, mode, lambda parsed: self._targets(req, parsed)
+        )
         self.html(
             resp,
             "search.html",
@@ -166,3 +143,27 @@ class SiteSearch(View):
                 continue
             targets.append(code.Target(repo, indexed[repo.id], handle))
         return targets
+
+
+def _answer(
+    view: View,
+    req: falcon.Request,
+    resp: falcon.Response,
+    q: str,
+    mode: str,
+    targets: Callable[[code.Query], list[code.Target]],
+) -> tuple[code.Results | None, str, int]:
+    """What ``q`` finds in ``targets`` (of the parsed query), the error to show, and the page
+    number; nothing for an empty query; a query that cannot run answers 400 with its reason."""
+    if not q.strip():
+        return None, "", 1
+    page = _page(req)
+    try:
+        parsed = code.parse(q, mode)
+        found = code.search(
+            view.forge.code, targets(parsed), parsed, page, view.settings.search_seconds
+        )
+    except BadRequest as exc:
+        resp.status = falcon.HTTP_400
+        return None, exc.args[0] if exc.args else "bad query", page
+    return found, "", page
