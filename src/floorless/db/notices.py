@@ -65,6 +65,7 @@ class Notices:
         self._thread: threading.Thread | None = None
         self.sent = 0
         self.received = 0  # from other nodes
+        self.connections = 0  # times the listener connected and caught up on what it missed
 
     @property
     def listening(self) -> bool:
@@ -114,11 +115,14 @@ class Notices:
                     conn.execute(f"LISTEN {TABLES_CHANNEL}")
                     self.db.changed()  # written while not listening: unheard
                     self._connected = True
+                    if self.on_listening is not None:
+                        self.on_listening()  # what was missed before LISTEN
+                    # listening only once what was missed is taken in: a request in between
+                    # still reads the refs' files itself, and sees no snapshot older than LISTEN
+                    self.connections += 1
                     self._deaf = False
                     log.info("listening for other nodes' changes")
                     delay = RETRY_FIRST
-                    if self.on_listening is not None:
-                        self.on_listening()  # what was missed before LISTEN
                     self._serve(conn)
             except psycopg.Error as exc:
                 if not self._deaf:
