@@ -24,4 +24,7 @@ def test_measure_a_small_commit(tmp_path: Path) -> None:
     assert result.files_shown == 6
     assert result.lines_highlighted > 0
     assert result.page_git_ms > 0 and result.git_ratio > 0
+    # the target's measure: the page less the server's own rendering of what it shows
+    assert 0 < result.page_render_ms < result.page_ms
+    assert result.unrendered_ms > 0 and result.target_ratio > 0
     assert 'spawn;desc="processes";dur=0' in result.server_timing

@@ -15,10 +15,12 @@ from conftest import start_forge, wait_indexed
 from falcon import testing
 from gitfixtures import git
 from pygments.lexers import find_lexer_class_for_filename, get_all_lexers
+from test_pages import server_timing
 from test_spawns import counting, get
 
+from floorless import timing
 from floorless.forge import Forge
-from floorless.web import markup
+from floorless.web import diffrows, markup
 from floorless.web.app import create_app
 
 FILES = 300
@@ -200,3 +202,24 @@ def test_the_lexer_for_a_name_is_pygments_choice(names):
     """The indexed lookup picks what Pygments' own search by file name picks."""
     for name in names:
         assert markup.lexer_class(name) is find_lexer_class_for_filename(name), name
+
+
+def test_showing_the_diffs_is_the_pages_render_phase(big, monkeypatch):
+    """Highlighting a commit's diff lines and making their rows is the page's ``render``
+    phase in ``Server-Timing``, as its template is: what the page shows, apart from the git
+    work that found it (the cold commit benchmark judges the page less that rendering)."""
+    forge, _, _, sha = big
+    phases: list[str | None] = []
+
+    def highlight(name: str, text: str, enabled: bool = True) -> list[str]:
+        timer = timing.current()
+        phases.append(timer._open if timer is not None else None)
+        return markup.highlight_lines(name, text, enabled)
+
+    monkeypatch.setattr(diffrows, "highlight_lines", highlight)
+    client = testing.TestClient(create_app(forge))  # its own caches: the diff is made anew
+    result = client.simulate_get(f"/alice/big/commit/{sha}")
+    assert result.status_code == 200
+    assert phases and set(phases) == {"render"}
+    timings = server_timing(result)
+    assert timings["render"] > 0 and timings["git"] > 0

@@ -17,6 +17,7 @@ import falcon
 import pygit2
 from markupsafe import Markup
 
+from floorless import timing
 from floorless.config import Settings
 from floorless.errors import BadRequest, NotFound, UnknownRevision
 from floorless.git import diff as gitdiff
@@ -125,7 +126,14 @@ def shown_diff(
     """The rows of each file ``changes`` shows, highlighted while ``budget.highlight_lines``
     lasts (plain text after). On a commit ``page``, a file whose rows would take the page past
     ``budget.page_bytes`` is not shown (its entry loads it on request), and one after it that
-    fits is; what a file cannot take less than (its text) is counted before it is rendered."""
+    fits is; what a file cannot take less than (its text) is counted before it is rendered.
+    Its time is the request's ``render`` phase (``Server-Timing``), as the template's is: the
+    showing of what git found, apart from the finding."""
+    with timing.phase("render"):
+        return _shown(changes, budget, page, split)
+
+
+def _shown(changes: gitdiff.CommitDiff, budget: Budget, page: bool, split: bool) -> Shown:
     rows: dict[int, Markup] = {}
     highlight_left, used = budget.highlight_lines, 0
     for i, f in enumerate(changes.files):
