@@ -10,6 +10,11 @@ resident memory and its garbage-collection pauses, from its own ``/-/metrics``.
 
 floorless is measured after its index is complete (the first index is another benchmark);
 every page it serves here is a cache miss.
+
+``--housekeeping`` first runs floorless's own housekeeping on the benchmark's copy of the
+repository (``garbage.collect``: ``git gc`` with the packs' delta chains cut to
+``gc_pack_depth``, as the forge's scheduled collection does), so that floorless and cgit are
+measured on the same repacked repository in one run.
 """
 
 from __future__ import annotations
@@ -209,6 +214,8 @@ def run(args: argparse.Namespace) -> SweepResult:
     built = target = target_repository(args.repo, args.cache_dir)
     name = target.name
     repos, home = prepare_store(work / "store", built.path, name)
+    if getattr(args, "housekeeping", False):
+        housekeeping(repos / OWNER / f"{name}.git", work / "housekeeping")
     sets = choose(built.path, home, built.branch, args.seed)
     commit = sets[0]["commit"][0]
     result = SweepResult(name, built.commits)
@@ -250,6 +257,19 @@ def run(args: argparse.Namespace) -> SweepResult:
     return result
 
 
+def housekeeping(git_dir: Path, runtime: Path) -> None:
+    """floorless's housekeeping of ``git_dir``'s packs, as its scheduled collection runs it
+    (one ``git gc``, in floorless's isolated git environment)."""
+    from floorless.garbage import collect
+    from floorless.git.env import GitEnvironment
+
+    env = GitEnvironment(runtime)
+    env.prepare()
+    began = time.perf_counter()
+    collect(env, git_dir)
+    print(f"housekeeping: {time.perf_counter() - began:.1f} s", file=sys.stderr)
+
+
 def markdown(result: SweepResult, command: str) -> str:
     lines = [
         f"`{command}`",
@@ -286,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-deadline", type=float, default=7200.0)
     parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--housekeeping",
+        action="store_true",
+        help="run floorless's pack housekeeping (git gc, delta chains cut) on the copy first",
+    )
     parser.add_argument(
         "--serve-options",
         default="",

@@ -507,7 +507,7 @@ class Forge:
             try:
                 # a fork may reach what its parent no longer does: nothing is pruned
                 keep = bool(forks.forks_of(self, repo.owner, repo.name))
-                if not collect(self.git, repo.path, keep=keep):
+                if not collect(self.git, repo.path, keep, self.settings.gc_pack_depth):
                     state.gc_due = True
                     return False
             finally:
