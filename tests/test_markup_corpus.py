@@ -1,7 +1,8 @@
 """Rendered documents as GitHub renders them: a Markdown corpus (inline HTML kept or dropped
 as GitHub's allow-list does, script removed, relative links resolved, heading ids unique),
-reStructuredText, CSV/TSV and notebooks with their limits; and the pages that show them (0
-processes, READMEs in every directory, SVG images served only as images)."""
+reStructuredText, AsciiDoc (by Asciidoctor), CSV/TSV and notebooks with their limits; and
+the pages that show them (0 processes, READMEs in every directory, SVG images served only
+as images)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from falcon import testing
 from gitfixtures import FastImportStream, _init_bare
 from test_spawns import counting
 
+from floorless.asciidoctor import Asciidoctor
 from floorless.web import documents
 from floorless.web.app import create_app
 from floorless.web.markup import render_markdown, slug
@@ -285,12 +287,22 @@ link:javascript:alert(3)[click] https://example.org/x" onmouseover="alert(4)
 """
 
 
-def test_asciidoc_is_rendered_without_reaching_outside() -> None:
-    html = documents.render("doc/manual.adoc", ASCIIDOC.encode(), link, b"doc", 1 << 20)
+@pytest.fixture(scope="module")
+def asciidoctor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Asciidoctor]:
+    """A real Asciidoctor worker (the Debian package asciidoctor), as a forge keeps one."""
+    worker = Asciidoctor("ruby", 60, tmp_path_factory.mktemp("asciidoctor"))
+    yield worker
+    worker.stop()
+
+
+def test_asciidoc_is_rendered_without_reaching_outside(asciidoctor: Asciidoctor) -> None:
+    html = documents.render(
+        "doc/manual.adoc", ASCIIDOC.encode(), link, b"doc", 1 << 20, asciidoctor.convert
+    )
     assert html is not None
     assert '<h1 id="manual">' in html
     assert "<strong>strong</strong>" in html and "<em>em</em>" in html
-    assert "<code>code *kept*</code>" in html
+    assert "<code>code <strong>kept</strong></code>" in html  # Asciidoctor's constrained marks
     assert "Floorless" in html  # an attribute the document sets
     assert '<a href="https://example.org" rel="noopener noreferrer">a site</a>' in html
     assert 'href="/src/doc/other.adoc"' in html
@@ -299,17 +311,25 @@ def test_asciidoc_is_rendered_without_reaching_outside() -> None:
     assert 'src="/raw/doc/icon.png" alt="Icon" width="16" height="16"' in html
     assert re.findall(r'<h2 id="([^"]*)"', html) == ["usage", "options", "usage-1"]
     assert '<span class="k">def</span>' in html
-    assert "<ul><li>one<ul><li>nested</li></ul></li><li>two</li></ul>" in html
-    assert "<ol><li>first</li><li>second</li></ol>" in html
-    assert "<dt>Term</dt><dd>" in html
+    flat = re.sub(r"\s+|</?div>|</?p>", "", html)
+    assert "<ul><li>one<ul><li>nested</li></ul></li><li>two</li></ul>" in flat
+    assert "<ol><li>first</li><li>second</li></ol>" in flat
+    assert "<dt>Term</dt><dd>Itsdefinition.</dd>" in flat
     assert '<div class="admonition note">' in html and '<div class="admonition warning">' in html
-    assert "<th>Name</th>" in html and "<td>a</td>" in html
+    assert "<th>Name</th>" in html and "<td><p>a</p></td>" in html
     assert 'src="/raw/doc/diagram.svg"' in html
     assert "<p>kept</p>" in html
-    for bad in ("root:", "passwd", "import", "<script", "onerror", "javascript"):
+    # include:: is a link to the path, inside the repository, never the file's content
+    assert "root:" not in html and 'href="/src/etc/passwd"' in html
+    for bad in ("import", "pwned", "<script", "onerror", "javascript"):
         assert bad not in html, bad
-    assert "<p>sys::[id]</p>" in html  # no system macro: text
+    assert "sys::[id]" in html  # no system macro: text
     assert not re.search(r"<[^>]*\son\w+=", html), html
+    assert ' class=""' not in html
+
+
+def test_asciidoc_without_asciidoctor_is_not_rendered() -> None:
+    assert documents.render("a.adoc", b"= Title\n", link, b"", 1 << 20) is None
 
 
 def test_tables_and_their_limit() -> None:
@@ -386,16 +406,17 @@ def test_notebooks_are_rendered_read_only() -> None:
     assert documents.render("x.ipynb", deep, link, b"", 1 << 20) is None
 
 
-def test_every_renderer_has_a_limit() -> None:
+def test_every_renderer_has_a_limit(asciidoctor: Asciidoctor) -> None:
+    convert = asciidoctor.convert
     for name in ("a.md", "a.rst", "a.adoc", "a.csv", "a.ipynb"):
         data = b"x" * 100
-        assert documents.render(name, data, link, b"", 99) is None
+        assert documents.render(name, data, link, b"", 99, convert) is None
     assert documents.render("a.txt", b"x", link, b"", 100) is None  # not a document
     for kind, ceiling in documents.CEILINGS.items():  # slower parsers stop sooner
         name = {"rst": "a.rst", "asciidoc": "a.adoc"}[kind]
         text = b"Some text.\n\n" * (ceiling // 12 + 1)
-        assert documents.render(name, text[:ceiling], link, b"", 1 << 30) is not None
-        assert documents.render(name, text[: ceiling + 1], link, b"", 1 << 30) is None
+        assert documents.render(name, text[:ceiling], link, b"", 1 << 30, convert) is not None
+        assert documents.render(name, text[: ceiling + 1], link, b"", 1 << 30, convert) is None
 
 
 # ------------------------------------------------------------------------------ pages

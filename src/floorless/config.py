@@ -217,6 +217,19 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0,
     ),
     Setting(
+        "asciidoctor_ruby",
+        str,
+        "ruby",
+        "The Ruby that runs Asciidoctor (Debian package `asciidoctor`) to render AsciiDoc, in one worker process started when the first AsciiDoc document is shown. Without it (or empty) AsciiDoc is shown as its source.",
+    ),
+    Setting(
+        "asciidoctor_seconds",
+        float,
+        10.0,
+        "Time Asciidoctor may take to convert one AsciiDoc document; past it the worker is ended (another starts for the next document) and the document is shown as its source.",
+        minimum=0.1,
+    ),
+    Setting(
         "max_diff_lines",
         int,
         1500,
@@ -530,6 +543,8 @@ class Settings:
     max_file_view: int
     max_highlight: int
     max_render_bytes: int
+    asciidoctor_ruby: str
+    asciidoctor_seconds: float
     max_diff_lines: int
     max_diff_total_lines: int
     max_diff_highlight_lines: int

@@ -29,6 +29,7 @@ from pygit2.enums import ObjectType
 from floorless import dates, forks
 from floorless.access import Policy
 from floorless.accounts import Accounts, SecretKey
+from floorless.asciidoctor import Asciidoctor
 from floorless.background import Jobs
 from floorless.background import start as start_thread
 from floorless.config import Settings
@@ -152,6 +153,12 @@ class Forge:
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
+        # AsciiDoc documents are converted by one Asciidoctor worker, started when first needed.
+        self.asciidoctor = Asciidoctor(
+            settings.asciidoctor_ruby,
+            settings.asciidoctor_seconds,
+            settings.runtime_dir / "asciidoctor",
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_scan = 0.0
@@ -200,6 +207,7 @@ class Forge:
         self.notices.stop()
         self.reviews.stop()
         self.indexer.stop()
+        self.asciidoctor.stop()
         self.leases.stop()
         self.db.close()
 

@@ -3,7 +3,8 @@ Jupyter notebooks, on file pages and as READMEs.
 
 Each renderer is a pure function of the file's bytes and where its relative links resolve
 (so the result is cached by blob id with that context), runs in-process (no process is
-spawned: a browse page spawns none), and stops at a size limit past which the page shows
+spawned: a browse page spawns none; AsciiDoc is converted by the forge's one Asciidoctor
+worker, see ``floorless.asciidoctor``), and stops at a size limit past which the page shows
 the source instead. What a renderer makes of repository content goes through the one
 allow-list in ``sanitize``; what is built here from escaped pieces (tables, notebook
 frames) needs none.
@@ -19,11 +20,19 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from html import escape
+from html import escape, unescape
 from typing import Any
 
-from floorless.web import adoc, sanitize
-from floorless.web.markup import heading_ids, highlight_blocks, is_markdown, render_markdown
+from floorless.web import sanitize
+from floorless.web.markup import (
+    MAX_NESTING,
+    heading_ids,
+    highlight_blocks,
+    is_markdown,
+    nesting,
+    render_markdown,
+    slug,
+)
 from floorless.web.sanitize import Link
 
 log = logging.getLogger(__name__)
@@ -32,9 +41,10 @@ RST_NAMES = (".rst", ".rest")
 ASCIIDOC_NAMES = (".adoc", ".asciidoc", ".asc")
 TABLE_NAMES = {".csv": ",", ".tsv": "\t"}
 NOTEBOOK_NAMES = (".ipynb",)
-# Slower parsers stop sooner: docutils parses ~50 KB a second on the development machine and
-# this AsciiDoc renderer ~200 KB (Markdown ~10 MB), so a larger file would hold the
-# interpreter, and every other request, for seconds
+# Slower parsers stop sooner: docutils parses ~50 KB a second on the development machine, so a
+# larger file would hold the interpreter, and every other request, for seconds; Asciidoctor
+# converts 100-200 KB a second in its worker (Markdown ~10 MB here), while other AsciiDoc
+# documents wait for it, and its HTML can be 30 times the size of the source
 CEILINGS = {"rst": 128 * 1024, "asciidoc": 256 * 1024}
 MAX_TABLE_ROWS = 1000  # of a CSV/TSV file: the rest is in its source and raw file
 MAX_TABLE_COLUMNS = 100
@@ -57,14 +67,32 @@ def kind(name: str) -> str | None:
     return None
 
 
-def render(name: str, data: bytes, link: Link, directory: bytes, limit: int) -> str | None:
+def largest(found: str | None, limit: int) -> int:
+    """The largest document of the kind ``found`` that is rendered, in bytes."""
+    return min(limit, CEILINGS.get(found or "", limit))
+
+
+Convert = Callable[[str], str | None]
+
+
+def render(
+    name: str,
+    data: bytes,
+    link: Link,
+    directory: bytes,
+    limit: int,
+    asciidoc: Convert | None = None,
+) -> str | None:
     """``data``, the content of the file ``name`` in ``directory``, as safe HTML; None when
     it is of no rendered kind, larger than ``limit`` bytes, or cannot be rendered (the page
-    then shows the source)."""
+    then shows the source). AsciiDoc is converted to HTML by ``asciidoc`` (the forge's
+    ``Asciidoctor.convert``); without it, it is not rendered."""
     found = kind(name)
-    if found is None or len(data) > min(limit, CEILINGS.get(found, limit)):
+    if found is None or len(data) > largest(found, limit):
         return None
     text = data.decode("utf-8", "replace")
+    if found == "asciidoc":
+        return _asciidoc(text, link, directory, asciidoc)
     renderer = RENDERERS[found]
     return renderer(text, name, link, directory)
 
@@ -110,10 +138,28 @@ def _rst(text: str, name: str, link: Link, directory: bytes) -> str | None:
     return highlight_blocks(heading_ids(sanitize.clean(body, link, directory, rooted=True)))
 
 
-def _asciidoc(text: str, name: str, link: Link, directory: bytes) -> str | None:
-    return highlight_blocks(
-        heading_ids(sanitize.clean(adoc.to_html(text), link, directory, rooted=True))
-    )
+_SECTION = re.compile(r'<h([1-6]) id="([^"<>]{1,200})">(.*?)</h\1>', re.S)
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def _asciidoc(text: str, link: Link, directory: bytes, convert: Convert | None) -> str | None:
+    html = convert(text) if convert is not None else None
+    if html is None or nesting(html) > MAX_NESTING:  # the sanitizer's time: the depth squared
+        return None
+
+    def named(match: re.Match[str]) -> str:
+        """A heading whose id Asciidoctor took from the document (``[[install]]``) and not
+        from its text keeps it as a named anchor: headings are numbered anew by their text
+        (``heading_ids``), and ``<<install>>`` still leads there."""
+        level, given, inner = match.groups()
+        made = slug(unescape(_TAGS.sub("", inner)))
+        if re.fullmatch(rf"{re.escape(made)}(?:-\d+)?", given):  # its own, numbered or not
+            return match.group()
+        return f'<h{level} id="{given}"><a name="{given}"></a>{inner}</h{level}>'
+
+    html = sanitize.clean(_SECTION.sub(named, html), link, directory, rooted=True)
+    # Asciidoctor classes every block, and the allow-list keeps the attribute empty
+    return highlight_blocks(heading_ids(html.replace(' class=""', "")))
 
 
 def _table(text: str, name: str, link: Link, directory: bytes) -> str | None:
@@ -252,7 +298,6 @@ def _notebook(text: str, name: str, link: Link, directory: bytes) -> str | None:
 RENDERERS: dict[str, Callable[[str, str, Link, bytes], str | None]] = {
     "markdown": _markdown,
     "rst": _rst,
-    "asciidoc": _asciidoc,
     "table": _table,
     "notebook": _notebook,
 }

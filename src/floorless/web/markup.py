@@ -90,13 +90,13 @@ def render_markdown(
         | Options.CMARK_OPT_FOOTNOTES
         | Options.CMARK_OPT_UNSAFE,  # raw HTML is kept for the allow-list to judge
     )
-    if _nesting(html) > MAX_NESTING:
+    if nesting(html) > MAX_NESTING:
         return f'<pre class="too-deep">{escape(text)}</pre>'
     html = sanitize.clean(html, link, directory, rooted)
     return highlight_blocks(heading_ids(html) if anchors else html)
 
 
-def _nesting(html: str) -> int:
+def nesting(html: str) -> int:
     """How deep ``html``'s elements nest, at most (one pass over its tags; a stray closing
     tag never takes the count below the top)."""
     depth = deepest = 0

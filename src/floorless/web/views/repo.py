@@ -52,7 +52,7 @@ class Home(View):
         )
         # kept once everything it shows is known; before, the next view asks again
         req.context.final_page = (
-            context["last_ready"] and count is not None and (tree is None or languages is not None)
+            context["final"] and count is not None and (tree is None or languages is not None)
         )
         self.html(
             resp,

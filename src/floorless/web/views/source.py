@@ -17,7 +17,7 @@ from floorless.git.refs import Resolved
 from floorless.web import documents, urls
 from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines, numbered_rows
-from floorless.web.render import text
+from floorless.web.render import filesize, text
 from floorless.web.views.base import RefPage
 from floorless.web.views.tree import markdown_links, tree_context
 
@@ -31,6 +31,7 @@ IMAGE_TYPES = {
     ".bmp": "image/bmp",
     ".avif": "image/avif",
 }
+FAILED = "it could not be rendered"  # why a document is shown as its source, for now
 
 
 def query_bytes(req: falcon.Request, name: str) -> bytes | None:
@@ -85,7 +86,7 @@ class Source(RefPage):
                 )
             )
             context["commit_count"] = None
-            req.context.final_page = context["last_ready"]
+            req.context.final_page = context["final"]
             self.html(resp, "tree.html", **context)
             return
         if mode == objects.MODE_SUBMODULE:
@@ -109,7 +110,8 @@ class Source(RefPage):
             self.html(resp, "special.html", submodule=None, **context)
             return
         context.update(self._file(view, resolved, obj))
-        req.context.final_page = True
+        # a document not rendered may be next time (AsciiDoc's worker may be starting)
+        req.context.final_page = context["unrendered"] != FAILED
         self.html(resp, "blob.html", **context)
 
     def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
@@ -128,6 +130,7 @@ class Source(RefPage):
             "truncated": False,
             "rendered": None,
             "svg": name.lower().endswith(b".svg"),
+            "unrendered": None,  # why a document is shown as its source
         }
         if image_type(name):
             info["image"] = True
@@ -153,7 +156,11 @@ class Source(RefPage):
                 key, lambda: _rows(highlight_lines(filename, content(), enabled))
             ),
         )
-        if documents.kind(filename) and size <= self.settings.max_render_bytes:
+        found = documents.kind(filename)
+        most = documents.largest(found, self.settings.max_render_bytes)
+        if found and size > most:
+            info["unrendered"] = f"it is larger than {filesize(most)}, the most that is rendered"
+        elif found:
             directory = resolved.path.rpartition(b"/")[0]
             where = urls.src(view.repo, resolved.kind, resolved.ref, directory)
             limit = self.settings.max_render_bytes
@@ -165,8 +172,11 @@ class Source(RefPage):
                     markdown_links(view, resolved),
                     directory,
                     limit,
+                    view.forge.asciidoctor.convert,
                 ),
             )
+            if info["rendered"] is None:
+                info["unrendered"] = FAILED
         return info
 
 

@@ -74,11 +74,14 @@ def tree_context(
                 infos[oid] = objects.commit_info(objects.get_commit(view.handle, oid))
             info = infos[oid]
         rows.append(Row(entry, info))
+    shown = readme(view, tree, resolved, cache)
     return {
         "rows": rows,
         "last_ready": last is not None,
+        # kept as a final page: a README not rendered may be next time (AsciiDoc's worker)
+        "final": last is not None and not (shown and shown["unrendered"]),
         "progress": None if last is not None else view.forge.indexer.progress(view.repo.id),
-        "readme": readme(view, tree, resolved, cache),
+        "readme": shown,
         "paged": {"total": total, "limit": limit, "after": after, "next": following}
         if total > limit or after is not None
         else None,
@@ -105,7 +108,14 @@ def readme(
         )
         size = objects.object_size(view.handle, entry.id)
         if size is not None and size > view.forge.settings.max_blob_page_bytes:
-            return {"name": filename, "html": "", "plain": None, "too_large": size, "raw": raw_url}
+            return {
+                "name": filename,
+                "html": "",
+                "plain": None,
+                "too_large": size,
+                "raw": raw_url,
+                "unrendered": False,
+            }
         blob = view.handle.get(entry.id)
         if not isinstance(blob, pygit2.Blob) or blob.is_binary:
             continue
@@ -113,16 +123,26 @@ def readme(
         where = urls.src(view.repo, resolved.kind, resolved.ref, resolved.path)
         key = (str(entry.id), where, filename, limit)
 
-        def make(blob: pygit2.Blob = blob, filename: str = filename) -> str:
+        def make(blob: pygit2.Blob = blob, filename: str = filename) -> str | None:
             data = objects.blob_bytes(blob, limit + 1)
             links = markdown_links(view, resolved)
-            return documents.render(filename, data, links, resolved.path, limit) or ""
+            asciidoc = view.forge.asciidoctor.convert
+            return documents.render(filename, data, links, resolved.path, limit, asciidoc)
 
-        html = cache.get_or_make(key, make)
+        # not rendered (None) is not kept: AsciiDoc's worker may be there next time
+        made = cache.get_or_make(key, make)
+        html = made or ""
         plain = None
         if not html:
             plain = objects.blob_bytes(blob, MAX_README).decode("utf-8", "replace")
-        return {"name": filename, "html": html, "plain": plain, "too_large": None, "raw": raw_url}
+        return {
+            "name": filename,
+            "html": html,
+            "plain": plain,
+            "too_large": None,
+            "raw": raw_url,
+            "unrendered": made is None and documents.kind(filename) is not None,
+        }
     return None
 
 

@@ -1,0 +1,321 @@
+"""AsciiDoc rendered by Asciidoctor (the Debian package asciidoctor) in one worker per forge:
+pages that render it (0 processes: the worker is started by a background thread, once), what
+hostile documents cannot reach, the worker's limits, its restart, and the source shown when
+there is no Asciidoctor."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import patience, start_forge, wait_for, wait_indexed
+from falcon import testing
+from gitfixtures import FastImportStream, _init_bare
+from serving import serving
+from test_spawns import counting, spawn_timing
+
+from floorless.asciidoctor import Asciidoctor
+from floorless.forge import Forge
+from floorless.web.app import create_app
+
+SECRET = "TOP-SECRET-4242"  # in a file beside the repositories, never in a page
+
+README = b"""= Demo Manual
+:toc:
+
+An *AsciiDoc* README: see link:docs/guide.adoc[the guide].
+
+== Install
+
+. Download it.
+. Run it:
++
+[source,python]
+----
+print("hello")  # <1>
+----
+<1> Says hello.
+
+* one
+** nested
+
+TIP: Read the guide first.
+
+[WARNING]
+====
+Mind the gap.
+====
+
+.Options
+|===
+|Name |Default
+
+|colour |auto
+|===
+"""
+GUIDE = b"""= Guide
+
+[[setup]]
+== Setting up
+
+Back to link:../README.adoc[the README], on to xref:other.adoc#part[the other page],
+or to <<setup>>. A footnote.footnote:[Said below.]
+
+image::img/logo.png[Logo]
+"""
+OTHER = b"= Other\n\n== Part\n\nText.\n"
+HOSTILE = {
+    "include.adoc": b"= Include\n\ninclude::/etc/passwd[]\n\ninclude::../../../secret.txt[]\n\n"
+    b"include::{docdir}/../secret.txt[]\n",
+    "attributes.adoc": b"= Attributes\n\nhome {env-HOME} {user-home} dir {docdir} file "
+    b"{docfile} out {outdir} cwd {env-PWD} path {env-PATH}\n",
+    "ifeval.adoc": b"= Ifeval\n\nifeval::[{sectnumlevels} > `touch /tmp/floorless-adoc-pwned`]\n"
+    b'yes\nendif::[]\nifeval::["{user-home}" == "/root"]\nroot home\nendif::[]\n',
+    "passthrough.adoc": b"= Pass\n\npass:[<script>alert(1)</script>] "
+    b"+++<img src=x onerror=alert(2)>+++\n\n++++\n<script>alert(3)</script>\n"
+    b"<div onclick=alert(4)>x</div>\n++++\n",
+    "links.adoc": b"= Links\n\nlink:javascript:alert(5)[x] link:++javascript:alert(6)++[y]\n\n"
+    b"image::x.svg[onerror=alert(7),link=javascript:alert(8)]\n\n"
+    b'image:x.png[title="a\\" onload=\\"alert(9)"]\n',
+}
+NESTED = "".join("*" * (1 + i % 5) + " item\n" for i in range(100_000)).encode()
+TABLE = ("|===\n" + "|x " * 30_000 + "\n|===\n").encode()  # 90 KB, under the ceiling
+MANY = {f"many/doc{n}.adoc": f"= Document {n}\n\n== Part {n}\n\nText.\n".encode() for n in range(8)}
+
+
+def build(path: Path) -> Path:
+    _init_bare(path)
+    files = {
+        "README.adoc": README,
+        "docs/guide.adoc": GUIDE,
+        "docs/other.adoc": OTHER,
+        "big/nested.adoc": NESTED,
+        "big/table.adoc": TABLE,
+        **{f"hostile/{name}": text for name, text in HOSTILE.items()},
+        **MANY,
+    }
+    stream = FastImportStream()
+    stream.commit("refs/heads/main", "AsciiDoc documents", files=files)
+    stream.run(path)
+    return path
+
+
+def make_forge(root: Path, **overrides) -> Forge:
+    build(root / "repos" / "alice" / "docs.git")
+    (root / "secret.txt").write_text(SECRET)
+    forge = start_forge(root / "repos", root / "data", **overrides)
+    wait_indexed(forge)
+    return forge
+
+
+@pytest.fixture(scope="module")
+def forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forge]:
+    forge = make_forge(tmp_path_factory.mktemp("adoc"))
+    yield forge
+    forge.stop()
+
+
+@pytest.fixture(scope="module")
+def client(forge: Forge) -> testing.TestClient:
+    return testing.TestClient(create_app(forge))
+
+
+def get(client: testing.TestClient, url: str) -> str:
+    """A page: 200, and no process spawned while it was answered (by the test's own audit
+    hook and by the page's Server-Timing)."""
+    with counting() as events:
+        result = client.simulate_get(url)
+    assert result.status_code == 200, (url, result.status_code, result.text[:300])
+    assert events == [], (url, events)
+    assert spawn_timing(result) == 0
+    return result.text
+
+
+def rendered(page: str) -> str:
+    """The rendered document of a file page (the source beside it is escaped text)."""
+    start = page.index('<div class="markdown rendered">')
+    return page[start : page.index("</main>", start)]
+
+
+def workers(forge: Forge) -> list[int]:
+    """This process's children that are Asciidoctor workers of ``forge``."""
+    workdir = str(forge.settings.runtime_dir / "asciidoctor")
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except FileNotFoundError:  # ended meanwhile
+                continue
+            if cwd == workdir and b"asciidoctor.rb" in command:
+                found.append(int(pid))
+    return found
+
+
+def test_readme_and_file_pages_render_asciidoc(forge: Forge, client: testing.TestClient) -> None:
+    home = get(client, "/alice/docs")
+    html = home[home.index('<section class="readme">') :]
+    assert '<h1 id="demo-manual">Demo Manual' in html
+    assert '<h2 id="install">Install' in html
+    assert 'href="/alice/docs/src/branch/main/docs/guide.adoc"' in html
+    flat = re.sub(r"\s+|</?div>|</?p>", "", html)
+    assert "<ol><li>Downloadit.</li><li>Runit:" in flat
+    assert "<ul><li>one<ul><li>nested</li></ul></li></ul>" in flat
+    assert '<span class="nb">print</span>' in html  # the source block, highlighted
+    assert "conum" not in html and "&lt;b" not in html and "Says hello." in html  # callout
+    assert '<div class="admonition tip"><p><strong>Tip</strong></p>' in html
+    assert '<div class="admonition warning">' in html and "Mind the gap." in html
+    assert "<th>Name</th>" in html and "<td><p>colour</p></td>" in html
+    assert ' class=""' not in html and "<colgroup" not in html
+
+    page = get(client, "/alice/docs/src/branch/main/docs/guide.adoc")
+    body = rendered(page)
+    assert '<h1 id="guide">' in body and '<h2 id="setting-up">' in body
+    assert 'href="/alice/docs/src/branch/main/README.adoc"' in body
+    assert 'href="/alice/docs/src/branch/main/docs/other.adoc#part"' in body
+    assert 'src="/alice/docs/raw/branch/main/docs/img/logo.png"' in body
+    # an id the document gives a section stays a target: <<setup>> leads somewhere
+    assert 'href="#setup"' in body and 'id="setup"' in body
+    assert 'id="fnref-1"' in body and 'id="fn-1"' in body and 'href="#fn-1"' in body
+    assert "This document is shown as its source" not in page
+
+
+def test_a_second_view_asks_nothing(forge: Forge, client: testing.TestClient) -> None:
+    url = "/alice/docs/src/branch/main/docs/other.adoc"
+    first = get(client, url)
+    assert '<h2 id="part">' in first
+    converted = forge.asciidoctor.converted
+    again = get(client, url)
+    assert again.count('<h2 id="part">') == 1
+    assert forge.asciidoctor.converted == converted  # from the cache: the worker was not asked
+
+
+def test_one_worker_for_many_documents(forge: Forge, client: testing.TestClient) -> None:
+    for name in MANY:
+        page = get(client, f"/alice/docs/src/branch/main/{name}")
+        assert '<h2 id="part-' in page
+    assert forge.asciidoctor.started == 1
+    assert workers(forge) == [forge.asciidoctor.pid]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_documents_reach_nothing(
+    forge: Forge, client: testing.TestClient, name: str
+) -> None:
+    page = get(client, f"/alice/docs/src/branch/main/hostile/{name}")
+    body = rendered(page)  # the rendered document: the source beside it is escaped text
+    for secret in (SECRET, "root:x:0", str(forge.settings.data), os.environ["HOME"]):
+        assert secret not in page, secret
+    for bad in ("<script", "javascript:", "root home", "pwned"):
+        assert bad not in body, bad
+    assert not Path("/tmp/floorless-adoc-pwned").exists()
+    assert not re.search(r"<[^>]*\son\w+=", body), body
+    if name == "include.adoc":  # a link to the path named, inside the repository
+        assert 'href="/alice/docs/src/branch/main/etc/passwd"' in body
+    if name == "attributes.adoc":
+        assert "{env-HOME}" in body  # no such attribute: the reference stays text
+
+
+def test_large_documents_are_answered(forge: Forge, client: testing.TestClient) -> None:
+    nested = get(client, "/alice/docs/src/branch/main/big/nested.adoc")
+    assert "This document is shown as its source: it is larger than 256.0 KiB" in nested
+    table = get(client, "/alice/docs/src/branch/main/big/table.adoc")
+    body = rendered(table)
+    assert body.count("<td>") == 30_000 and len(body) < 1 << 20
+    assert '<h1 id="demo-manual">' in get(client, "/alice/docs")  # and it goes on serving
+
+
+def test_a_slow_document_ends_the_worker_and_is_not_tried_again(tmp_path: Path) -> None:
+    worker = Asciidoctor("ruby", 1.0, tmp_path)
+    try:
+        assert worker.convert("= Quick\n") is not None
+        first = worker.pid
+        slow = "|===\n" + "|x " * 80_000 + "\n|===\n"  # 2-3 s of work for Asciidoctor
+        assert worker.convert(slow) is None
+        assert worker.pid is None and not Path(f"/proc/{first}").exists()  # ended, reaped
+        assert worker.convert("= Next\n") is not None  # a new worker
+        assert worker.started == 2
+        assert worker.convert(slow) is None  # remembered: not sent again
+        assert worker.started == 2 and worker.pid is not None
+    finally:
+        worker.stop()
+    assert worker.pid is None
+
+
+def test_a_killed_worker_is_restarted(tmp_path: Path) -> None:
+    forge = make_forge(tmp_path)
+    try:
+        client = testing.TestClient(create_app(forge))
+        assert '<h2 id="part-0">' in get(client, "/alice/docs/src/branch/main/many/doc0.adoc")
+        killed = forge.asciidoctor.pid
+        assert killed is not None and workers(forge) == [killed]
+        os.kill(killed, signal.SIGKILL)
+        wait_for(lambda: Path(f"/proc/{killed}/stat").read_text().split(") ")[1][0] == "Z")
+        page = get(client, "/alice/docs/src/branch/main/many/doc1.adoc")
+        assert '<h2 id="part-1">' in page
+        assert forge.asciidoctor.started == 2 and forge.asciidoctor.pid != killed
+        assert workers(forge) == [forge.asciidoctor.pid]
+    finally:
+        forge.stop()
+    assert workers(forge) == []
+
+
+@pytest.mark.parametrize("ruby", ["/nonexistent/ruby", "false"])
+def test_without_asciidoctor_the_source_is_shown(tmp_path: Path, ruby: str) -> None:
+    forge = make_forge(tmp_path, asciidoctor_ruby=ruby)
+    try:
+        client = testing.TestClient(create_app(forge))
+        page = get(client, "/alice/docs/src/branch/main/docs/guide.adoc")
+        assert "This document is shown as its source: it could not be rendered." in page
+        assert "link:../README.adoc[the README]" in page and '<h1 id="guide">' not in page
+        home = get(client, "/alice/docs")
+        assert "This document is shown as its source: it could not be rendered." in home
+        assert '<pre class="plain">= Demo Manual' in home
+        assert forge.asciidoctor.started == 0 and workers(forge) == []
+    finally:
+        forge.stop()
+
+
+def test_no_ruby_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory
+    worker = Asciidoctor("ruby", 5, tmp_path / "work")
+    assert worker.convert("= Title\n") is None
+    assert worker.convert("= Title\n") is None  # not tried again at once
+    assert worker.started == 0
+    worker.stop()
+
+
+def test_a_real_server_keeps_one_worker(tmp_path: Path) -> None:
+    repos = tmp_path / "repos"
+    build(repos / "alice" / "docs.git")
+    with serving(repos, tmp_path / "data") as server:
+
+        def fetch(path: str) -> tuple[str, str]:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=patience(60))
+            try:
+                conn.request("GET", path)
+                answer = conn.getresponse()
+                assert answer.status == 200, (path, answer.status)
+                return answer.read().decode(), answer.getheader("Server-Timing") or ""
+            finally:
+                conn.close()
+
+        for path in ["/alice/docs", *(f"/alice/docs/src/branch/main/{n}" for n in MANY)]:
+            page, timing = fetch(path)
+            assert re.search(r'<h[12] id="(demo-manual|part-\d)">', page), path
+            assert 'spawn;desc="processes";dur=0' in timing, timing
+        found = [
+            pid
+            for pid in server.descendants()
+            if b"asciidoctor.rb" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+        assert len(found) == 1, found
+        page, _ = fetch("/alice/docs/src/branch/main/big/table.adoc")
+        assert page.count("<td>") == 30_000
+        assert "Demo Manual" in fetch("/alice/docs")[0]
