@@ -9,6 +9,7 @@ import http.client
 import os
 import re
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -246,6 +247,22 @@ def test_a_slow_document_ends_the_worker_and_is_not_tried_again(tmp_path: Path) 
     finally:
         worker.stop()
     assert worker.pid is None
+
+
+def test_stopping_waits_for_the_document_being_converted(tmp_path: Path) -> None:
+    worker = Asciidoctor("ruby", patience(30), tmp_path)
+    assert worker.convert("= Quick\n") is not None
+    pid = worker.pid
+    answers: list[str | None] = []
+    slow = "|===\n" + "|x " * 120_000 + "\n|===\n"  # 3-4 s of work for Asciidoctor
+    thread = threading.Thread(target=lambda: answers.append(worker.convert(slow)))
+    thread.start()
+    wait_for(worker._turn.locked)
+    worker.stop()  # the document is answered, then the worker ends; pipes are not closed under it
+    thread.join(timeout=patience(30))
+    assert len(answers) == 1 and answers[0] is not None and answers[0].count("<td") == 120_000
+    assert worker.pid is None and not Path(f"/proc/{pid}").exists()
+    assert worker.convert("= After\n") is None and worker.started == 1  # stopped: no other
 
 
 def test_a_killed_worker_is_restarted(tmp_path: Path) -> None:

@@ -129,12 +129,22 @@ class Asciidoctor:
             self._turn.release()
 
     def stop(self) -> None:
-        """End the worker (it ends by itself when its input closes) and start no other."""
+        """End the worker (it ends by itself when its input closes) and start no other. A
+        document being converted is waited for (``seconds`` at most); past that the worker is
+        killed, and the thread converting with it reaps it."""
         with self._state:
             self._stopped = True
-            proc, self._proc = self._proc, None
-        if proc is not None:
-            self._end(proc, gently=True)
+        turn = self._turn.acquire(timeout=self.seconds)
+        try:
+            with self._state:
+                proc, self._proc = self._proc, None
+            if proc is not None and turn:
+                self._end(proc, gently=True)
+            elif proc is not None:
+                proc.kill()
+        finally:
+            if turn:
+                self._turn.release()
 
     # -- the worker -----------------------------------------------------------------------------
 
@@ -274,6 +284,8 @@ class Asciidoctor:
                     chunk = os.read(fd, min(missing, 1 << 20))
                 except BlockingIOError:
                     continue
+                except OSError as exc:
+                    raise WorkerGone(f"has ended ({exc})") from exc
                 if not chunk:
                     raise WorkerGone("has ended")
                 chunks.append(chunk)
