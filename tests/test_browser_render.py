@@ -68,3 +68,36 @@ def test_svg_images_show_and_never_run_script(browser, tmp_path: Path) -> None: 
             assert watcher.problems == [], watcher.problems
         finally:
             context.close()
+
+
+def test_asciidoc_in_the_browser(browser, tmp_path: Path) -> None:  # noqa: F811
+    """Rendered by Asciidoctor: hostile documents run nothing (no dialog, no request they
+    name, no title changed), a table's cells are one line tall, and a phone's width holds
+    the page."""
+    from test_asciidoctor import HOSTILE, build
+    from test_browser import PHONE, page_in
+
+    build(tmp_path / "repos" / "alice" / "docs.git")
+    with serving(tmp_path / "repos", tmp_path / "data") as running:
+        base = f"{running.url}/alice/docs/src/branch/main"
+        with page_in(browser, DESKTOP) as (page, _):
+            dialogs: list[str] = []
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            for name in HOSTILE:
+                page.goto(f"{base}/hostile/{name}")
+                page.wait_for_load_state("load")
+                assert page.locator(".markdown.rendered h1").count() == 1, name
+                assert page.title().startswith(name), page.title()
+            assert dialogs == []
+            page.goto(f"{running.url}/alice/docs")
+            cell = page.locator(".readme td").first
+            line = cell.evaluate("td => parseFloat(getComputedStyle(td).lineHeight)")
+            padding = cell.evaluate(
+                "td => parseFloat(getComputedStyle(td).paddingTop)"
+                " + parseFloat(getComputedStyle(td).paddingBottom)"
+            )
+            assert cell.bounding_box()["height"] <= line + padding + 2
+        with page_in(browser, PHONE) as (page, _):
+            page.goto(f"{running.url}/alice/docs")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= PHONE["width"], width
