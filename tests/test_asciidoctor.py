@@ -20,6 +20,7 @@ from gitfixtures import FastImportStream, _init_bare
 from serving import serving
 from test_spawns import counting, spawn_timing
 
+from floorless import asciidoctor
 from floorless.asciidoctor import Asciidoctor
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -247,6 +248,21 @@ def test_a_slow_document_ends_the_worker_and_is_not_tried_again(tmp_path: Path) 
     finally:
         worker.stop()
     assert worker.pid is None
+
+
+def test_a_worker_grown_large_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(asciidoctor, "RESTART_BYTES", 48 * 1024 * 1024)
+    worker = Asciidoctor("ruby", patience(30), tmp_path)
+    try:
+        for n in range(3):  # a README leaves it at ~20 MB: it stays
+            assert worker.convert(f"= Small {n}\n\n* a\n* b\n") is not None
+        first = worker.pid
+        assert worker.started == 1 and asciidoctor._resident(first) < asciidoctor.RESTART_BYTES
+        assert worker.convert(TABLE.decode()) is not None  # Ruby's heap grows past 48 MB
+        assert worker.pid is None and not Path(f"/proc/{first}").exists()
+        assert worker.convert("= Next\n") is not None and worker.started == 2
+    finally:
+        worker.stop()
 
 
 def test_stopping_waits_for_the_document_being_converted(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ source) and a start is tried again after ``RETRY_SECONDS``. A document that keep
 past ``seconds``, or ends it (a table of 100 million columns meets the worker's memory
 limit), is answered None, the worker is ended, and the document's digest is remembered so
 that it is not tried again; the next document starts another worker. A worker that died
-between documents (ended from outside) is started again for the next one.
+between documents (ended from outside) is started again for the next one, and one that grew
+past ``RESTART_BYTES`` (Ruby keeps the heap a large document made it take) is ended after
+its document and replaced for the next.
 
 ``env-github`` is not set: documents use it to turn on GitHub's own workarounds (emoji
 shortcodes as admonition captions, which floorless would show as ``:bulb:``); they get
@@ -52,11 +54,23 @@ MAX_ANSWER = 32 * 1024 * 1024  # bytes of HTML for one document; a larger one is
 MEMORY = 512 * 1024 * 1024  # address space of the worker: ~80 MiB idle, ~230 MiB at most
 # for a document at the size limit (a table of 250 KB), 1 GiB for 100 million columns
 QUICK = 0.5  # seconds: a worker that ended sooner after a document may have died before it
+# Resident memory past which the worker is replaced after a document: Ruby keeps the heap a
+# large document grew (~20 MB after a README, ~170 MB after a table of 250 KB)
+RESTART_BYTES = 128 * 1024 * 1024
 START_SECONDS = 30.0  # for Ruby to load Asciidoctor, on a machine under load
 RETRY_SECONDS = 60.0  # after a worker could not start, before another is tried
 REMEMBERED = 1024  # digests of documents that failed, not tried again
 _HEADER = struct.Struct(">cI")  # an answer's status and length
 _LENGTH = struct.Struct(">I")
+
+
+def _resident(pid: int) -> int:
+    """Bytes of memory process ``pid`` holds (0 when it cannot be read: not Linux)."""
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_bytes().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 class WorkerGone(Exception):
@@ -123,6 +137,8 @@ class Asciidoctor:
                     self._failed.put(digest, True)
                 else:
                     self.converted += 1
+                if _resident(proc.pid) > RESTART_BYTES:
+                    self._end(proc)  # idle: the next document starts a smaller one
                 return html
             return None
         finally:
