@@ -324,6 +324,7 @@ def test_no_ruby_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     worker.stop()
 
 
+@pytest.mark.network
 def test_a_real_server_keeps_one_worker(tmp_path: Path) -> None:
     repos = tmp_path / "repos"
     build(repos / "alice" / "docs.git")
