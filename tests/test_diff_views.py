@@ -20,7 +20,8 @@ from gitfixtures import git
 from test_spawns import counting, get
 
 from floorless.forge import Forge
-from floorless.web import diffrows
+from floorless.git import diff as gitdiff
+from floorless.web import diffrows, markup
 from floorless.web.app import create_app
 
 WHEN = 1_700_000_000
@@ -270,3 +271,45 @@ def test_compare_shows_the_same_views_and_loads_hidden_files_against_the_merge_b
         assert client.simulate_get(path, query_string="base=" + "0" * 40).status_code == 404
     finally:
         forge.stop()
+
+
+def _file(*hunks: list[tuple[str, str]]) -> gitdiff.FileDiff:
+    """A modified ``f.py`` with ``hunks`` of (kind, text) lines, numbered as git numbers them."""
+    f = gitdiff.FileDiff(b"f.py", b"f.py", "modified", 0, 0, False, 0)
+    old = new = 1
+    for lines in hunks:
+        h = gitdiff.Hunk("@@", old_start=old, new_start=new)
+        for kind, text in lines:
+            h.lines.append(
+                gitdiff.Line(kind, old if kind != "+" else None, new if kind != "-" else None, text)
+            )
+            old += kind != "+"
+            new += kind != "-"
+        h.old_lines, h.new_lines = old - h.old_start, new - h.new_start
+        old, new = old + 10, new + 10
+        f.hunks.append(h)
+    return f
+
+
+def test_the_old_side_is_lexed_only_up_to_its_last_removed_line():
+    """Only removed lines are shown from the old side (context comes from the new): it is
+    lexed up to its last removal, and not at all when nothing was removed; what is shown is
+    the same."""
+    context = [(" ", f"x{n} = {n}  # context") for n in range(3)]
+    added = [("+", 'y = "added"')]
+    removed = [("-", 'y = "removed"')]
+    cases = [
+        (_file(context + added + context), 0, 7),  # nothing removed: the new side alone
+        (_file(context + removed + added + context), 4, 7),  # up to the removal
+        (_file(context + removed + context, context + added + context), 4, 13),
+    ]
+    for f, old_lines, new_lines in cases:
+        before = markup.HIGHLIGHTED.lines
+        rows, lexed = diffrows.rows(f, 1000)
+        html = re.sub(r'</?(del|ins)( class="wd")?>', "", rows)  # changed words' marks
+        assert (lexed, markup.HIGHLIGHTED.lines - before) == (old_lines + new_lines,) * 2
+        assert '<span class="s2">"removed"</span>' in html or old_lines == 0
+        assert html.count('<tr class="ctx">') == sum(
+            line.kind == " " for h in f.hunks for line in h.lines
+        )
+        assert '<span class="n">x2</span>' in html and '<span class="s2">"added"</span>' in html

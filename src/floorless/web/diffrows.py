@@ -81,10 +81,32 @@ def rows(f: gitdiff.FileDiff, highlight_left: int, split: bool = False) -> tuple
     side of the change is highlighted as one text (the lines before it, by the old name, and
     the lines after it, by the new), so that a token spanning lines keeps its colour and a
     removed line never colours an added one; a file that does not fit in ``highlight_left``
-    lines is shown as plain text."""
-    lines = [line for h in f.hunks for line in h.lines]
-    before = [line.text for line in lines if line.kind in " -"]
-    after = [line.text for line in lines if line.kind in " +"]
+    lines is shown as plain text. The old side shows only its removed lines (context comes
+    from the new side), so it is lexed up to its last removed line: what comes before sets
+    the lexer's state for the removals, what comes after would be lexed for nothing (a file
+    with no removals is not lexed on the old side at all)."""
+    last = max(
+        (
+            (n, i)
+            for n, h in enumerate(f.hunks)
+            for i, line in enumerate(h.lines)
+            if line.kind == "-"
+        ),
+        default=(-1, -1),
+    )
+    # the old side's lines of each hunk that are lexed: all of them before the hunk of the
+    # last removal, up to it in that hunk, none after
+    old_upto = [
+        len(h.lines) if n < last[0] else last[1] if n == last[0] else -1
+        for n, h in enumerate(f.hunks)
+    ]
+    before = [
+        line.text
+        for h, upto in zip(f.hunks, old_upto, strict=True)
+        for line in h.lines[: upto + 1]
+        if line.kind in " -"
+    ]
+    after = [line.text for h in f.hunks for line in h.lines if line.kind in " +"]
     lexed = len(before) + len(after)
     if lexed > highlight_left:
         old: Iterator[str] = iter(())
@@ -97,19 +119,20 @@ def rows(f: gitdiff.FileDiff, highlight_left: int, split: bool = False) -> tuple
     parts: list[str] = []
     previous_end = 0  # the last line of the new side shown so far
     old_end = 0
-    for h in f.hunks:
+    for h, upto in zip(f.hunks, old_upto, strict=True):
         top_new = h.new_start if h.new_lines else h.new_start + 1
         top_old = h.old_start if h.old_lines else h.old_start + 1
         gap = (previous_end + 1, top_new - 1) if expandable and top_new - 1 > previous_end else None
         parts.append(_hunk_row(h.header, gap, top_new - top_old, split))
         htmls = []
-        for line in h.lines:
+        for i, line in enumerate(h.lines):
             if line.kind == "-":
                 html = next(old, None)
             elif line.kind == "+":
                 html = next(new, None)
             elif line.kind == " ":
-                next(old, None)
+                if i < upto:
+                    next(old, None)
                 html = next(new, None)
             else:
                 html = None
