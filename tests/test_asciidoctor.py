@@ -87,6 +87,7 @@ HOSTILE = {
 }
 NESTED = "".join("*" * (1 + i % 5) + " item\n" for i in range(100_000)).encode()
 TABLE = ("|===\n" + "|x " * 30_000 + "\n|===\n").encode()  # 90 KB, under the ceiling
+DEEP = "".join("=" * (4 + n) + "\n" for n in range(60)).encode() + b"deep\n"  # 60 blocks
 MANY = {f"many/doc{n}.adoc": f"= Document {n}\n\n== Part {n}\n\nText.\n".encode() for n in range(8)}
 
 
@@ -98,6 +99,7 @@ def build(path: Path) -> Path:
         "docs/other.adoc": OTHER,
         "big/nested.adoc": NESTED,
         "big/table.adoc": TABLE,
+        "big/deep.adoc": DEEP,
         **{f"hostile/{name}": text for name, text in HOSTILE.items()},
         **MANY,
     }
@@ -231,6 +233,16 @@ def test_large_documents_are_answered(forge: Forge, client: testing.TestClient) 
     body = rendered(table)
     assert body.count("<td>") == 30_000 and len(body) < 1 << 20
     assert '<h1 id="demo-manual">' in get(client, "/alice/docs")  # and it goes on serving
+
+
+def test_a_document_nested_too_deep_is_its_source_once(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    url = "/alice/docs/src/branch/main/big/deep.adoc"
+    page = get(client, url)
+    assert '<pre class="too-deep">====\n=====\n' in rendered(page)  # the source, escaped
+    converted = forge.asciidoctor.converted
+    assert get(client, url) == page and forge.asciidoctor.converted == converted  # kept
 
 
 def test_a_slow_document_ends_the_worker_and_is_not_tried_again(tmp_path: Path) -> None:

@@ -137,7 +137,7 @@ class Asciidoctor:
                     self._failed.put(digest, True)
                 else:
                     self.converted += 1
-                if _resident(proc.pid) > RESTART_BYTES:
+                if proc.poll() is None and _resident(proc.pid) > RESTART_BYTES:
                     self._end(proc)  # idle: the next document starts a smaller one
                 return html
             return None

@@ -144,8 +144,10 @@ _TAGS = re.compile(r"<[^>]*>")
 
 def _asciidoc(text: str, link: Link, directory: bytes, convert: Convert | None) -> str | None:
     html = convert(text) if convert is not None else None
-    if html is None or nesting(html) > MAX_NESTING:  # the sanitizer's time: the depth squared
+    if html is None:
         return None
+    if nesting(html) > MAX_NESTING:  # the sanitizer's time: the depth squared (as Markdown)
+        return f'<pre class="too-deep">{escape(text)}</pre>'
 
     def named(match: re.Match[str]) -> str:
         """A heading whose id Asciidoctor took from the document (``[[install]]``) and not
