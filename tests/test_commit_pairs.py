@@ -49,6 +49,32 @@ def test_the_pairs_give_libgit2s_answer_on_every_fixture_commit(fixture_root: Pa
     assert by_pairs > 20 and by_libgit2 > 5, (by_pairs, by_libgit2)
 
 
+def test_a_compares_pairs_give_libgit2s_answer(fixture_root: Path) -> None:
+    """A compare's changes (merge base to head: here each commit against the one three
+    before it) are found the same way, with the same answer."""
+    compared = 0
+    for path in _bare_repositories(fixture_root):
+        repo = pygit2.Repository(str(path))
+        try:
+            ids = git(path, "rev-list", "--first-parent", "--max-count=60", "HEAD").decode().split()
+        except Exception:  # an empty or corrupt fixture has no history to compare
+            continue
+        for new_id, old_id in zip(ids, ids[3:], strict=False):
+            new, old = repo[new_id], repo[old_id]
+            try:
+                whole = gitdiff._changes(
+                    repo, gitdiff._renames(repo, gitdiff._between(old, new), LIMITS), LIMITS
+                )
+            except pygit2.GitError:  # the corrupt fixture
+                continue
+            assert gitdiff.range_diff(repo, old, new, LIMITS) == whole, (path, new_id)
+            for f in whole.files[:2]:
+                one = gitdiff.file_diff(repo, new, f.new_path, LIMITS, old)
+                assert one is not None and one.new_path == f.new_path
+            compared += gitdiff._changed_pairs(repo, new, old) is not None
+    assert compared > 10
+
+
 def _deep(repo: pygit2.Repository, changed: bytes) -> pygit2.Oid:
     """A tree of 20 directories of 10 directories of 10 directories of 3 files (6,000
     files), the file ``x/y/z/f0.c`` of ``x/y/z`` = ``d3/d4/d5`` holding ``changed``."""
@@ -81,6 +107,9 @@ def test_a_change_deep_in_a_wide_tree_reads_only_the_trees_on_its_path(tmp_path:
         (b"d3/d4/d5/f0.c", "modified", 1, 0)
     ]
     assert changes == gitdiff._changes(repo, gitdiff._diff(repo, commit, LIMITS), LIMITS)
+    before = gitdiff.TREES_READ[0]
+    assert gitdiff.range_diff(repo, repo[first], commit, LIMITS) == changes  # a compare's
+    assert gitdiff.TREES_READ[0] - before == 8
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,11 @@ commit and its parent, as ``git diff-tree`` does (``_changed_pairs``): libgit2's
 reads every tree of both sides, identical or not (1.5 ms for a 2,000-file tree diffed with
 itself), where a commit changing one file 7 directories deep differs in 14. Each changed file
 is then a pair of blobs, its patch made from the two (``Patch.create_from``, the same
-patch libgit2's diff makes). The pairs stand for libgit2's diff only where they are sure to
-give its answer: blobs modified in place, or only added, or only deleted (no rename to find);
-anything else (a rename candidate, a type or mode change, a submodule, a name that is not
-UTF-8, ``?w=1``, a root commit) takes libgit2's diff, as before."""
+patch libgit2's diff makes); a compare's changes, from its merge base to its head, alike.
+The pairs stand for libgit2's diff only where they are sure to give its answer: blobs
+modified in place, or only added, or only deleted (no rename to find); anything else (a
+rename candidate, a type or mode change, a submodule, a name that is not UTF-8, ``?w=1``, a
+root commit) takes libgit2's diff, as before."""
 
 from __future__ import annotations
 
@@ -168,16 +169,19 @@ def _subtree(repo: pygit2.Repository, entry: pygit2.Object | None) -> pygit2.Tre
     return tree
 
 
-def _changed_pairs(repo: pygit2.Repository, commit: AnyCommit) -> _Pairs | None:
-    """The commit's changes against its first parent, reading only the trees that differ;
-    None where libgit2's diff must answer (see the module's docstring)."""
-    if not commit.parents:
+def _changed_pairs(
+    repo: pygit2.Repository, commit: AnyCommit, base: AnyCommit | None = None
+) -> _Pairs | None:
+    """The commit's changes against ``base`` (by default its first parent), reading only the
+    trees that differ; None where libgit2's diff must answer (see the module's docstring)."""
+    if base is None and not commit.parents:
         return None
     found: list[_Delta] = []
     added = deleted = False
     with timing.phase("git"):
+        old_root = (base if base is not None else commit.parents[0]).tree
         stack: list[tuple[bytes, pygit2.Tree | None, pygit2.Tree | None]] = [
-            (b"", commit.parents[0].tree, commit.tree)
+            (b"", old_root, commit.tree)
         ]
         while stack:
             prefix, old_tree, new_tree = stack.pop()
@@ -345,6 +349,9 @@ def range_diff(
 ) -> CommitDiff:
     """What ``new`` changes against ``old`` (a compare's merge base and head), within the same
     budgets as a commit's diff and shown the same way."""
+    pairs = None if limits.ignore_whitespace else _changed_pairs(repo, new, old)
+    if pairs is not None:
+        return _changes(repo, pairs, limits)
     diff = _between(old, new, limits.ignore_whitespace)
     return _changes(repo, _renames(repo, diff, limits), limits)
 
@@ -412,7 +419,7 @@ def file_diff(
     detection as the commit's page. With ``base``, the change is from ``base`` to ``commit``
     (a compare's or a pull request's merge base and head) rather than from the first parent.
     None if the commit does not change ``path``."""
-    pairs = _changed_pairs(repo, commit) if base is None and not limits.ignore_whitespace else None
+    pairs = None if limits.ignore_whitespace else _changed_pairs(repo, commit, base)
     diff: pygit2.Diff | _Pairs
     if pairs is not None:
         diff = pairs
