@@ -187,7 +187,9 @@ def test_the_loaded_index_is_packed(repos: Path, tmp_path: Path) -> None:
         again.stop()
 
 
-def test_pages_say_how_far_the_index_is(forge: Forge) -> None:
+def test_pages_say_how_far_the_index_is(forge: Forge, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what git would answer before the index does is held back (test_first_visits.py)
+    monkeypatch.setattr(forge.indexer, "_defer", lambda *args, **kwargs: None)
     repo = _repo(forge, "big", "one")
     job = IndexJob(repo, forge.state(repo).snapshot())
     try:

@@ -12,7 +12,12 @@ in slices: between two slices the indexer picks the next job, a repository a pag
 for first (``want``), else round robin, so that a small repository queued behind git.git is
 ready after one slice of it. Changed paths are indexed newest commits first, so the recent
 history (a path's first page, most last commits) answers long before the whole history is
-done; ``progress`` says how far it is. Each slice is stored as it ends (``indexrows.py``): a
+done; ``progress`` says how far it is. What a page waits for that the index cannot answer
+yet is asked of git in the background meanwhile, exactly as the index would answer it: a
+path's first page (``git rev-list -n``), a directory's last commits (entry by entry before
+the index knows the commits; after, the entries its recent history leaves, from the commits
+that changed them), and the bulk index pauses while that runs (``_paused``), its parsing
+would take half the interpreter from it. Each slice is stored as it ends (``indexrows.py``): a
 forge stopped half-way goes on from there when it starts again.
 
 Nodes sharing a database build a repository's index once: a job takes the repository's
@@ -53,7 +58,7 @@ from floorless.caches import Cache
 from floorless.db import Database
 from floorless.db.leases import LEASE_SECONDS, LeaseLost, Leases, node_name
 from floorless.errors import DatabaseUnavailable, FloorlessError, RepositoryBroken
-from floorless.git.changed import ChangeStream, topology
+from floorless.git.changed import ChangeStream, path_log, topology, touching
 from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph, LogWalk, Page
 from floorless.git.lenient import read_commit
@@ -71,12 +76,15 @@ INLINE_BUDGET = 20_000  # commits a page may visit answering from the index befo
 SLICE_COMMITS = 5000  # commits whose changed paths one slice indexes ...
 SLICE_PATHS = 500_000  # ... or changed paths it reads, before the next job is picked
 WANTED = 30.0  # seconds a page's wait puts its repository first
+VIEWED_PAUSE = 10.0  # seconds the bulk index waits, at most, for a page's answer from git
 DATABASE_RETRY = 2.0  # seconds before a job the database failed is tried again
 DEFERRED_WALKS = 2  # background last-commit walks running at once
 ANSWER_MEMORY_BYTES = 32 * 1024 * 1024  # answers kept in memory, before the database
 WALK_MEMORY_BYTES = 32 * 1024 * 1024  # history walks kept between pages (``LogWalk.nbytes``)
 # commits an index adds, at least, for its repository's handle to be let go of (``_release``)
 RELEASE_AFTER_COMMITS = 1000
+ONE_BY_ONE = 32  # entries a column asks git for one by one, before the index's first slice
+LIMITED_PATHS = 256  # entries a column's ``git diff-tree`` names, beyond which their directory
 _ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
 
 
@@ -186,6 +194,8 @@ class Indexer:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._deferred: set[tuple[object, ...]] = set()  # background walks running
+        self._viewed = 0  # of them, answers a page waits for before the index (``_defer``)
+        self._viewed_since = -2 * VIEWED_PAUSE  # (monotonic) when the latest pause began
         # (repo id, start, path or None for a branch's list over its objects) -> its walk
         self._walks: Cache[tuple[int, bytes, bytes | None], LogWalk[Any]] = Cache.lru(
             WALK_MEMORY_BYTES, getsizeof=lambda walk: walk.nbytes()
@@ -196,6 +206,9 @@ class Indexer:
         self.on_stored: list[Callable[[int], None]] = []  # after a slice stored rows
         self.followed = 0  # slices and batches of commits loaded as another node stored them
         self.commits_indexed = 0  # changed paths found by this process, in commits
+        self.first_pages = 0  # first pages of a path's history git answered (``_first_page``)
+        # columns git completed before the index could (``_last_before_indexed``, ...)
+        self.rest_answered = 0
 
     # -- the background thread ---------------------------------------------------------------
 
@@ -270,11 +283,14 @@ class Indexer:
                 if self._stopping:
                     return None
                 now = time.monotonic()
+                paused = self._paused(now)
                 jobs = [j for j in self._pending.values() if j.retry_at <= now]
-                if jobs:
+                if jobs and not paused:
                     break
                 waits = [j.retry_at - now for j in self._pending.values()]
-                self._wake.wait(min(waits) if waits else None)
+                if paused:
+                    waits.append(self._viewed_since + VIEWED_PAUSE - now)
+                self._wake.wait(max(min(waits), 0.0) if waits else None)
             wanted = [j for j in jobs if now - self._wanted.get(j.repo.id, -WANTED) < WANTED]
             if wanted:
                 job = max(wanted, key=lambda j: self._wanted[j.repo.id])
@@ -284,6 +300,11 @@ class Indexer:
             job.turn = self._turns
             self._running += 1
             return job
+
+    def _paused(self, now: float) -> bool:
+        """Whether the bulk index waits for an answer a page is waiting for: for at most
+        VIEWED_PAUSE seconds in any 2 * VIEWED_PAUSE, however many pages ask."""
+        return self._viewed > 0 and now - self._viewed_since < VIEWED_PAUSE
 
     def _run(self) -> None:
         while True:
@@ -366,6 +387,13 @@ class Indexer:
             if all(n.hex() in table for n in names):  # an answer for some entries (the API
                 return {n: _unhex(table[n.hex()]) for n in names}  # asks of one) is not all
         graph = self.ready(repo.id, commit)
+        small = len(names) <= ONE_BY_ONE and repo.id not in self.failures
+        if small and (graph is None or not graph.indexed):
+            self._defer(
+                ("last-each", repo.id, commit, directory),
+                lambda: self._last_one_by_one(repo, commit, directory, names),
+                viewed=True,
+            )
         if graph is None:
             return None
         complete = graph.indexed == len(graph)
@@ -375,8 +403,14 @@ class Indexer:
                 ("last", repo.id, commit, directory),
                 lambda: self._compute_last(graph, repo.id, commit, directory, names, None),
             )
-        elif found is None:  # the indexer gets there first
+        elif found is None:  # the indexer goes on with it first
             self.want(repo.id)
+            if graph.indexed > 0:  # its recent history answers most entries, git the rest
+                self._defer(
+                    ("last", repo.id, commit, directory),
+                    lambda: self._last_before_indexed(graph, repo, commit, directory, names),
+                    viewed=True,
+                )
         return found
 
     def branch_history(self, repo: Repo, start: bytes, skip: int, limit: int) -> Page[bytes] | None:
@@ -395,7 +429,13 @@ class Indexer:
         )
 
     def path_history(
-        self, repo_id: int, start: bytes, path: bytes, skip: int, limit: int
+        self,
+        repo_id: int,
+        start: bytes,
+        path: bytes,
+        skip: int,
+        limit: int,
+        repo: Repo | None = None,
     ) -> Page[bytes] | None:
         """The ``limit`` commits of ``git log start -- path`` after the first ``skip``.
 
@@ -403,12 +443,19 @@ class Indexer:
         paths the walk needs yet (the repository then goes first in the indexer's queue), or
         the walk needs more than INLINE_BUDGET commits (a path changed rarely in a long
         history, a walk no longer kept); the walk then goes on in the background, and a page
-        it had to finish there is kept, keyed by its commit ids.
+        it had to finish there is kept, keyed by its commit ids. Given ``repo``, a first
+        page the index cannot answer yet is asked of git meanwhile (``_first_page``).
         """
         graph = self.ready(repo_id, start)
+        if graph is None or graph.indexed < len(graph):
+            stored = self.answers.get(repo_id, "history", _page_key(start, path, skip, limit))
+            if stored is not None:
+                return _page_from_json(stored)
         if graph is None:
+            if repo is not None and skip == 0:
+                self._first_page(repo, start, path, limit)
             return None
-        return self._page(
+        page = self._page(
             (repo_id, start, path),
             lambda: graph.walk([graph.seq[start]], path),
             graph.history,
@@ -418,6 +465,28 @@ class Indexer:
             lambda walk: walk.over is graph,
             None if graph.indexed == len(graph) else lambda: self.want(repo_id),
         )
+        if page is None and repo is not None and skip == 0 and graph.indexed < len(graph):
+            self._first_page(repo, start, path, limit)
+        return page
+
+    def _first_page(self, repo: Repo, start: bytes, path: bytes, limit: int) -> None:
+        """A path's first page before the index holds it, in the background: ``git
+        rev-list -n`` (git's own walk, exact), kept with the pages of finished walks. The
+        pages after it come from the index, which the page's request put first."""
+
+        def run() -> None:
+            handle = self.open_repo(repo)
+            try:
+                commits = path_log(self._git(), Path(handle.path), start, path, limit + 1)
+            except (FloorlessError, OSError) as exc:  # the next poll asks again
+                log.warning("the history of %s in %s: %s", path, repo.full_name, exc)
+                return
+            page = Page(commits[:limit], len(commits) > limit)
+            self.first_pages += 1
+            key = _page_key(start, path, 0, limit)
+            self.answers.put(repo.id, "history", key, _page_to_json(page))
+
+        self._defer(("first", repo.id, start, path, limit), run, viewed=True)
 
     def _page(
         self,
@@ -475,21 +544,33 @@ class Indexer:
         self._defer(("walk", *key), lambda: finish(walk))
         return None
 
-    def _defer(self, key: tuple[object, ...], work: Callable[[], object]) -> None:
+    def _defer(
+        self, key: tuple[object, ...], work: Callable[[], object], viewed: bool = False
+    ) -> None:
         """Run ``work`` in the background: once however often pages ask for it (each poll of a
         page would start another full walk), and at most DEFERRED_WALKS at a time (a page
-        asking while they run asks again when it polls)."""
+        asking while they run asks again when it polls). ``viewed``: the answer a page
+        waits for before the index can give it; the bulk index pauses meanwhile (``_take``),
+        as its parsing would take half the interpreter from it."""
         with self._lock:
             if key in self._deferred or len(self._deferred) >= DEFERRED_WALKS:
                 return
             self._deferred.add(key)
+            if viewed:
+                now = time.monotonic()
+                if not self._viewed and now - self._viewed_since >= 2 * VIEWED_PAUSE:
+                    self._viewed_since = now  # a pause begins; the last was long enough ago
+                self._viewed += 1
 
         def run() -> None:
             try:
                 work()
             finally:
-                with self._lock:
+                with self._wake:
                     self._deferred.discard(key)
+                    if viewed:
+                        self._viewed -= 1
+                        self._wake.notify_all()
 
         background.start(run, "walk")
 
@@ -506,8 +587,22 @@ class Indexer:
         result = graph.last_changes(graph.seq[commit], paths, budget, directory)
         if result is None:
             return None
+        oids = graph.oids
+        found = {p: None if n is None else oids[n] for p, n in result.items()}
+        return self._store_last(repo_id, commit, directory, names, found)
+
+    def _store_last(
+        self,
+        repo_id: int,
+        commit: bytes,
+        directory: bytes,
+        names: Sequence[bytes],
+        found: dict[bytes, bytes | None],
+    ) -> dict[bytes, bytes | None]:
+        """Keep the column's answer (``found``: path -> commit), beside what is kept of it."""
+        paths = [directory + b"/" + n if directory else n for n in names]
         table = {
-            n.hex(): (None if result[p] is None else graph.oids[result[p]].hex())  # type: ignore[index]
+            n.hex(): (None if found[p] is None else found[p].hex())  # type: ignore[union-attr]
             for n, p in zip(names, paths, strict=True)
         }
         key = commit + b"\0" + directory
@@ -515,6 +610,105 @@ class Indexer:
         stored = {**json.loads(known), **table} if known is not None else table
         self.answers.put(repo_id, "last", key, json.dumps(stored))
         return {n: _unhex(table[n.hex()]) for n in names}
+
+    def _last_before_indexed(
+        self,
+        graph: CommitGraph,
+        repo: Repo,
+        commit: bytes,
+        directory: bytes,
+        names: Sequence[bytes],
+    ) -> None:
+        """The last-commit column of a directory whose history is not all indexed yet, in
+        the background: the index answers the entries it can (those changed in the recent
+        history it holds), git the entries left (``_last_from_git``) over the commits the
+        index knows (all of them, from its first slice). A first visit's column is then
+        complete within seconds, not once the whole history is indexed (the page polls,
+        and finds it among the answers)."""
+        paths = [directory + b"/" + n if directory else n for n in names]
+        start = graph.seq[commit]
+        found = graph.last_changes(start, paths, None, directory, partial=True) or {}
+        rest = [p for p in paths if p not in found]
+        try:
+            if rest:
+                found.update(self._last_from_git(repo, graph, start, directory, rest))
+        except (FloorlessError, OSError, KeyError) as exc:  # the next poll asks again
+            log.warning("last commits in %s: %s", repo.full_name, exc)
+            return
+        self.rest_answered += 1
+        oids = graph.oids
+        answer = {p: None if n is None else oids[n] for p, n in found.items()}
+        self._store_last(repo.id, commit, directory, names, answer)
+
+    def _last_one_by_one(
+        self, repo: Repo, commit: bytes, directory: bytes, names: Sequence[bytes]
+    ) -> None:
+        """The last-commit column of a small directory before the index knows even the
+        commits (its first slice, ``git rev-list`` of the whole history, is under way): one
+        ``git rev-list -1 commit -- entry`` an entry, git's own answer, in a child. An entry
+        changed recently costs a few milliseconds, one changed only long ago a walk of the
+        history in git (a few tenths of a second for 100,000 commits)."""
+        handle = self.open_repo(repo)
+        found: dict[bytes, bytes | None] = {}
+        try:
+            for name in names:
+                path = directory + b"/" + name if directory else name
+                last = path_log(self._git(), Path(handle.path), commit, path, 1)
+                found[path] = last[0] if last else None
+        except (FloorlessError, OSError) as exc:  # the next poll asks again
+            log.warning("last commits in %s: %s", repo.full_name, exc)
+            return
+        self.rest_answered += 1
+        self._store_last(repo.id, commit, directory, names, found)
+
+    def _last_from_git(
+        self, repo: Repo, graph: CommitGraph, start: int, directory: bytes, rest: list[bytes]
+    ) -> dict[bytes, int | None]:
+        """``last_changes`` of ``rest`` (entries of ``directory``) from ``start``, from the
+        paths git finds changed among them (see ``last_changes_among``): ``git rev-list``
+        names the commits that changed any of them (a few, for entries the recent history
+        did not answer for), and ``git diff-tree`` which ones, parent by parent."""
+        # the entries themselves, unless so many that the directory is the shorter limit
+        limit = rest if len(rest) <= LIMITED_PATHS else ([directory] if directory else [])
+        handle = self.open_repo(repo)
+        found = touching(self._git(), Path(handle.path), graph.oids[start], limit)
+        seq = graph.seq
+        nodes = [seq[oid] for oid in found]  # (all in the graph: ``start`` is, and its past)
+        oids, parents = graph.oids, graph.parents
+        wanted = set(rest)
+        prefix = directory + b"/" if directory else b""
+
+        def entry(path: bytes) -> bytes:
+            return prefix + path[len(prefix) :].split(b"/", 1)[0]
+
+        asked = [0]
+
+        def slots() -> Iterator[tuple[bytes, bytes | None]]:
+            for node in nodes:
+                these = parents[node]
+                asked[0] += max(1, len(these))
+                if not these:
+                    yield oids[node], None
+                for parent in these:
+                    yield oids[node], oids[parent]
+
+        changed: dict[int, list[frozenset[bytes]]] = {}
+        answered = 0
+        stream = ChangeStream(self._git(), Path(handle.path), slots(), limit, bool(directory))
+        with stream:  # (the root's entries: git need not go down their trees)
+            before, slot = b"", 0  # a merge's slots come one after the other, parent by parent
+            for header, files in stream.slots:
+                answered += 1
+                slot = slot + 1 if header == before else 0
+                before = header
+                hit = frozenset(e for e in map(entry, files) if e in wanted) if files else None
+                if hit:  # (most slots name none: the commit is found only for these)
+                    node = seq[bytes.fromhex(header.decode("ascii"))]
+                    differ = changed.setdefault(node, [frozenset()] * max(1, len(parents[node])))
+                    differ[slot] = hit
+        if answered != asked[0]:  # (the feed ends before git's answer does)
+            raise FloorlessError("git diff-tree stopped early")
+        return graph.last_changes_among(start, rest, changed)
 
     def known_commit_count(self, repo_id: int, commit: bytes) -> int | None:
         """The commit count if already computed (pages never count: it is O(history))."""
@@ -716,7 +910,11 @@ class Indexer:
                 with graph.lock:
                     graph.set_changes(node, changes, ordered=True)
                 done.append(node)
-            if len(done) >= self.slice_commits or paths >= SLICE_PATHS:
+            if (
+                len(done) >= self.slice_commits
+                or paths >= SLICE_PATHS
+                or (self._viewed and self._paused(time.monotonic()))
+            ):
                 finished = False
                 break
         number = self._next_slice.get(job.repo.id, 0)

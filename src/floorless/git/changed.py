@@ -1,18 +1,20 @@
 """A history's commits and changed paths, streamed from git children: background work only.
 
 Indexing a whole history in the interpreter (libgit2 tree comparisons, a Python set per
-commit) took half an hour for git.git; git does the same work in seconds. Two children:
+commit) took half an hour for git.git; git does the same work in seconds. Three kinds of children:
 
 - ``topology``: ``git rev-list --reverse --topo-order --parents --timestamp``, the commits
   the index lacks (the tips, less what the index's heads reach), parents before children,
   each with its committer time as git orders by it.
+- ``path_log`` and ``touching``: ``git rev-list -- paths``, a path's first commits, and the
+  commits that changed any of a few paths, for what a page asks before the index holds it.
 - ``ChangeStream``: one ``git diff-tree --stdin``, fed one line per (commit, parent) (the
   commit alone for a root, against the empty tree), answering in the same order with the
   paths that differ. A merge is diffed against each parent, because git's history
   simplification asks each parent; ``git log -m`` would leave out the header of an empty
   diff, so which parent a diff belongs to would be lost. ``--always`` prints every header.
 
-Both run in floorless's git environment, with replace refs off (libgit2, which pages read
+All run in floorless's git environment, with replace refs off (libgit2, which pages read
 through, knows none), and are read as they write: memory stays bounded by what the caller
 keeps.
 """
@@ -20,9 +22,10 @@ keeps.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -30,6 +33,7 @@ from floorless.errors import GitCommandError
 from floorless.git.env import GitEnvironment
 
 _ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path, never a pattern
 _READ = 1 << 20
 _DIFF_TREE = (
     *("diff-tree", "--stdin", "-r", "--no-renames", "--always", "--root", "-z"),
@@ -72,18 +76,65 @@ def topology(
         _stop(proc)
 
 
+def path_log(
+    git: GitEnvironment, git_dir: Path, start: bytes, path: bytes, count: int
+) -> list[bytes]:
+    """The first ``count`` commits of ``git log start -- path`` (``git rev-list``: the same
+    walk and simplification, and no ``log.*`` setting of the repository applies)."""
+    return _rev_list(git, git_dir, [f"--max-count={count}", start.hex()], [path])
+
+
+def touching(
+    git: GitEnvironment, git_dir: Path, start: bytes, paths: Sequence[bytes]
+) -> list[bytes]:
+    """The commits ``start`` reaches that differ from at least one of their parents (a
+    root: from the empty tree) in one of ``paths`` (``git rev-list --full-history``, which
+    leaves out only the commits TREESAME to every parent)."""
+    return _rev_list(git, git_dir, ["--full-history", start.hex()], paths)
+
+
+def _rev_list(
+    git: GitEnvironment, git_dir: Path, args: Sequence[str], paths: Sequence[bytes]
+) -> list[bytes]:
+    limit = ["--", *(os.fsdecode(p) for p in paths)] if paths else []
+    proc = git.popen(
+        git_dir,
+        ["rev-list", *args, *limit],
+        extra_env={**_ENV, **_LITERAL},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        out, error = proc.communicate()
+    finally:
+        _stop(proc)
+    if proc.returncode != 0:
+        raise GitCommandError(f"git rev-list failed: {_last_line(error)}")
+    return [bytes.fromhex(line.decode("ascii")) for line in out.split()]
+
+
 class ChangeStream:
     """The paths that differ, slot by slot: for each ``(commit, parent or None)`` given, in
     that order, the list of file paths (``git diff-tree -r``: files, links and submodules,
     never directories) that differ between the parent (the empty tree) and the commit."""
 
     def __init__(
-        self, git: GitEnvironment, git_dir: Path, slots: Iterable[tuple[bytes, bytes | None]]
+        self,
+        git: GitEnvironment,
+        git_dir: Path,
+        slots: Iterable[tuple[bytes, bytes | None]],
+        paths: Sequence[bytes] = (),
+        recursive: bool = True,
     ) -> None:
+        """``paths``: only those (each a file, or a directory and all below it) are diffed,
+        as ``git diff-tree -- paths`` limits; every slot's header is printed still. Not
+        ``recursive``: the root tree's entries that differ, files or directories."""
+        limit = ["--", *(os.fsdecode(p) for p in paths)] if paths else []
+        options = _DIFF_TREE if recursive else tuple(o for o in _DIFF_TREE if o != "-r")
         self._proc = git.popen(
             git_dir,
-            [*_DIFF_TREE],
-            extra_env=_ENV,
+            [*options, *limit],
+            extra_env={**_ENV, **_LITERAL},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

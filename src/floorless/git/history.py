@@ -542,6 +542,7 @@ class CommitGraph:
         paths: Sequence[bytes],
         budget: int | None = None,
         within: bytes | None = None,
+        partial: bool = False,
     ) -> dict[bytes, int | None] | None:
         """For each path, the first commit ``git log -1 -- path`` shows from ``start``.
 
@@ -553,7 +554,8 @@ class CommitGraph:
         on to the parent whole. ``within``, a directory every path is in: a commit that did
         not change it against its first parent hands the group on to that parent at once (see
         the module docstring). None if ``budget`` runs out, or the walk reaches a commit not
-        indexed yet.
+        indexed yet; with ``partial``, the walk reaching a commit not indexed yet answers for
+        the paths it answered before it (each path follows its own chain: those are exact).
         """
         answer: dict[bytes, int | None] = {}
         complete = self.indexed == len(self.oids)
@@ -642,7 +644,65 @@ class CommitGraph:
                     for path in travelling:
                         answer[path] = node
         except NotIndexed:
-            return None
+            return answer if partial else None
+        return answer
+
+    def last_changes_among(
+        self, start: int, paths: Sequence[bytes], changed: dict[int, list[frozenset[bytes]]]
+    ) -> dict[bytes, int | None]:
+        """``last_changes`` of ``paths`` over the graph's commits alone (their changed paths
+        need not be indexed), from ``changed``: per commit, per parent, which of ``paths``
+        differ (``ChangeStream`` limited to them); a commit it leaves out changed none of
+        them against any parent. The commits outside it are crossed by their first-parent
+        runs as over a directory's postings."""
+        nodes = array("I", sorted(changed))
+        touching = Touching(frozenset(nodes), nodes)
+        first_parent, times = self.first_parent, self.times
+        answer: dict[bytes, int | None] = {}
+        pending: dict[int, list[bytes]] = {start: list(paths)}
+        queue = [(-times[start], start)]
+
+        def move(group: list[bytes], parent: int) -> None:
+            waiting = pending.get(parent)
+            if waiting is None:
+                pending[parent] = group
+                heapq.heappush(queue, (-times[parent], parent))
+            else:
+                waiting.extend(group)
+
+        while queue:
+            _, node = heapq.heappop(queue)
+            group = pending.pop(node)
+            while node not in changed:  # none of the paths differ: on to the first parent
+                newest = -queue[0][0] if queue else None
+                node -= self.passing(node, touching, newest, pending.keys())
+                if node in changed:
+                    break
+                parent = first_parent[node]
+                if parent < 0:  # a root without any of them
+                    answer.update(dict.fromkeys(group))
+                    group = []
+                    break
+                if parent in pending or (queue and (-times[parent], parent) > queue[0]):
+                    move(group, parent)
+                    group = []
+                    break
+                node = parent  # the next commit out of the queue: taken at once
+            if not group:
+                continue
+            slots = changed[node]
+            parents = self.parents[node]
+            if not parents:  # a root: what it has is what it changed
+                answer.update({p: node if p in slots[0] else None for p in group})
+                continue
+            for parent, differ in zip(parents, slots, strict=True):
+                same = [p for p in group if p not in differ]
+                if same:  # TREESAME to this parent: those follow it alone
+                    move(same, parent)
+                    group = [p for p in group if p in differ]
+                if not group:
+                    break
+            answer.update(dict.fromkeys(group, node))  # changed against every parent
         return answer
 
     def _changed_among(

@@ -128,7 +128,7 @@ def history_page(
         raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
     if graph is not None and start not in graph:
         raise UnknownRevision("no such commit")  # as the branch's list answers: not empty
-    return indexer.path_history(view.repo.id, start, path, skip, limit)
+    return indexer.path_history(view.repo.id, start, path, skip, limit, view.repo)
 
 
 class Commits(RefPage):

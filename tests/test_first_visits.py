@@ -1,0 +1,158 @@
+"""What a first visit asks is answered before the whole history is indexed.
+
+The bulk index goes newest commits first, a slice at a time; a directory's last-commit
+column and a path's first history page may need commits far older than what it holds. Here
+the indexer's thread never runs past what the test does by hand (one slice of 500 of the
+10,500-commit history, or none), so the index is provably unfinished when the answers
+arrive: they come from the background git work the page's request started, and they are
+git's own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+from falcon import testing
+from gitfixtures import git_text
+
+import floorless.indexer
+from floorless.config import Settings
+from floorless.forge import Forge
+from floorless.indexer import VIEWED_PAUSE, IndexJob
+from floorless.repos import Repo
+from floorless.web.app import create_app
+
+SLICE = 500
+
+
+@pytest.fixture
+def forge(fixture_root: Path, tmp_path: Path) -> Iterator[Forge]:
+    repos = tmp_path / "repos"
+    shutil.copytree(fixture_root / "alice/history.git", repos / "big/one.git")
+    settings = Settings.load(
+        environ={}, data=tmp_path / "data", repos=repos, index_slice_commits=SLICE
+    )
+    forge = Forge(settings)
+    forge.start(background=False)  # the indexer's thread is never started
+    yield forge
+    forge.stop()
+
+
+def _repo(forge: Forge) -> Repo:
+    return forge.registry.get("big", "one")
+
+
+def _slices(forge: Forge, repo: Repo, count: int) -> None:
+    """The commits (the first slice), then ``count - 1`` slices of changed paths."""
+    job = IndexJob(repo, forge.state(repo).snapshot())
+    try:
+        for _ in range(count):
+            assert not forge.indexer.work(job)
+    finally:
+        floorless.indexer._close(job)
+
+
+def _last(root: Path, tip: str, path: str) -> str | None:
+    return git_text(root, "log", "-1", "--format=%H", tip, "--", path).strip() or None
+
+
+@pytest.mark.parametrize("directory", ["", "side"])
+def test_a_column_completes_before_the_index(forge: Forge, directory: str) -> None:
+    repo = _repo(forge)
+    root = Path(repo.path)
+    tip = git_text(root, "rev-parse", "main").strip()
+    _slices(forge, repo, 2)
+    graph = forge.indexer.graph(repo.id)
+    assert graph is not None and graph.indexed == SLICE < len(graph)
+    client = testing.TestClient(create_app(forge))
+    url = f"/big/one/-/last/{tip}" + (f"/{directory}" if directory else "")
+    first = client.simulate_get(url)
+    assert first.status_code == 202  # the recent slice alone cannot answer it
+    wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
+    column = client.simulate_get(url).json
+    assert graph.indexed == SLICE  # no more of the index was built meanwhile
+    assert forge.indexer.rest_answered == 1
+    names = git_text(root, "ls-tree", "--name-only", tip + ":" + directory).split()
+    prefix = directory + "/" if directory else ""
+    expected = {name: _last(root, tip, prefix + name) for name in names}
+    got = {bytes.fromhex(k).decode(): v["id"] for k, v in column["entries"].items()}
+    assert got == expected
+    assert any(
+        graph.seq[bytes.fromhex(c)] < len(graph) - SLICE for c in got.values()
+    )  # some of them older than what the index holds
+
+
+@pytest.mark.parametrize("path", ["rare.txt", "dir0/file05.txt", "side"])
+def test_a_first_history_page_before_the_index(forge: Forge, path: str) -> None:
+    repo = _repo(forge)
+    root = Path(repo.path)
+    limit = forge.settings.commits_per_page
+    expected = git_text(root, "log", f"-{limit}", "--format=%H", "main", "--", path).split()
+    client = testing.TestClient(create_app(forge))
+    url = f"/big/one/commits/branch/main/{path}"
+    page = client.simulate_get(url)
+    assert page.status_code == 200 and "being prepared" in page.text
+    wait_for(lambda: "being prepared" not in client.simulate_get(url).text, timeout=120)
+    shown = client.simulate_get(url).text
+    assert forge.indexer.graph(repo.id) is None  # not even the commits were indexed
+    assert forge.indexer.first_pages == 1
+    positions = [shown.find(f"/commit/{c}") for c in expected]
+    assert -1 not in positions and positions == sorted(positions)
+    more = git_text(root, "rev-list", "--count", "main", "--", path).strip()
+    assert ('rel="next"' in shown) == (int(more) > limit)
+
+
+def test_a_small_column_before_the_commits_are_known(forge: Forge) -> None:
+    """Before even the index's first slice (every commit's id and parents): a directory of
+    a few entries is asked of git entry by entry."""
+    repo = _repo(forge)
+    root = Path(repo.path)
+    tip = git_text(root, "rev-parse", "main").strip()
+    client = testing.TestClient(create_app(forge))
+    url = f"/big/one/-/last/{tip}"
+    assert client.simulate_get(url).status_code == 202
+    wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
+    column = client.simulate_get(url).json
+    assert forge.indexer.graph(repo.id) is None  # the index has not begun
+    names = git_text(root, "ls-tree", "--name-only", tip).split()
+    expected = {name: _last(root, tip, name) for name in names}
+    got = {bytes.fromhex(k).decode(): v["id"] for k, v in column["entries"].items()}
+    assert got == expected
+
+
+def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) -> None:
+    """While git answers what a page waits for, a slice of the bulk index stops after its
+    first commit and no next one is taken; for VIEWED_PAUSE seconds at most, and a pause
+    that ended does not begin again before as long again has passed."""
+    indexer = forge.indexer
+    began, release = threading.Event(), threading.Event()
+
+    def viewed() -> None:
+        began.set()
+        release.wait(60)
+
+    repo = _repo(forge)
+    _slices(forge, repo, 1)  # the commits
+    indexer._defer(("viewed",), viewed, viewed=True)
+    assert began.wait(60)
+    now = time.monotonic()
+    assert indexer._paused(now) and not indexer._paused(now + VIEWED_PAUSE)
+    job = IndexJob(repo, forge.state(repo).snapshot(), fresh=False)
+    try:
+        assert not indexer.work(job)
+    finally:
+        floorless.indexer._close(job)
+    assert indexer.commits_indexed == 1  # cut short, not SLICE
+    release.set()
+    wait_for(lambda: not indexer._paused(time.monotonic()))
+    since = indexer._viewed_since
+    release.clear()
+    indexer._defer(("again",), viewed, viewed=True)
+    assert indexer._viewed_since == since  # the same window: no new pause past its end
+    release.set()
