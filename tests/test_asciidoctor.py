@@ -89,6 +89,9 @@ NESTED = "".join("*" * (1 + i % 5) + " item\n" for i in range(100_000)).encode()
 TABLE = ("|===\n" + "|x " * 30_000 + "\n|===\n").encode()  # 90 KB, under the ceiling
 DEEP = "".join("=" * (4 + n) + "\n" for n in range(60)).encode() + b"deep\n"  # 60 blocks
 MANY = {f"many/doc{n}.adoc": f"= Document {n}\n\n== Part {n}\n\nText.\n".encode() for n in range(8)}
+# 56 KB that keep Asciidoctor busy for a second or more (its inline macros backtrack)
+SLOW = "link:x[" * 8_000
+SLOW_DOCS = {f"slow/doc{n}.adoc": f"= Slow {n}\n\n{SLOW}\n".encode() for n in range(4)}
 
 
 def build(path: Path) -> Path:
@@ -102,6 +105,7 @@ def build(path: Path) -> Path:
         "big/deep.adoc": DEEP,
         **{f"hostile/{name}": text for name, text in HOSTILE.items()},
         **MANY,
+        **SLOW_DOCS,
     }
     stream = FastImportStream()
     stream.commit("refs/heads/main", "AsciiDoc documents", files=files)
@@ -291,6 +295,81 @@ def test_stopping_waits_for_the_document_being_converted(tmp_path: Path) -> None
     assert len(answers) == 1 and answers[0] is not None and answers[0].count("<td") == 120_000
     assert worker.pid is None and not Path(f"/proc/{pid}").exists()
     assert worker.convert("= After\n") is None and worker.started == 1  # stopped: no other
+
+
+def test_pages_past_half_the_threads_do_not_wait_for_the_worker(tmp_path: Path) -> None:
+    worker = Asciidoctor("ruby", patience(60), tmp_path, at_once=2)
+    try:
+        assert worker.convert("= Quick\n") is not None
+        answers: dict[int, str | None] = {}
+
+        def convert(n: int) -> None:
+            answers[n] = worker.convert(f"= Slow {n}\n\n{SLOW}\n")
+
+        first = threading.Thread(target=convert, args=(0,))
+        first.start()
+        wait_for(worker._turn.locked)  # the first document is being converted
+        second = threading.Thread(target=convert, args=(1,))
+        second.start()
+        wait_for(lambda: worker.inside == 2)  # and the second waits for the worker
+        assert worker.convert("= Third\n") is None  # the third page shows the source at once,
+        assert first.is_alive() and worker.inside == 2  # while the first is converted
+        first.join(timeout=patience(60))
+        second.join(timeout=patience(60))
+        assert all("Slow" in (answers[n] or "") for n in (0, 1)), answers
+        assert worker.inside == 0
+        assert "Third" in (worker.convert("= Third\n") or "")  # not remembered as failed
+        assert worker.started == 1
+    finally:
+        worker.stop()
+
+
+@pytest.mark.network
+def test_documents_that_keep_the_worker_busy_leave_threads_for_other_pages(
+    tmp_path: Path,
+) -> None:
+    repos = tmp_path / "repos"
+    build(repos / "alice" / "docs.git")
+    config = tmp_path / "floorless.toml"
+    config.write_text(f"threads = 4\nasciidoctor_seconds = {patience(60)}\n")
+    with serving(repos, tmp_path / "data", "--config", str(config)) as server:
+
+        def fetch(path: str) -> str:
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=patience(120))
+            try:
+                conn.request("GET", path)
+                answer = conn.getresponse()
+                assert answer.status == 200, (path, answer.status)
+                assert 'spawn;desc="processes";dur=0' in (answer.getheader("Server-Timing") or "")
+                return answer.read().decode()
+            finally:
+                conn.close()
+
+        assert '<h2 id="part-0">' in fetch("/alice/docs/src/branch/main/many/doc0.adoc")
+        answered: list[str] = []  # what each answer was, in the order they came
+
+        def slow(name: str) -> None:
+            page = fetch(f"/alice/docs/src/branch/main/{name}")
+            answered.append("rendered" if '<div class="markdown rendered">' in page else "source")
+
+        # four pages of documents that keep the worker busy: two are in it (one converted,
+        # one waiting), the other two show their source at once
+        pages = [threading.Thread(target=slow, args=(name,)) for name in SLOW_DOCS]
+        for page in pages:
+            page.start()
+        wait_for(lambda: len(answered) >= 2)
+        # and two threads are free meanwhile: a raw file and a file page are answered
+        assert fetch("/alice/docs/raw/branch/main/docs/other.adoc").startswith("= Other")
+        answered.append("raw")
+        assert "guide.adoc" in fetch("/alice/docs/src/branch/main/docs")
+        answered.append("page")
+        for page in pages:
+            page.join(timeout=patience(120))
+        assert answered == ["source", "source", "raw", "page", "rendered", "rendered"]
+        # a page shown as its source for want of the worker is not kept: it renders now
+        for name in SLOW_DOCS:
+            page = fetch(f"/alice/docs/src/branch/main/{name}")
+            assert '<div class="markdown rendered">' in page, name
 
 
 def test_a_killed_worker_is_restarted(tmp_path: Path) -> None:

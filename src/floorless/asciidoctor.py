@@ -26,6 +26,12 @@ between documents (ended from outside) is started again for the next one, and on
 past ``RESTART_BYTES`` (Ruby keeps the heap a large document made it take) is ended after
 its document and replaced for the next.
 
+A page waits for the worker while one other document is converted (``seconds`` at most), and
+at most ``at_once`` pages (half the request threads) are in it at once, converting or
+waiting: the others are answered None at once. Without that bound, four requests for
+documents that keep the worker busy held all four request threads and every other page
+(a raw file, a file page) waited behind them for ``seconds``.
+
 ``env-github`` is not set: documents use it to turn on GitHub's own workarounds (emoji
 shortcodes as admonition captions, which floorless would show as ``:bulb:``); they get
 Asciidoctor's defaults instead, and ``env-floorless``.
@@ -85,10 +91,14 @@ class Asciidoctor:
     """Converts AsciiDoc to (unsanitized) HTML in one worker process, started when first
     needed. ``ruby`` runs the worker; an empty one turns conversion off."""
 
-    def __init__(self, ruby: str, seconds: float, workdir: Path) -> None:
+    def __init__(self, ruby: str, seconds: float, workdir: Path, at_once: int = 2) -> None:
         self.ruby = ruby
         self.seconds = seconds
         self.workdir = workdir
+        # pages in the worker at once, converting or waiting for it: the others show the
+        # source at once, so a document that keeps the worker busy holds no more threads
+        self.at_once = max(1, at_once)
+        self.inside = 0  # pages in the worker now
         self.started = 0  # workers started (for tests and reports)
         self.converted = 0  # documents converted
         self.version: str | None = None
@@ -107,13 +117,25 @@ class Asciidoctor:
 
     def convert(self, text: str) -> str | None:
         """``text`` as HTML, or None when the worker cannot convert it in time (no Ruby or
-        Asciidoctor, a document that failed before, one too slow, busy for too long)."""
+        Asciidoctor, a document that failed before, one too slow, busy for too long, or
+        ``at_once`` pages in it already)."""
         if not self.ruby:
             return None
         data = text.encode("utf-8", "replace")
         digest = hashlib.blake2b(data, digest_size=16).digest()
         if self._failed.get(digest):
             return None
+        with self._state:
+            if self.inside >= self.at_once:
+                return None  # as many pages as may are in the worker: show this one's source
+            self.inside += 1
+        try:
+            return self._convert(data, digest)
+        finally:
+            with self._state:
+                self.inside -= 1
+
+    def _convert(self, data: bytes, digest: bytes) -> str | None:
         if not self._turn.acquire(timeout=self.seconds):
             return None  # another document holds the worker: show this one's source
         try:

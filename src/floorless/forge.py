@@ -153,11 +153,13 @@ class Forge:
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))
-        # AsciiDoc documents are converted by one Asciidoctor worker, started when first needed.
+        # AsciiDoc documents are converted by one Asciidoctor worker, started when first needed;
+        # at most half the threads are in it at once (converting, or waiting for it)
         self.asciidoctor = Asciidoctor(
             settings.asciidoctor_ruby,
             settings.asciidoctor_seconds,
             settings.runtime_dir / "asciidoctor",
+            at_once=max(1, settings.threads // 2),
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
