@@ -55,7 +55,9 @@ class FloorlessHtml < (Asciidoctor::Converter.for 'html5')
 
   def convert_inline_footnote(node)
     if (index = node.attr 'index')
-      %(<sup class="footnote-ref"><a href="#fn-#{index}" id="fnref-#{index}">#{index}</a></sup>)
+      # a footnote named again (footnote:name[]) links to it; the id is its first reference's
+      id = node.type == :xref ? '' : %( id="fnref-#{index}")
+      %(<sup class="footnote-ref"><a href="#fn-#{index}"#{id}>#{index}</a></sup>)
     else
       %(<sup class="footnote-ref">[#{node.text}]</sup>)
     end
