@@ -156,3 +156,30 @@ def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) 
     indexer._defer(("again",), viewed, viewed=True)
     assert indexer._viewed_since == since  # the same window: no new pause past its end
     release.set()
+
+
+def test_git_is_asked_for_a_column_once_a_slice_is_in(
+    forge: Forge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big directory's entries left after the recent history are asked of git only once a
+    whole slice of it is indexed: after one commit (a slice cut short) git would be asked
+    for nearly every entry, over every commit."""
+    asked: list[tuple[object, ...]] = []
+    monkeypatch.setattr(forge.indexer, "_defer", lambda key, *args, **kwargs: asked.append(key))
+    monkeypatch.setattr(floorless.indexer, "ONE_BY_ONE", 0)  # none is small enough
+    repo = _repo(forge)
+    tip = git_text(Path(repo.path), "rev-parse", "main").strip()
+    client = testing.TestClient(create_app(forge))
+    job = IndexJob(repo, forge.state(repo).snapshot())
+    try:
+        assert not forge.indexer.work(job)  # the commits
+        forge.indexer.slice_commits = 1  # (as a slice a viewed answer cut short)
+        assert not forge.indexer.work(job)
+        forge.indexer.slice_commits = SLICE
+        assert client.simulate_get(f"/big/one/-/last/{tip}").status_code == 202
+        assert asked == []
+        assert not forge.indexer.work(job)
+        assert client.simulate_get(f"/big/one/-/last/{tip}").status_code == 202
+        assert [key[0] for key in asked] == ["last"]
+    finally:
+        floorless.indexer._close(job)

@@ -405,7 +405,9 @@ class Indexer:
             )
         elif found is None:  # the indexer goes on with it first
             self.want(repo.id)
-            if graph.indexed > 0:  # its recent history answers most entries, git the rest
+            # once a slice's worth of its recent history is in (a slice a viewed answer cut
+            # short is not), that answers most entries, and git the few left
+            if graph.indexed >= min(len(graph), self.slice_commits):
                 self._defer(
                     ("last", repo.id, commit, directory),
                     lambda: self._last_before_indexed(graph, repo, commit, directory, names),
