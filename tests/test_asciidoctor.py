@@ -81,6 +81,9 @@ HOSTILE = {
     "passthrough.adoc": b"= Pass\n\npass:[<script>alert(1)</script>] "
     b"+++<img src=x onerror=alert(2)>+++\n\n++++\n<script>alert(3)</script>\n"
     b"<div onclick=alert(4)>x</div>\n++++\n",
+    # ids of the page around the document: the about panel's, a line's, the file finder's
+    "ids.adoc": b"= Ids\n\n[[finder-list]]\n== Finder list\n\n== Finder 2\n\n[[about-heading]]\n"
+    b"== About\n\n[[finder-0]]zero [[L12]]twelve [[topics-help]]help\n",
     "links.adoc": b"= Links\n\nlink:javascript:alert(5)[x] link:++javascript:alert(6)++[y]\n\n"
     b"image::x.svg[onerror=alert(7),link=javascript:alert(8)]\n\n"
     b'image:x.png[title="a\\" onload=\\"alert(9)"]\n',
@@ -227,6 +230,9 @@ def test_hostile_documents_reach_nothing(
     assert not re.search(r"<[^>]*\son\w+=", body), body
     if name == "include.adoc":  # a link to the path named, inside the repository
         assert 'href="/alice/docs/src/branch/main/etc/passwd"' in body
+    if name == "ids.adoc":
+        ids = re.findall(r'\sid="([^"]*)"', body)
+        assert ids == ["ids", "finder-list-1", "finder-2-1", "about"], ids
     if name == "attributes.adoc":
         assert "{env-HOME}" in body  # no such attribute: the reference stays text
 

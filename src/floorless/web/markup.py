@@ -48,12 +48,15 @@ RESERVED = frozenset(
         "compare-branches",
         "about-heading",
         "topics-help",
+        "finder-list",  # the file finder's list (static/finder.js), on every repository page
     }
 )
-# ... and the families of ids pages number: comments, events, diffs, footnotes, and ``L12``,
-# the line anchors file and blame pages and their scripts look up
+# ... and the families of ids pages number: comments, events, diffs, footnotes, the finder's
+# results (``finder-3``: its input names the one selected), and ``L12``, the line anchors file
+# and blame pages and their scripts look up
 _RESERVED_ID = re.compile(
-    r"(?:issuecomment|event|diff|discussion_r|pullrequestreview|label|fn|fnref)-?[\w.-]*\d[\w.-]*"
+    r"(?:issuecomment|event|diff|discussion_r|pullrequestreview|label|fn|fnref|finder)"
+    r"-?[\w.-]*\d[\w.-]*"
     r"|L\d+"
 )
 # Elements nested deeper than this (a README of 40,000 ``>``) are shown as source: the
