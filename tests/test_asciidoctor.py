@@ -169,6 +169,12 @@ def workers(forge: Forge) -> list[int]:
     return found
 
 
+def cpu_seconds(pid: int) -> float:
+    """The processor time process ``pid`` has taken."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_readme_and_file_pages_render_asciidoc(forge: Forge, client: testing.TestClient) -> None:
     home = get(client, "/alice/docs")
     html = home[home.index('<section class="readme">') :]
@@ -377,6 +383,28 @@ def test_documents_that_keep_the_worker_busy_leave_threads_for_other_pages(
         for name in SLOW_DOCS:
             page = fetch(f"/alice/docs/src/branch/main/{name}")
             assert '<div class="markdown rendered">' in page, name
+
+
+def test_a_document_whose_worker_is_killed_from_outside_is_tried_again(tmp_path: Path) -> None:
+    worker = Asciidoctor("ruby", patience(60), tmp_path)
+    try:
+        assert worker.convert("= Quick\n") is not None
+        killed = worker.pid
+        assert killed is not None
+        answers: list[str | None] = []
+        document = f"= Slow\n\n{SLOW}\n"
+        idle = cpu_seconds(killed)
+        thread = threading.Thread(target=lambda: answers.append(worker.convert(document)))
+        thread.start()
+        # it has converted for longer than a worker that dies at once (tried again at once)
+        wait_for(lambda: cpu_seconds(killed) - idle > 2 * asciidoctor.QUICK)
+        os.kill(killed, signal.SIGKILL)  # by an administrator, or the system short of memory
+        thread.join(timeout=patience(60))
+        assert answers == [None] and not Path(f"/proc/{killed}").exists()
+        again = worker.convert(document)  # not remembered as a document that fails
+        assert again is not None and "Slow" in again and worker.started == 2
+    finally:
+        worker.stop()
 
 
 def test_a_killed_worker_is_restarted(tmp_path: Path) -> None:

@@ -21,10 +21,12 @@ What can go wrong costs the page its rendering, never an error: without Ruby or 
 source) and a start is tried again after ``RETRY_SECONDS``. A document that keeps the worker
 past ``seconds``, or ends it (a table of 100 million columns meets the worker's memory
 limit), is answered None, the worker is ended, and the document's digest is remembered so
-that it is not tried again; the next document starts another worker. A worker that died
-between documents (ended from outside) is started again for the next one, and one that grew
-past ``RESTART_BYTES`` (Ruby keeps the heap a large document made it take) is ended after
-its document and replaced for the next.
+that it is not tried again; the next document starts another worker. A worker ended from
+outside (killed or terminated: no document does that; one that meets its memory limit says
+so and exits) is started again for the next document, and the document it was converting, if
+any, is not remembered: its next view tries it again. One that grew past ``RESTART_BYTES``
+(Ruby keeps the heap a large document made it take) is ended after its document and replaced
+for the next.
 
 A page waits for the worker while one other document is converted (``seconds`` at most), and
 at most ``at_once`` pages (half the request threads) are in it at once, converting or
@@ -44,6 +46,7 @@ import hashlib
 import logging
 import os
 import selectors
+import signal
 import struct
 import subprocess
 import threading
@@ -66,6 +69,10 @@ RESTART_BYTES = 128 * 1024 * 1024
 START_SECONDS = 30.0  # for Ruby to load Asciidoctor, on a machine under load
 RETRY_SECONDS = 60.0  # after a worker could not start, before another is tried
 REMEMBERED = 1024  # digests of documents that failed, not tried again
+# How a worker ends when something outside ends it (an administrator, the system short of
+# memory, a service manager): no document does that, so the one it was converting is tried
+# again. A document can end it otherwise (its memory limit, a crash: SIGSEGV, SIGABRT).
+_FROM_OUTSIDE = frozenset({-signal.SIGKILL, -signal.SIGTERM, -signal.SIGINT, -signal.SIGHUP})
 _HEADER = struct.Struct(">cI")  # an answer's status and length
 _LENGTH = struct.Struct(">I")
 
@@ -147,13 +154,19 @@ class Asciidoctor:
                 try:
                     html = self._exchange(proc, data, began + self.seconds)
                 except WorkerGone as gone:
-                    self._end(proc)
                     # a worker that ended at once may have died before this document: one
                     # more try on a new worker tells a document that ends it from that
                     quick = time.monotonic() - began < QUICK
-                    if attempt == 0 and quick and not isinstance(gone, TimedOut):
+                    timed_out = isinstance(gone, TimedOut)
+                    if not timed_out:  # it has ended, or is ending: learn how
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            proc.wait(timeout=QUICK)
+                    self._end(proc)
+                    if attempt == 0 and quick and not timed_out:
                         continue
                     log.warning("AsciiDoc document not converted: the worker %s", gone)
+                    if not timed_out and proc.returncode in _FROM_OUTSIDE:
+                        return None  # ended from outside: the next view tries it again
                     html = None
                 if html is None:  # remembered: it is not tried again
                     self._failed.put(digest, True)
