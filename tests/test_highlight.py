@@ -165,3 +165,67 @@ def test_joined_lexing_follows_every_rule_shape() -> None:
     expected = list(_Shapes(stripnl=False).get_tokens(text))
     assert list(fast.quick(_Shapes(stripnl=False)).get_tokens(text)) == expected
     assert any(t is Error for t, _ in expected)  # the unmatched characters are there too
+
+
+@pytest.mark.parametrize(
+    ("source", "first"),
+    [
+        (r"abc", "a"),
+        (r"\bfoo", "f"),
+        (r"[a-c_]\w*", "abc_"),
+        (r"(?=x)y|z", "yz"),
+        (r"a*b", "ab"),
+        (r"(?:#|//).*$", "#/"),
+        (r"\d+", "0123456789" + fast._OTHER),
+        (r"é", fast._OTHER),
+        (r"(?i:ab)|c", "aAc" + fast._OTHER),  # Unicode folds some characters into ASCII
+        (r"(?i:\u017f)|1", "".join(fast._LETTERS) + "1" + fast._OTHER),  # the long s folds to s
+    ],
+)
+def test_first_characters_of_a_rule(source: str, first: str) -> None:
+    assert fast._first(source, re.M) == frozenset(first)
+
+
+@pytest.mark.parametrize("source", [r"x*", r"(?=a)", r"$", r"[^a]", r".", r"(a)?\1"])
+def test_a_rule_that_may_begin_anywhere_is_tried_everywhere(source: str) -> None:
+    """An empty match, a negated set, any character, a back-reference: not known."""
+    assert fast._first(source, re.M) is None
+
+
+def test_a_position_tries_only_the_rules_that_can_begin_with_its_character() -> None:
+    """Python's root state is one regex of 56 alternatives; at a space, a quote, a comment,
+    a digit or a bracket only a few of them can match, and only those are tried (with the
+    same rule chosen: the samples above hold the bytes). Letters share one set of rules
+    (those that can begin with any letter), so that a lexer compiles few regexes."""
+    root = fast._ALONE[type(lexer_for("a.py", ""))]["root"][0]
+    assert isinstance(root, fast._Joined)
+    for char in (" ", '"', "#", "1", "(", "x", fast._OTHER):
+        picked = fast._for_char(root, char)
+        assert picked is not None
+        tried = len(picked.rules) if isinstance(picked, fast._Joined) else len(picked)
+        assert tried < len(root.rules) * (0.8 if char in "x" + fast._OTHER else 0.2), (char, tried)
+    assert fast._for_char(root, "x") is fast._for_char(root, "Q")
+
+
+class _Anywhere(RegexLexer):
+    """Rules that begin anywhere (an empty match, a lookahead, any character) between rules
+    that begin with one character: the order of all of them still decides."""
+
+    name = "anywhere"
+    tokens = {
+        "root": [
+            (r"a(?=b)", Keyword),
+            (r"(?=c)", Comment, "c"),
+            (r"[ab]+", Name),
+            (r"é+", String),
+            (r"\s+", Whitespace),
+            (r"[^\n]", Operator),
+        ],
+        "c": [(r"c+", Number, "#pop"), (r"", Comment, "#pop")],
+    }
+
+
+def test_joined_lexing_with_rules_that_begin_anywhere() -> None:
+    text = "abab cc é ééx a\nbca ab\n"
+    expected = list(_Anywhere(stripnl=False).get_tokens(text))
+    assert list(fast.quick(_Anywhere(stripnl=False)).get_tokens(text)) == expected

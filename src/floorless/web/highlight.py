@@ -22,6 +22,11 @@ from pygments.lexer import ExtendedRegexLexer, Lexer, RegexLexer
 from pygments.lexers.c_cpp import CFamilyLexer
 from pygments.token import Error, Keyword, Name, Whitespace, _TokenType
 
+try:
+    from re import _parser  # type: ignore[attr-defined]  # the parser ``re.compile`` runs
+except ImportError:  # another Python's: rules are not sorted by their first character
+    _parser = None
+
 # -- HTML ----------------------------------------------------------------------------------------
 
 _ESCAPE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})  # element text: quotes stay
@@ -95,10 +100,25 @@ _Token = tuple[int, _TokenType, str]
 
 class _Joined(NamedTuple):
     """Rules joined as one regex of alternatives, in their order, each a group of its own:
-    the group that took part (``lastindex``) names the rule that matched."""
+    the group that took part (``lastindex``) names the rule that matched.
+
+    ``firsts``: the characters each rule can begin its match with (``_first``; None: any, or
+    none at all), read when first needed; ``by_char``: for a character, the rules that can
+    begin with it (None: no rule can), made when first needed (``_for_char``); ``subsets``:
+    those joined, by the rules' places."""
 
     match: Callable[[str, int], re.Match[str] | None]
     rules: dict[int, _Rule]
+    run: list[tuple[_Rule, str, int]]
+    firsts: list[frozenset[str] | None]
+    flags: int
+    by_char: dict[str, _Found]
+    subsets: dict[tuple[int, ...], _Joined]
+
+
+# what a joined regex tries at a character: nothing, a few rules one by one, or a regex
+_Found = tuple[_Rule, ...] | _Joined | None
+_ONE_BY_ONE = 4  # rules at most tried one by one rather than as one regex
 
 
 _Entry = _Rule | _Joined
@@ -233,7 +253,160 @@ def _join(run: list[tuple[_Rule, str, int]], flags: int) -> _Joined | None:
         return None
     if regex.groups != group - 1:
         return None
-    return _Joined(regex.match, table)
+    return _Joined(regex.match, table, list(run), [], flags, {}, {})
+
+
+# -- which rules can match where -------------------------------------------------------------
+#
+# A joined regex tries its alternatives in order at a position, and a lexer's busiest state
+# has dozens (Python's root: 56), most of which cannot begin with the character there. The
+# rules that can are joined again, in the same order, for each character met: the first of
+# them to match is the first of all to match, since the others cannot match there at all.
+
+_OTHER = "\x80"  # the key of every character past ASCII: rules are sorted for them together
+_ASCII = [chr(code) for code in range(128)]
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_DIGITS = frozenset("0123456789")
+_CLASS = {c: _LETTERS for c in _LETTERS} | {c: _DIGITS for c in _DIGITS}
+
+
+def _for_char(joined: _Joined, char: str) -> _Found:
+    """``joined``'s rules that can match at a position holding ``char`` (a key of
+    ``by_char``: an ASCII character or ``_OTHER``): None when none can, a few as they are
+    (tried one by one, no regex to compile), more joined again. Those are chosen for the
+    character's class (letters, digits), so that its characters share one regex: each such
+    regex costs milliseconds to compile, and a lexer makes a few dozen."""
+    if not joined.firsts:  # read when the state is first lexed (most states rarely are)
+        joined.firsts[:] = [_first(source, joined.flags) for _, source, _ in joined.run]
+    members = _CLASS.get(char) or frozenset(char)
+    picked = tuple(
+        i for i, first in enumerate(joined.firsts) if first is None or not first.isdisjoint(members)
+    )
+    found: _Found
+    if not picked:
+        found = None
+    elif len(picked) <= _ONE_BY_ONE:
+        found = tuple(joined.run[i][0] for i in picked)
+    elif len(picked) == len(joined.run):
+        found = joined
+    else:
+        found = joined.subsets.get(picked)
+        if found is None:
+            found = _join([joined.run[i] for i in picked], joined.flags) or joined
+            joined.subsets[picked] = found
+    joined.by_char[char] = found
+    return found
+
+
+def _first(source: str, flags: int) -> frozenset[str] | None:
+    """The characters a match of ``source`` can begin with (ASCII ones, and ``_OTHER`` for
+    any past ASCII), or None when that is not known or it can match nothing at all (an empty
+    match begins anywhere). Read from the parsed regex (``re._parser``, Python's own)."""
+    try:
+        parsed = _parser.parse(source, flags)
+        chars, empty = _first_of(list(parsed), bool(flags & re.IGNORECASE))
+    except Exception:  # noqa: BLE001 - any doubt (a parser of another Python): every char
+        return None
+    if chars is None or empty:
+        return None
+    return frozenset(chars)
+
+
+_Firsts = tuple[set[str] | None, bool]  # the first characters, and whether it may be empty
+
+
+def _first_of(items: list[Any], icase: bool) -> _Firsts:
+    """The first characters of a sequence of parsed regex items: each item's, up to the first
+    that cannot match empty (``icase``: in either case)."""
+    chars: set[str] = set()
+    for op, av in items:
+        found, empty = _first_item(str(op), av, icase)
+        if found is None:
+            return None, False
+        chars |= found
+        if not empty:
+            return chars, False
+    return chars, True
+
+
+def _first_item(op: str, av: Any, icase: bool) -> _Firsts:
+    if op == "LITERAL":
+        return _cased({_key(av)}, icase), False
+    if op == "IN":
+        found = _first_in(av)
+        return (None if found is None else _cased(found, icase)), False
+    if op == "BRANCH":
+        chars: set[str] = set()
+        empty = False
+        for branch in av[1]:
+            found, may = _first_of(list(branch), icase)
+            if found is None:
+                return None, False
+            chars |= found
+            empty = empty or may
+        return chars, empty
+    if op == "SUBPATTERN":
+        _group, add_flags, del_flags, items = av
+        scoped = (icase or bool(add_flags & re.IGNORECASE)) and not del_flags & re.IGNORECASE
+        return _first_of(list(items), scoped)
+    if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        least, _most, items = av
+        found, empty = _first_of(list(items), icase)
+        return found, empty or least == 0
+    if op == "ATOMIC_GROUP":
+        return _first_of(list(av), icase)
+    if op in ("AT", "ASSERT", "ASSERT_NOT"):  # takes no character: the next item's first
+        return set(), True
+    return None, False  # any character (., a negated literal), a back-reference, ...
+
+
+def _cased(chars: set[str], icase: bool) -> set[str]:
+    """``chars``, and when case is ignored their other case too; and any character past
+    ASCII, or any ASCII letter when one past it is there: Unicode's case folding joins some
+    of each (the Kelvin sign and k, the long s and s)."""
+    if not icase:
+        return chars
+    other = _LETTERS if _OTHER in chars else frozenset()
+    return chars | {c.swapcase() for c in chars if c != _OTHER} | other | {_OTHER}
+
+
+def _first_in(av: list[tuple[Any, Any]]) -> set[str] | None:
+    """A character set's members (past ASCII: ``_OTHER``), None for a negated one."""
+    chars: set[str] = set()
+    for op, value in av:
+        kind = str(op)
+        if kind == "LITERAL":
+            chars.add(_key(value))
+        elif kind == "RANGE":
+            low, high = value
+            chars.update(_ASCII[low : min(high, 127) + 1])
+            if high > 127:
+                chars.add(_OTHER)
+        elif kind == "CATEGORY":
+            members = _CATEGORIES.get(str(value))
+            if members is None:
+                return None
+            chars |= members
+        else:  # NEGATE, or what is not known here
+            return None
+    return chars
+
+
+def _key(code: int) -> str:
+    return _ASCII[code] if code < 128 else _OTHER
+
+
+_CATEGORIES = {
+    name: {c for c in _ASCII if re.fullmatch(pattern, c)} | {_OTHER}
+    for name, pattern in (
+        ("CATEGORY_DIGIT", r"\d"),
+        ("CATEGORY_SPACE", r"\s"),
+        ("CATEGORY_WORD", r"\w"),
+        ("CATEGORY_UNI_DIGIT", r"\d"),
+        ("CATEGORY_UNI_SPACE", r"\s"),
+        ("CATEGORY_UNI_WORD", r"\w"),
+    )
+}
 
 
 def _as_rule(joined: _Joined) -> _Rule:
@@ -257,29 +430,47 @@ def _lex(
 ) -> Iterator[_Token]:
     """What ``RegexLexer.get_tokens_unprocessed`` yields, from joined rules."""
     pos = 0
+    end = len(text)
     states = list(stack)
     entries = tokendefs[states[-1]]
     while True:
         for entry in entries:
             if isinstance(entry, _Joined):
-                m = entry.match(text, pos)
-                if m is None:
+                found: _Found = entry
+                if pos < end:  # only the rules that can begin with the character here
+                    char = text[pos]
+                    if char >= _OTHER:
+                        char = _OTHER
+                    try:
+                        found = entry.by_char[char]
+                    except KeyError:
+                        found = _for_char(entry, char)
+                if found is None:
                     continue
-                _, action, new_state = rule = entry.rules[m.lastindex or 0]
-                if type(action) is _TokenType:
-                    yield pos, action, m.group()
-                elif action is not None:  # a callback reads its rule's own groups
-                    m = rule[0](text, pos)
-                    yield from action(lexer, m)
+                if isinstance(found, _Joined):
+                    m = found.match(text, pos)
+                    if m is None:
+                        continue
+                    rule = found.rules[m.lastindex or 0]
+                    if type(rule[1]) is not _TokenType and rule[1] is not None:
+                        m = rule[0](text, pos)  # a callback reads its rule's own groups
+                else:  # a few rules: each tried in turn, as Pygments does
+                    for rule in found:
+                        m = rule[0](text, pos)
+                        if m:
+                            break
+                    else:
+                        continue
             else:
                 m = entry[0](text, pos)
                 if not m:
                     continue
-                _, action, new_state = entry
-                if type(action) is _TokenType:
-                    yield pos, action, m.group()
-                elif action is not None:
-                    yield from action(lexer, m)
+                rule = entry
+            _, action, new_state = rule
+            if type(action) is _TokenType:
+                yield pos, action, m.group()
+            elif action is not None:
+                yield from action(lexer, m)
             pos = m.end()
             if new_state is not None:
                 _change(states, new_state)
