@@ -274,6 +274,7 @@ class Asciidoctor:
             "HOME": str(self.workdir),
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
+            "TZ": "UTC",  # {localdatetime} and the like name no zone of the server's
         }
         for name in ("GEM_HOME", "GEM_PATH"):
             if name in os.environ:
