@@ -165,12 +165,14 @@ def _read(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Blob:
 _TREE_ENTRY: dict[int, re.Pattern[bytes]] = {}  # a raw tree's entries, by the ids' length
 
 
-def _entries(repo: pygit2.Repository, tree_id: pygit2.Oid | None) -> dict[bytes, tuple[int, bytes]]:
-    """A tree's entries by name: the mode (as libgit2 gives it) and the raw id of each, read
-    from the tree's bytes. Iterating a ``pygit2.Tree`` makes an object per entry, and each of
-    their ``filemode`` an enum (1-2 us): a commit page's walk read ~240 of them."""
+def _entries(
+    repo: pygit2.Repository, tree_id: pygit2.Oid | None
+) -> set[tuple[bytes, bytes, bytes]]:
+    """A tree's entries as read from its bytes: the mode, name and raw id of each. Iterating
+    a ``pygit2.Tree`` makes an object per entry, and each of their ``filemode`` an enum
+    (1-2 us): a commit page's walk read ~240 of them."""
     if tree_id is None:
-        return {}
+        return set()
     kind, data = repo.odb.read(tree_id)
     if kind != pygit2.enums.ObjectType.TREE:
         raise NotFound("a directory is not a tree")
@@ -178,7 +180,7 @@ def _entries(repo: pygit2.Repository, tree_id: pygit2.Oid | None) -> dict[bytes,
     entry = _TREE_ENTRY.get(size)
     if entry is None:
         entry = _TREE_ENTRY[size] = re.compile(rb"([0-7]+) ([^\0]*)\0(.{%d})" % size, re.S)
-    return {name: (_mode(mode), oid) for mode, name, oid in entry.findall(data)}
+    return set(entry.findall(data))
 
 
 @functools.lru_cache(maxsize=64)
@@ -212,7 +214,10 @@ def _changed_pairs(
         while stack:
             prefix, old_tree, new_tree = stack.pop()
             TREES_READ[0] += (old_tree is not None) + (new_tree is not None)
-            olds, news = _entries(repo, old_tree), _entries(repo, new_tree)
+            olds_raw, news_raw = _entries(repo, old_tree), _entries(repo, new_tree)
+            # the entries that differ, by name, with their modes as libgit2 gives them
+            olds = {name: (_mode(mode), oid) for mode, name, oid in olds_raw - news_raw}
+            news = {name: (_mode(mode), oid) for mode, name, oid in news_raw - olds_raw}
             for name in olds.keys() | news.keys():
                 old, new = olds.get(name), news.get(name)
                 if old is not None and new is not None and old[1] == new[1]:
