@@ -12,7 +12,12 @@ kind       commits  files  max depth   the ~500-line file (``BenchRepo.file``)
 small          500    200  3           ``src/core/engine.py``
 medium      10,000  2,000  6           ``src/core/runtime/scheduler/backends/local/engine.py``
 large      100,000  2,000  6           the same deep path
+wide       100,000  2,000  6           the same deep path
 =========  =======  =====  ==========  ==================================================
+
+``wide`` is ``large`` with a root shaped like git.git's: 440 more files at the root (~450
+entries), a third of which only the root commit has (unchanged since, as many of git.git's
+root files are for years), the others changed as any file is.
 
 Every kind has:
 
@@ -64,8 +69,10 @@ SIZES: dict[str, tuple[int, int]] = {
     "small": (500, 200),
     "medium": (10_000, 2_000),
     "large": (100_000, 2_000),
+    "wide": (100_000, 2_000),
 }
-MAX_DEPTH = {"small": 3, "medium": 6, "large": 6}
+MAX_DEPTH = {"small": 3, "medium": 6, "large": 6, "wide": 6}
+ROOT_FILES = {"wide": 440}  # more files at the root; every third is never changed again
 
 BRANCH = "main"
 SIDE_BRANCH = "feature"
@@ -439,7 +446,7 @@ def _layout(kind: str) -> tuple[list[str], str, str]:
     def add(folder: str) -> None:
         while True:
             name = f"{rng.choice(_NOUNS)}_{rng.choice(_VERBS)}{rng.choice(_EXTS)}"
-            path = f"{folder}/{name}"
+            path = f"{folder}/{name}" if folder else name
             if path not in taken:
                 taken.add(path)
                 paths.append(path)
@@ -447,6 +454,8 @@ def _layout(kind: str) -> tuple[list[str], str, str]:
 
     for _ in range(12):  # the tree page's directory lists a screenful
         add(directory)
+    for _ in range(ROOT_FILES.get(kind, 0)):
+        add("")
     while len(paths) < files:
         add(rng.choice(dirs))
     return paths, main_file, directory
@@ -479,7 +488,11 @@ def _schedule(kind: str, paths: Sequence[str]) -> tuple[list[_Commit], list[int]
         while _role(at, total) != "main":
             at += 1
         rare_at.add(at)
-    pool = [n for n, path in enumerate(paths) if path not in _FIXED]
+    frozen = set()
+    if kind in ROOT_FILES:  # every third of the root's added files: the root commit's alone
+        added = [n for n, path in enumerate(paths) if "/" not in path and path not in _FIXED]
+        frozen = set(added[1::3])
+    pool = [n for n, path in enumerate(paths) if path not in _FIXED and n not in frozen]
     versions = [1] * len(paths)
     commits = [_Commit(1, [], BRANCH, "Initial import", [(n, 0) for n in range(len(paths))])]
     main_tip, side_tip = 1, 0

@@ -62,8 +62,15 @@ def _last(root: Path, tip: str, path: str) -> str | None:
     return git_text(root, "log", "-1", "--format=%H", tip, "--", path).strip() or None
 
 
+@pytest.mark.parametrize("limited", [True, False])
 @pytest.mark.parametrize("directory", ["", "side"])
-def test_a_column_completes_before_the_index(forge: Forge, directory: str) -> None:
+def test_a_column_completes_before_the_index(
+    forge: Forge, directory: str, limited: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``limited``: git is asked about the entries left by name; else (more of them than
+    LIMITED_PATHS) about every commit of their directory."""
+    if not limited:
+        monkeypatch.setattr(floorless.indexer, "LIMITED_PATHS", 0)
     repo = _repo(forge)
     root = Path(repo.path)
     tip = git_text(root, "rev-parse", "main").strip()
