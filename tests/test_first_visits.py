@@ -190,3 +190,56 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
         assert [key[0] for key in asked] == ["last"]
     finally:
         floorless.indexer._close(job)
+
+
+def _hold_a_pause(forge: Forge) -> threading.Event:
+    """A viewed answer that runs until the returned event is set: the bulk index pauses."""
+    began, release = threading.Event(), threading.Event()
+
+    def viewed() -> None:
+        began.set()
+        release.wait(60)
+
+    forge.indexer._defer(("viewed",), viewed, viewed=True)
+    assert began.wait(60)
+    return release
+
+
+def test_code_search_indexing_makes_way_for_a_viewed_answer(forge: Forge) -> None:
+    """Code search's index shares the interpreter: it reads no blob while a page's answer
+    runs in the background, and goes on once it is in."""
+    repo = _repo(forge)
+    release = _hold_a_pause(forge)
+    indexing = threading.Thread(target=forge.code.index, args=(repo,))
+    try:
+        indexing.start()
+        wait_for(lambda: forge.indexer.made_way == 1)
+        assert forge.code.blobs_read == 0
+    finally:
+        release.set()
+    indexing.join(60)
+    assert not indexing.is_alive()
+    assert forge.code.blobs_read > 0
+    assert forge.code.indexed(repo.id) is not None
+    assert forge.indexer.made_way == 1
+
+
+def test_code_search_waits_for_a_pause_only_within_its_window(forge: Forge) -> None:
+    """A pause that outlasts its window holds code search no longer than the bulk index."""
+    repo = _repo(forge)
+    indexer = forge.indexer
+    release = _hold_a_pause(forge)
+    indexing = threading.Thread(target=forge.code.index, args=(repo,))
+    try:
+        indexing.start()
+        wait_for(lambda: indexer.made_way == 1)
+        assert forge.code.blobs_read == 0
+        with indexer._wake:  # the window ends (as VIEWED_PAUSE seconds would end it)
+            indexer._viewed_since -= VIEWED_PAUSE
+            indexer._wake.notify_all()
+        indexing.join(60)
+        assert not indexing.is_alive()
+        assert indexer._viewed == 1  # the viewed answer still runs
+        assert forge.code.blobs_read > 0
+    finally:
+        release.set()

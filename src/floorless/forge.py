@@ -123,6 +123,7 @@ class Forge:
             self._handle_of,
             settings.search_max_file_bytes,
             settings.search_cache_bytes,
+            self.indexer.make_way,  # (it pauses with the bulk index for a page's answer)
         )
         self.ref_listeners.append(self.code.queue)
         self.reviews = Reviews(self.db, self.issues, self.pulls)

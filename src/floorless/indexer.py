@@ -212,6 +212,7 @@ class Indexer:
         self.first_pages = 0  # first pages of a path's history git answered (``_first_page``)
         # columns git completed before the index could (``_last_before_indexed``, ...)
         self.rest_answered = 0
+        self.made_way = 0  # times other background work waited for a pause (``make_way``)
 
     # -- the background thread ---------------------------------------------------------------
 
@@ -303,6 +304,24 @@ class Indexer:
             job.turn = self._turns
             self._running += 1
             return job
+
+    def make_way(self) -> bool:
+        """Wait while the bulk index pauses for an answer a page waits for: other background
+        work sharing the interpreter (code search's index) pauses with it, in the same bounded
+        window (``_paused``), so it is never held for good. Whether it waited."""
+        if not self._viewed:  # (the common case, without the lock)
+            return False
+        waited = False
+        with self._wake:
+            while not self._stopping:
+                now = time.monotonic()
+                if not self._paused(now):
+                    break
+                if not waited:
+                    self.made_way += 1
+                    waited = True
+                self._wake.wait(self._viewed_since + VIEWED_PAUSE - now)
+        return waited
 
     def _paused(self, now: float) -> bool:
         """Whether the bulk index waits for an answer a page is waiting for: for at most

@@ -109,8 +109,12 @@ class CodeIndex:
         locate: Callable[[Repo], tuple[pygit2.Repository, RefSnapshot]],
         max_file_bytes: int,
         cache_bytes: int = 64 * 1024 * 1024,
+        make_way: Callable[[], object] = lambda: None,
     ) -> None:
         self.db = db
+        # called before each blob is read: waits while a page's answer is being computed in
+        # the background (``Indexer.make_way``), as reading trigrams takes the interpreter
+        self.make_way = make_way
         self.locate = locate
         self.max_file_bytes = max_file_bytes
         # what a job may fail with is logged, and the thread goes on (the next push retries)
@@ -254,6 +258,7 @@ class CodeIndex:
         for oid in unique:
             if oid in seen:
                 continue
+            self.make_way()
             kind, length, grams = self._read(handle, oid)
             batch.append((oid, kind, length, grams))
             size += length if kind == "text" else 0
