@@ -21,6 +21,7 @@ from conftest import wait_for
 from falcon import testing
 from gitfixtures import git_text
 
+import floorless.git.lastchanged
 import floorless.indexer
 from floorless.config import Settings
 from floorless.forge import Forge
@@ -70,7 +71,7 @@ def test_a_column_completes_before_the_index(
     """``limited``: git is asked about the entries left by name; else (more of them than
     LIMITED_PATHS) about every commit of their directory."""
     if not limited:
-        monkeypatch.setattr(floorless.indexer, "LIMITED_PATHS", 0)
+        monkeypatch.setattr(floorless.git.lastchanged, "LIMITED_PATHS", 0)
     repo = _repo(forge)
     root = Path(repo.path)
     tip = git_text(root, "rev-parse", "main").strip()

@@ -58,9 +58,10 @@ from floorless.caches import Cache
 from floorless.db import Database
 from floorless.db.leases import LEASE_SECONDS, LeaseLost, Leases, node_name
 from floorless.errors import DatabaseUnavailable, FloorlessError, RepositoryBroken
-from floorless.git.changed import ChangeStream, path_log, topology, touching
+from floorless.git.changed import ChangeStream, path_log, topology
 from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph, LogWalk, Page
+from floorless.git.lastchanged import each_last, last_among
 from floorless.git.lenient import read_commit
 from floorless.git.objects import commit_links, get_commit
 from floorless.git.refs import RefSnapshot
@@ -84,10 +85,6 @@ WALK_MEMORY_BYTES = 32 * 1024 * 1024  # history walks kept between pages (``LogW
 # commits an index adds, at least, for its repository's handle to be let go of (``_release``)
 RELEASE_AFTER_COMMITS = 1000
 ONE_BY_ONE = 32  # entries a column asks git for one by one, before the index's first slice
-# entries a column's ``git rev-list`` and ``git diff-tree`` name, beyond which their directory
-# (git matches every tree entry against every path named: 150 root entries over 100,000
-# commits took 62 s, against 5 s to diff every commit's root)
-LIMITED_PATHS = 8
 _ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
 
 
@@ -645,7 +642,7 @@ class Indexer:
     ) -> None:
         """The last-commit column of a directory whose history is not all indexed yet, in
         the background: the index answers the entries it can (those changed in the recent
-        history it holds), git the entries left (``_last_from_git``) over the commits the
+        history it holds), git the entries left (``lastchanged.last_among``) over the commits the
         index knows (all of them, from its first slice). A first visit's column is then
         complete within seconds, not once the whole history is indexed (the page polls,
         and finds it among the answers)."""
@@ -655,7 +652,9 @@ class Indexer:
         rest = [p for p in paths if p not in found]
         try:
             if rest:
-                found.update(self._last_from_git(repo, graph, start, directory, rest))
+                handle = self.open_repo(repo)
+                git_dir = Path(handle.path)
+                found.update(last_among(self._git(), git_dir, graph, start, directory, rest))
         except (FloorlessError, OSError, KeyError) as exc:  # the next poll asks again
             log.warning("last commits in %s: %s", repo.full_name, exc)
             return
@@ -668,71 +667,16 @@ class Indexer:
         self, repo: Repo, commit: bytes, directory: bytes, names: Sequence[bytes]
     ) -> None:
         """The last-commit column of a small directory before the index knows even the
-        commits (its first slice, ``git rev-list`` of the whole history, is under way): one
-        ``git rev-list -1 commit -- entry`` an entry, git's own answer, in a child. An entry
-        changed recently costs a few milliseconds, one changed only long ago a walk of the
-        history in git (a few tenths of a second for 100,000 commits)."""
+        commits (its first slice, ``git rev-list`` of the whole history, is under way): git's
+        own answer, entry by entry (``lastchanged.each_last``)."""
         handle = self.open_repo(repo)
-        found: dict[bytes, bytes | None] = {}
         try:
-            for name in names:
-                path = directory + b"/" + name if directory else name
-                last = path_log(self._git(), Path(handle.path), commit, path, 1)
-                found[path] = last[0] if last else None
+            found = each_last(self._git(), Path(handle.path), commit, directory, names)
         except (FloorlessError, OSError) as exc:  # the next poll asks again
             log.warning("last commits in %s: %s", repo.full_name, exc)
             return
         self.rest_answered += 1
         self._store_last(repo.id, commit, directory, names, found)
-
-    def _last_from_git(
-        self, repo: Repo, graph: CommitGraph, start: int, directory: bytes, rest: list[bytes]
-    ) -> dict[bytes, int | None]:
-        """``last_changes`` of ``rest`` (entries of ``directory``) from ``start``, from the
-        paths git finds changed among them (see ``last_changes_among``): ``git rev-list``
-        names the commits that changed any of them (a few, for entries the recent history
-        did not answer for), and ``git diff-tree`` which ones, parent by parent."""
-        # the entries themselves, unless so many that the directory is the shorter limit
-        limit = rest if len(rest) <= LIMITED_PATHS else ([directory] if directory else [])
-        handle = self.open_repo(repo)
-        found = touching(self._git(), Path(handle.path), graph.oids[start], limit)
-        seq = graph.seq
-        nodes = [seq[oid] for oid in found]  # (all in the graph: ``start`` is, and its past)
-        oids, parents = graph.oids, graph.parents
-        wanted = set(rest)
-        prefix = directory + b"/" if directory else b""
-
-        def entry(path: bytes) -> bytes:
-            return prefix + path[len(prefix) :].split(b"/", 1)[0]
-
-        asked = [0]
-
-        def slots() -> Iterator[tuple[bytes, bytes | None]]:
-            for node in nodes:
-                these = parents[node]
-                asked[0] += max(1, len(these))
-                if not these:
-                    yield oids[node], None
-                for parent in these:
-                    yield oids[node], oids[parent]
-
-        changed: dict[int, list[frozenset[bytes]]] = {}
-        answered = 0
-        stream = ChangeStream(self._git(), Path(handle.path), slots(), limit, bool(directory))
-        with stream:  # (the root's entries: git need not go down their trees)
-            before, slot = b"", 0  # a merge's slots come one after the other, parent by parent
-            for header, files in stream.slots:
-                answered += 1
-                slot = slot + 1 if header == before else 0
-                before = header
-                hit = frozenset(e for e in map(entry, files) if e in wanted) if files else None
-                if hit:  # (most slots name none: the commit is found only for these)
-                    node = seq[bytes.fromhex(header.decode("ascii"))]
-                    differ = changed.setdefault(node, [frozenset()] * max(1, len(parents[node])))
-                    differ[slot] = hit
-        if answered != asked[0]:  # (the feed ends before git's answer does)
-            raise FloorlessError("git diff-tree stopped early")
-        return graph.last_changes_among(start, rest, changed)
 
     def known_commit_count(self, repo_id: int, commit: bytes) -> int | None:
         """The commit count if already computed (pages never count: it is O(history))."""
