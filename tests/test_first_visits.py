@@ -166,6 +166,41 @@ def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) 
     release.set()
 
 
+def test_a_paused_bulk_index_waits_for_the_pause_rather_than_spinning(forge: Forge) -> None:
+    """A job ready while the bulk index pauses waits on the condition for the pause's end
+    (or the answer's): it does not poll it with waits of no time, which took the very
+    interpreter the pause was giving to the page's answer."""
+    indexer = forge.indexer
+    began, release = threading.Event(), threading.Event()
+
+    def viewed() -> None:
+        began.set()
+        release.wait(60)
+
+    repo = _repo(forge)
+    indexer.schedule(repo, forge.state(repo).snapshot())  # ready now
+    indexer._defer(("viewed",), viewed, viewed=True)
+    assert began.wait(60)
+    waits = 0
+    real_wait = indexer._wake.wait
+
+    def counted(timeout: float | None = None) -> bool:
+        nonlocal waits
+        waits += 1
+        return real_wait(timeout)
+
+    indexer._wake.wait = counted  # type: ignore[method-assign]
+    taken: list[IndexJob | None] = []
+    taker = threading.Thread(target=lambda: taken.append(indexer._take()))
+    taker.start()
+    wait_for(lambda: waits >= 1)
+    time.sleep(0.2)  # room for a spinning taker to spin
+    release.set()  # the answer is in: the pause ends, the job is taken
+    taker.join(60)
+    assert taken and taken[0] is not None and taken[0].repo.id == repo.id
+    assert waits <= 3, waits  # spinning, it was tens of thousands
+
+
 def test_git_is_asked_for_a_column_once_a_slice_is_in(
     forge: Forge, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -289,7 +289,8 @@ class Indexer:
                 if jobs and not paused:
                     break
                 waits = [j.retry_at - now for j in self._pending.values()]
-                if paused:
+                if paused:  # ready jobs wait for the pause's end (or the answer's), not spin
+                    waits = [w for w in waits if w > 0]
                     waits.append(self._viewed_since + VIEWED_PAUSE - now)
                 self._wake.wait(max(min(waits), 0.0) if waits else None)
             wanted = [j for j in jobs if now - self._wanted.get(j.repo.id, -WANTED) < WANTED]
@@ -496,11 +497,13 @@ class Indexer:
         pages after it come from the index, which the page's request put first."""
 
         def run() -> None:
-            handle = self.open_repo(repo)
-            try:
+            try:  # (the repository may have gone meanwhile)
+                handle = self.open_repo(repo)
                 commits = path_log(self._git(), Path(handle.path), start, path, limit + 1)
-            except (FloorlessError, OSError) as exc:  # the next poll asks again
+            except (FloorlessError, pygit2.GitError, OSError) as exc:  # the next poll asks again
                 log.warning("the history of %s in %s: %s", path, repo.full_name, exc)
+                return
+            if self._stopping:
                 return
             page = Page(commits[:limit], len(commits) > limit)
             self.first_pages += 1
@@ -658,6 +661,8 @@ class Indexer:
         except (FloorlessError, OSError, KeyError) as exc:  # the next poll asks again
             log.warning("last commits in %s: %s", repo.full_name, exc)
             return
+        if self._stopping:  # the database may be closed by now
+            return
         self.rest_answered += 1
         oids = graph.oids
         answer = {p: None if n is None else oids[n] for p, n in found.items()}
@@ -669,11 +674,20 @@ class Indexer:
         """The last-commit column of a small directory before the index knows even the
         commits (its first slice, ``git rev-list`` of the whole history, is under way): git's
         own answer, entry by entry (``lastchanged.each_last``)."""
-        handle = self.open_repo(repo)
-        try:
-            found = each_last(self._git(), Path(handle.path), commit, directory, names)
-        except (FloorlessError, OSError) as exc:  # the next poll asks again
+        try:  # (the repository may have gone meanwhile)
+            handle = self.open_repo(repo)
+            found = each_last(
+                self._git(),
+                Path(handle.path),
+                commit,
+                directory,
+                names,
+                stopped=lambda: self._stopping,
+            )
+        except (FloorlessError, pygit2.GitError, OSError) as exc:  # the next poll asks again
             log.warning("last commits in %s: %s", repo.full_name, exc)
+            return
+        if found is None or self._stopping:  # the forge stops
             return
         self.rest_answered += 1
         self._store_last(repo.id, commit, directory, names, found)

@@ -16,7 +16,7 @@ Both run in background threads, never on a request (browse pages spawn nothing).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from floorless.errors import FloorlessError
@@ -31,14 +31,21 @@ LIMITED_PATHS = 8
 
 
 def each_last(
-    git: GitEnvironment, git_dir: Path, commit: bytes, directory: bytes, names: Sequence[bytes]
-) -> dict[bytes, bytes | None]:
+    git: GitEnvironment,
+    git_dir: Path,
+    commit: bytes,
+    directory: bytes,
+    names: Sequence[bytes],
+    stopped: Callable[[], bool] = lambda: False,
+) -> dict[bytes, bytes | None] | None:
     """Path -> the last commit that changed it, for each of ``names`` in ``directory``: one
     ``git rev-list -1 commit -- entry`` an entry. An entry changed recently costs a few
     milliseconds, one changed only long ago a walk of the history in git (a few tenths of a
-    second for 100,000 commits)."""
+    second for 100,000 commits). None if ``stopped`` said so between two entries."""
     found: dict[bytes, bytes | None] = {}
     for name in names:
+        if stopped():
+            return None
         path = directory + b"/" + name if directory else name
         last = path_log(git, git_dir, commit, path, 1)
         found[path] = last[0] if last else None

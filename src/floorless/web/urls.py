@@ -48,19 +48,29 @@ class Named(Protocol):
 
 # A page writes the same few names (its owner, repository, ref, paths) into dozens of links:
 # each is quoted once (``quote`` takes 1-2 µs a call, ~75 calls on a commit page), the last
-# 1,024 of each kind kept (a name is at most a path of a few KB).
+# 1,024 of each kind kept, each of them at most CACHED_NAME long (so at most a few MB in all);
+# a longer name is quoted on each call.
+CACHED_NAME = 512
 
 
 @functools.lru_cache(maxsize=1024)
-def segment(value: str | bytes) -> str:
-    """One path segment: every byte kept, ``/`` escaped too."""
+def _segment(value: str | bytes) -> str:
     return quote(value, safe="")
 
 
 @functools.lru_cache(maxsize=1024)
+def _path(value: str | bytes) -> str:
+    return quote(value, safe="/")
+
+
+def segment(value: str | bytes) -> str:
+    """One path segment: every byte kept, ``/`` escaped too."""
+    return _segment(value) if len(value) <= CACHED_NAME else quote(value, safe="")
+
+
 def path(value: str | bytes) -> str:
     """A ref or a path inside a URL: every byte kept, its slashes kept as slashes."""
-    return quote(value, safe="/")
+    return _path(value) if len(value) <= CACHED_NAME else quote(value, safe="/")
 
 
 def query(params: Query | None) -> str:
