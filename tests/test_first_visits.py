@@ -59,6 +59,19 @@ def _slices(forge: Forge, repo: Repo, count: int) -> None:
         floorless.indexer._close(job)
 
 
+def _hold_an_answer(forge: Forge, key: str) -> threading.Event:
+    """An answer a page waits for, begun: it runs until the event returned is set."""
+    began, release = threading.Event(), threading.Event()
+
+    def viewed() -> None:
+        began.set()
+        release.wait(60)
+
+    forge.indexer._defer((key,), viewed, viewed=True)
+    assert began.wait(60)
+    return release
+
+
 def _last(root: Path, tip: str, path: str) -> str | None:
     return git_text(root, "log", "-1", "--format=%H", tip, "--", path).strip() or None
 
@@ -139,16 +152,9 @@ def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) 
     first commit and no next one is taken; for VIEWED_PAUSE seconds at most, and a pause
     that ended does not begin again before as long again has passed."""
     indexer = forge.indexer
-    began, release = threading.Event(), threading.Event()
-
-    def viewed() -> None:
-        began.set()
-        release.wait(60)
-
     repo = _repo(forge)
     _slices(forge, repo, 1)  # the commits
-    indexer._defer(("viewed",), viewed, viewed=True)
-    assert began.wait(60)
+    release = _hold_an_answer(forge, "viewed")
     now = time.monotonic()
     assert indexer._paused(now) and not indexer._paused(now + VIEWED_PAUSE)
     job = IndexJob(repo, forge.state(repo).snapshot(), fresh=False)
@@ -160,10 +166,9 @@ def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) 
     release.set()
     wait_for(lambda: not indexer._paused(time.monotonic()))
     since = indexer._viewed_since
-    release.clear()
-    indexer._defer(("again",), viewed, viewed=True)
+    again = _hold_an_answer(forge, "again")
     assert indexer._viewed_since == since  # the same window: no new pause past its end
-    release.set()
+    again.set()
 
 
 def test_a_paused_bulk_index_waits_for_the_pause_rather_than_spinning(forge: Forge) -> None:
@@ -171,16 +176,9 @@ def test_a_paused_bulk_index_waits_for_the_pause_rather_than_spinning(forge: For
     (or the answer's): it does not poll it with waits of no time, which took the very
     interpreter the pause was giving to the page's answer."""
     indexer = forge.indexer
-    began, release = threading.Event(), threading.Event()
-
-    def viewed() -> None:
-        began.set()
-        release.wait(60)
-
     repo = _repo(forge)
     indexer.schedule(repo, forge.state(repo).snapshot())  # ready now
-    indexer._defer(("viewed",), viewed, viewed=True)
-    assert began.wait(60)
+    release = _hold_an_answer(forge, "viewed")
     waits = 0
     real_wait = indexer._wake.wait
 

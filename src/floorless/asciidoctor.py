@@ -51,6 +51,7 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from floorless import background
@@ -297,21 +298,14 @@ class Asciidoctor:
         assert proc.stdin is not None
         fd = proc.stdin.fileno()
         view = memoryview(data)
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_WRITE)
-            while view:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimedOut("did not read within its time")
-                if not selector.select(remaining):
-                    continue
-                try:
-                    written = os.write(fd, view)
-                except BlockingIOError:
-                    continue
-                except OSError as exc:  # BrokenPipeError: it has ended
-                    raise WorkerGone(f"has ended ({exc})") from exc
-                view = view[written:]
+
+        def step() -> bool:
+            nonlocal view
+            view = view[os.write(fd, view) :]
+            return not view
+
+        if view:
+            _pump(fd, selectors.EVENT_WRITE, deadline, "did not read within its time", step)
 
     def _answer(self, proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes]:
         status, length = _HEADER.unpack(self._read(proc, _HEADER.size, deadline))
@@ -324,24 +318,18 @@ class Asciidoctor:
         fd = proc.stdout.fileno()
         chunks: list[bytes] = []
         missing = size
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while missing:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimedOut("did not answer within its time")
-                if not selector.select(remaining):
-                    continue
-                try:
-                    chunk = os.read(fd, min(missing, 1 << 20))
-                except BlockingIOError:
-                    continue
-                except OSError as exc:
-                    raise WorkerGone(f"has ended ({exc})") from exc
-                if not chunk:
-                    raise WorkerGone("has ended")
-                chunks.append(chunk)
-                missing -= len(chunk)
+
+        def step() -> bool:
+            nonlocal missing
+            chunk = os.read(fd, min(missing, 1 << 20))
+            if not chunk:
+                raise WorkerGone("has ended")
+            chunks.append(chunk)
+            missing -= len(chunk)
+            return not missing
+
+        if missing:
+            _pump(fd, selectors.EVENT_READ, deadline, "did not answer within its time", step)
         return b"".join(chunks)
 
     def _end(self, proc: subprocess.Popen[bytes], gently: bool = False) -> None:
@@ -365,3 +353,23 @@ class Asciidoctor:
             if pipe is not None:
                 with contextlib.suppress(OSError):  # a pipe to a process killed
                     pipe.close()
+
+
+def _pump(fd: int, event: int, deadline: float, late: str, step: Callable[[], bool]) -> None:
+    """Call ``step`` each time ``fd`` is ready for ``event`` until it says it is done: the
+    deadline passing is TimedOut(``late``), the pipe failing WorkerGone."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, event)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimedOut(late)
+            if not selector.select(remaining):
+                continue
+            try:
+                if step():
+                    return
+            except BlockingIOError:
+                continue
+            except OSError as exc:  # BrokenPipeError: it has ended
+                raise WorkerGone(f"has ended ({exc})") from exc
