@@ -109,3 +109,41 @@ def test_a_rare_path_is_walked_in_runs_not_commit_by_commit() -> None:
     budgeted = graph.walk([4999], b"src/rare")  # a budget still counts every commit
     assert graph.history(budgeted, 10, budget=1000) is False
     assert budgeted.visited == 1000 and budgeted.shown == [4900]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_postings_indexed_newest_first_are_sorted_once_and_walked_alike(seed: int) -> None:
+    """The indexer adds every commit's topology first, then changed paths newest slices
+    first: postings arrive out of order. Walks give the same answers before and after
+    ``order_postings`` sorts them, which leaves every path's postings ascending; a
+    directory's column searches them in order and makes no set of them."""
+    model = random_graph(seed)
+    graph = CommitGraph()
+    for node in range(len(model)):
+        graph.add(model.oids[node], model.times[node], list(model.parents[node]), None)
+    for path in model.path_names:  # the same ids: parents are named before their children
+        assert graph.path_id(path, create=True) == model.path_ids[path]
+    slots = [_slots(model, node) for node in range(len(model))]
+    for high in range(len(model), 0, -50):  # slices of 50, the newest first
+        for node in range(max(0, high - 50), high):
+            graph.set_changes(node, slots[node], ordered=True)
+    assert any(list(n) != sorted(n) for n in graph.postings.values())
+    directory, names = b"a", [b"x", b"y", b"b", b"gone"]
+    paths = [directory + b"/" + n for n in names]
+    starts = random.Random(seed).sample(range(len(model)), 8)
+    before = [graph.last_changes(s, paths, within=directory) for s in starts]
+    graph.order_postings()
+    assert all(list(n) == sorted(n) for n in graph.postings.values())
+    after = [graph.last_changes(s, paths, within=directory) for s in starts]
+    assert before == after == [model.last_changes(s, paths) for s in starts]
+    within = graph.path_ids[directory]
+    assert not graph.touching(within).has_set()
+
+
+def _slots(graph: CommitGraph, node: int) -> list[array[int]]:
+    """The changed path ids of each of ``node``'s slots in ``graph``."""
+    first = graph._slot_start[node]
+    return [
+        graph._ids[graph._at[slot] : graph._at[slot] + graph._len[slot]]
+        for slot in range(first, graph._slot_start[node + 1])
+    ]

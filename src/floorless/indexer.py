@@ -765,6 +765,7 @@ class Indexer:
             if graph.indexed < len(graph):
                 return False
         self.reach.update(repo.id, handle, graph, job.snapshot.tip_set)
+        graph.order_postings()
         self._precompute(repo, graph, job.snapshot)
         for listener in self.on_indexed:
             listener(repo, job.added)
