@@ -259,6 +259,30 @@ def test_the_commits_page_reads_statuses_in_one_statement(
     assert statements(page) == few
 
 
+def test_a_repository_without_statuses_is_asked_for_none(
+    forge: Forge, http: httpx.Client, client: testing.TestClient, tmp_path: Path
+) -> None:
+    """A commit page of a repository no CI reports to makes one statement fewer than one
+    whose repository has a status: whether it has any is remembered, and asked again once
+    one is posted."""
+    work = fill(forge, tmp_path)
+    wait_indexed(forge)
+    start, main, topic = (git_text(work, "rev-parse", ref) for ref in ("main~1", "main", "topic"))
+    cat = person(client, "cat")
+    for _ in range(2):  # what every page reads, remembered
+        assert cat.get(f"/ann/plans/commit/{start}").status_code == 200
+    bare = cat.get(f"/ann/plans/commit/{main}")
+    assert bare.status_code == 200 and "status-mark" not in bare.text
+    api(http, token_for(http, "ben")).repository.repo_create_status(
+        "ann", "plans", topic, state="failure", context="ci"
+    )
+    marked = cat.get(f"/ann/plans/commit/{topic}")
+    assert 'class="status-mark status-failure"' in marked.text
+    assert statements(marked) == statements(bare) + 2  # whether it has any, and which
+    again = cat.get(f"/ann/plans/commit/{main}?style=split")  # not kept: rendered again
+    assert statements(again) == statements(bare) + 1
+
+
 def test_required_checks_hold_a_merge_until_they_succeed(
     forge: Forge, http: httpx.Client, client: testing.TestClient, tmp_path: Path
 ) -> None:

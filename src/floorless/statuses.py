@@ -112,6 +112,8 @@ class Statuses:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._posted: dict[tuple[str, str], int] = {}  # statuses posted here, by repository
+        # by repository: whether it has any status, at the table's version then (``any``)
+        self._any: dict[tuple[str, str], tuple[int, bool]] = {}
         self._lock = threading.Lock()
 
     def version(self, repo: Repo) -> tuple[object, ...]:
@@ -217,7 +219,10 @@ class Statuses:
 
     def latest_of(self, repo: Repo, shas: Iterable[str]) -> dict[str, list[Status]]:
         """The latest status of each context of each of ``shas``, by commit then context:
-        one statement for a page of commits (a few for thousands)."""
+        one statement for a page of commits (a few for thousands), none for a repository
+        that has no status at all (``any``)."""
+        if not self.any(repo):
+            return {}
         wanted = sorted(set(shas))
         found: dict[str, list[Status]] = {}
         for start in range(0, len(wanted), _SHA_BATCH):
@@ -233,6 +238,24 @@ class Statuses:
             for row in rows:
                 status = _status(row)
                 found.setdefault(status.sha, []).append(status)
+        return found
+
+    def any(self, repo: Repo) -> bool:
+        """Whether ``repo`` has any status, known without a statement while no status was
+        written since it was last asked (the table's version: on SQLite this process makes
+        every write; on PostgreSQL while every node's writes are heard), so the pages of a
+        repository no CI reports to ask nothing more. True when that cannot be known."""
+        if self.db.dialect != "sqlite" and not self.db.coherent():
+            return True
+        version = self.db.version("commit_statuses")  # before the statement: a write
+        key = (repo.owner, repo.name)  # meanwhile leaves the answer outdated, asked again
+        with self._lock:
+            known = self._any.get(key)
+        if known is not None and known[0] == version:
+            return known[1]
+        found = self.stamp(repo) > 0
+        with self._lock:
+            self._any[key] = (version, found)
         return found
 
     def stamp(self, repo: Repo) -> int:
