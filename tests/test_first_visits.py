@@ -25,6 +25,7 @@ import floorless.git.lastchanged
 import floorless.indexer
 from floorless.config import Settings
 from floorless.forge import Forge
+from floorless.git.env import GitEnvironment
 from floorless.indexer import VIEWED_PAUSE, IndexJob
 from floorless.repos import Repo
 from floorless.web.app import create_app
@@ -204,7 +205,8 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
 ) -> None:
     """A big directory's entries left after the recent history are asked of git only once a
     whole slice of it is indexed: after one commit (a slice cut short) git would be asked
-    for nearly every entry, over every commit."""
+    for nearly every entry, over every commit. (Not the root's: see
+    ``test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known``.)"""
     asked: list[tuple[object, ...]] = []
     monkeypatch.setattr(forge.indexer, "_defer", lambda key, *args, **kwargs: asked.append(key))
     monkeypatch.setattr(floorless.indexer, "ONE_BY_ONE", 0)  # none is small enough
@@ -217,10 +219,10 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
         forge.indexer.slice_commits = 1  # (as a slice a viewed answer cut short)
         assert not forge.indexer.work(job)
         forge.indexer.slice_commits = SLICE
-        assert client.simulate_get(f"/big/one/-/last/{tip}").status_code == 202
+        assert client.simulate_get(f"/big/one/-/last/{tip}/side").status_code == 202
         assert asked == []
         assert not forge.indexer.work(job)
-        assert client.simulate_get(f"/big/one/-/last/{tip}").status_code == 202
+        assert client.simulate_get(f"/big/one/-/last/{tip}/side").status_code == 202
         assert [key[0] for key in asked] == ["last"]
     finally:
         floorless.indexer._close(job)
@@ -277,3 +279,83 @@ def test_code_search_waits_for_a_pause_only_within_its_window(forge: Forge) -> N
         assert forge.code.blobs_read > 0
     finally:
         release.set()
+
+
+def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
+    forge: Forge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root too wide to ask git entry by entry (git.git's has about 450 entries) is not
+    left waiting for the index: from the first request, git diffs every commit's root, in
+    PARTS processes side by side, and its answer is exact before the index knows a commit."""
+    monkeypatch.setattr(floorless.indexer, "ONE_BY_ONE", 0)  # none is small enough
+    spawned: list[list[str]] = []
+    real_popen = GitEnvironment.popen
+
+    def counted(self: GitEnvironment, git_dir: Path, args: list[str], *rest, **kwargs):
+        spawned.append(list(args))
+        return real_popen(self, git_dir, args, *rest, **kwargs)
+
+    monkeypatch.setattr(GitEnvironment, "popen", counted)
+    repo = _repo(forge)
+    root = Path(repo.path)
+    tip = git_text(root, "rev-parse", "main").strip()
+    client = testing.TestClient(create_app(forge))
+    url = f"/big/one/-/last/{tip}"
+    assert client.simulate_get(url).status_code == 202
+    wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
+    column = client.simulate_get(url).json
+    assert forge.indexer.graph(repo.id) is None  # the index has not begun
+    assert forge.indexer.rest_answered == 1
+    names = git_text(root, "ls-tree", "--name-only", tip).split()
+    expected = {name: _last(root, tip, name) for name in names}
+    got = {bytes.fromhex(k).decode(): v["id"] for k, v in column["entries"].items()}
+    assert got == expected
+    diffs = [args for args in spawned if args[0] == "diff-tree"]
+    assert len(diffs) == floorless.git.lastchanged.PARTS == 2
+    assert all("-r" not in args for args in diffs)  # the root's entries, not what is below
+    assert sorted(args[0] for args in spawned) == ["diff-tree"] * 2 + ["rev-list"] * 3
+
+
+@pytest.mark.parametrize("parts", [1, 3, 7])
+def test_a_wide_root_in_any_number_of_parts(forge: Forge, parts: int) -> None:
+    """However the commits are shared out (never a merge's diffs apart from each other), the
+    answer is git's, merges and their side branches included."""
+    repo = _repo(forge)
+    root = Path(repo.path)
+    tip = git_text(root, "rev-parse", "main").strip()
+    names = git_text(root, "ls-tree", "--name-only", tip).split()
+    git = forge.indexer.git
+    assert git is not None
+    found = floorless.git.lastchanged.root_last(
+        git, root, bytes.fromhex(tip), [n.encode() for n in names], parts
+    )
+    got = {name.decode(): None if c is None else c.hex() for name, c in found.items()}
+    assert got == {name: _last(root, tip, name) for name in names}
+    merges = git_text(root, "rev-list", "--merges", "--count", tip).strip()
+    assert int(merges) > 0
+
+
+def test_the_commits_of_the_index_make_way_for_a_viewed_answer(
+    forge: Forge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index's first slice (every commit's id and parents) waits while git answers what
+    a page waits for, as its later slices do: that answer needs none of them."""
+    monkeypatch.setattr(floorless.indexer, "MAKE_WAY_EVERY", 100)
+    indexer = forge.indexer
+    repo = _repo(forge)
+    release = _hold_an_answer(forge, "viewed")
+    job = IndexJob(repo, forge.state(repo).snapshot())
+    working = threading.Thread(target=indexer.work, args=(job,))
+    try:
+        working.start()
+        wait_for(lambda: indexer.made_way == 1)
+        graph = indexer.graph(repo.id)
+        assert graph is not None and len(graph) == 100  # it stopped at its first look
+    finally:
+        release.set()
+        working.join(60)
+        floorless.indexer._close(job)
+    assert not working.is_alive()
+    graph = indexer.graph(repo.id)
+    assert graph is not None
+    assert len(graph) == int(git_text(Path(repo.path), "rev-list", "--all", "--count").strip())

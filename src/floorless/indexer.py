@@ -16,8 +16,9 @@ done; ``progress`` says how far it is. What a page waits for that the index cann
 yet is asked of git in the background meanwhile, exactly as the index would answer it: a
 path's first page (``git rev-list -n``), a directory's last commits (entry by entry before
 the index knows the commits; after, the entries its recent history leaves, from the commits
-that changed them), and the bulk index pauses while that runs (``_paused``), its parsing
-would take half the interpreter from it. Each slice is stored as it ends (``indexrows.py``): a
+that changed them; a wide root's at once, from every commit's diff of it), and the bulk
+index pauses while that runs (``_paused``), its first slice included: its parsing would
+take half the interpreter from it. Each slice is stored as it ends (``indexrows.py``): a
 forge stopped half-way goes on from there when it starts again.
 
 Nodes sharing a database build a repository's index once: a job takes the repository's
@@ -61,7 +62,7 @@ from floorless.errors import DatabaseUnavailable, FloorlessError, RepositoryBrok
 from floorless.git.changed import ChangeStream, path_log, topology
 from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph, LogWalk, Page
-from floorless.git.lastchanged import each_last, last_among
+from floorless.git.lastchanged import each_last, last_among, root_last
 from floorless.git.lenient import read_commit
 from floorless.git.objects import commit_links, get_commit
 from floorless.git.refs import RefSnapshot
@@ -85,6 +86,7 @@ WALK_MEMORY_BYTES = 32 * 1024 * 1024  # history walks kept between pages (``LogW
 # commits an index adds, at least, for its repository's handle to be let go of (``_release``)
 RELEASE_AFTER_COMMITS = 1000
 ONE_BY_ONE = 32  # entries a column asks git for one by one, before the index's first slice
+MAKE_WAY_EVERY = 1024  # commits the index adds between two looks for a pause (``make_way``)
 _ANSWER_KEY_BYTES = 200  # what an answer's key and bookkeeping take beside it
 
 
@@ -414,7 +416,15 @@ class Indexer:
                 lambda: self._last_one_by_one(repo, commit, directory, names),
                 viewed=True,
             )
+        # a wide root (git.git's): every commit's root is diffed at once, the index or not
+        wide_root = not directory and not small and repo.id not in self.failures
         if graph is None:
+            if wide_root:
+                self._defer(
+                    ("last", repo.id, commit, directory),
+                    lambda: self._last_of_root(repo, commit, names),
+                    viewed=True,
+                )
             return None
         complete = graph.indexed == len(graph)
         found = self._compute_last(graph, repo.id, commit, directory, names, INLINE_BUDGET)
@@ -425,9 +435,15 @@ class Indexer:
             )
         elif found is None:  # the indexer goes on with it first
             self.want(repo.id)
+            if wide_root:
+                self._defer(
+                    ("last", repo.id, commit, directory),
+                    lambda: self._last_of_root(repo, commit, names),
+                    viewed=True,
+                )
             # once a slice's worth of its recent history is in (a slice a viewed answer cut
             # short is not), that answers most entries, and git the few left
-            if graph.indexed >= min(len(graph), self.slice_commits):
+            elif graph.indexed >= min(len(graph), self.slice_commits):
                 self._defer(
                     ("last", repo.id, commit, directory),
                     lambda: self._last_before_indexed(graph, repo, commit, directory, names),
@@ -668,6 +684,24 @@ class Indexer:
         answer = {p: None if n is None else oids[n] for p, n in found.items()}
         self._store_last(repo.id, commit, directory, names, answer)
 
+    def _last_of_root(self, repo: Repo, commit: bytes, names: Sequence[bytes]) -> None:
+        """The last-commit column of a wide root before the index can answer it, in the
+        background, from the first request on, asked of git alone (``lastchanged.root_last``:
+        every commit's root diffed, in parts side by side). Waiting for the index's first
+        slices, as a smaller directory's column does, would spare nothing here: the entries
+        a root leaves to git (those unchanged for years) need every commit's diff all the
+        same, and the index's commits are not needed either."""
+        try:  # (the repository may have gone meanwhile)
+            handle = self.open_repo(repo)
+            found = root_last(self._git(), Path(handle.path), commit, names)
+        except (FloorlessError, pygit2.GitError, OSError) as exc:  # the next poll asks again
+            log.warning("last commits in %s: %s", repo.full_name, exc)
+            return
+        if self._stopping:  # the database may be closed by now
+            return
+        self.rest_answered += 1
+        self._store_last(repo.id, commit, b"", names, found)
+
     def _last_one_by_one(
         self, repo: Repo, commit: bytes, directory: bytes, names: Sequence[bytes]
     ) -> None:
@@ -849,6 +883,8 @@ class Indexer:
                 continue
             with graph.lock:
                 graph.add(oid, when, [seq[p] for p in parents])
+            if not len(graph) % MAKE_WAY_EVERY:  # git's answer to a page needs none of them
+                self.make_way()
         write_commits(self.db, repo.id, graph, first, self._guard(repo.id))
         if len(graph) > first:
             self._stored(repo.id)
