@@ -130,9 +130,9 @@ def test_a_first_history_page_before_the_index(forge: Forge, path: str) -> None:
     assert ('rel="next"' in shown) == (int(more) > limit)
 
 
-def test_a_small_column_before_the_commits_are_known(forge: Forge) -> None:
-    """Before even the index's first slice (every commit's id and parents): a directory of
-    a few entries is asked of git entry by entry."""
+def _root_column_before_the_index(forge: Forge) -> tuple[dict[str, str], dict[str, str | None]]:
+    """The root's last-commit column of the test repository as its page gets it (202 until
+    it is known), answered before the index has begun, and git's own answer for it."""
     repo = _repo(forge)
     root = Path(repo.path)
     tip = git_text(root, "rev-parse", "main").strip()
@@ -145,6 +145,13 @@ def test_a_small_column_before_the_commits_are_known(forge: Forge) -> None:
     names = git_text(root, "ls-tree", "--name-only", tip).split()
     expected = {name: _last(root, tip, name) for name in names}
     got = {bytes.fromhex(k).decode(): v["id"] for k, v in column["entries"].items()}
+    return got, expected
+
+
+def test_a_small_column_before_the_commits_are_known(forge: Forge) -> None:
+    """Before even the index's first slice (every commit's id and parents): a directory of
+    a few entries is asked of git entry by entry."""
+    got, expected = _root_column_before_the_index(forge)
     assert got == expected
 
 
@@ -296,19 +303,8 @@ def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
         return real_popen(self, git_dir, args, *rest, **kwargs)
 
     monkeypatch.setattr(GitEnvironment, "popen", counted)
-    repo = _repo(forge)
-    root = Path(repo.path)
-    tip = git_text(root, "rev-parse", "main").strip()
-    client = testing.TestClient(create_app(forge))
-    url = f"/big/one/-/last/{tip}"
-    assert client.simulate_get(url).status_code == 202
-    wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
-    column = client.simulate_get(url).json
-    assert forge.indexer.graph(repo.id) is None  # the index has not begun
+    got, expected = _root_column_before_the_index(forge)
     assert forge.indexer.rest_answered == 1
-    names = git_text(root, "ls-tree", "--name-only", tip).split()
-    expected = {name: _last(root, tip, name) for name in names}
-    got = {bytes.fromhex(k).decode(): v["id"] for k, v in column["entries"].items()}
     assert got == expected
     diffs = [args for args in spawned if args[0] == "diff-tree"]
     assert len(diffs) == floorless.git.lastchanged.PARTS == 2

@@ -102,19 +102,26 @@ def answered(output: bytes) -> Iterator[tuple[bytes, list[bytes]]]:
     tokens = output.split(b"\0")
     if tokens.pop():
         raise GitCommandError("git diff-tree stopped mid-answer")
+    yield from _slots_of((tokens,))
+
+
+def _slots_of(runs: Iterable[list[bytes]]) -> Iterator[tuple[bytes, list[bytes]]]:
+    """(commit id as hex, paths) per slot, from the NUL-separated tokens of ``git diff-tree
+    -z --name-status --always``, given in runs of whole tokens."""
     header: bytes | None = None
     paths: list[bytes] = []
     want_path = False
-    for token in tokens:
-        if want_path:
-            paths.append(token)
-            want_path = False
-        elif len(token) >= 40:  # a commit id: the next slot's header
-            if header is not None:
-                yield header, paths
-            header, paths = token, []
-        else:  # a status letter: a path follows
-            want_path = True
+    for tokens in runs:
+        for token in tokens:
+            if want_path:
+                paths.append(token)
+                want_path = False
+            elif len(token) >= 40:  # a commit id: the next slot's header
+                if header is not None:
+                    yield header, paths
+                header, paths = token, []
+            else:  # a status letter: a path follows
+                want_path = True
     if want_path:
         raise GitCommandError("git diff-tree stopped mid-answer")
     if header is not None:
@@ -229,30 +236,20 @@ class ChangeStream:
 
     def _read(self) -> Iterator[tuple[bytes, list[bytes]]]:
         """(commit id as hex, paths) per slot, in the order the slots were given."""
+        return _slots_of(self._tokens())
+
+    def _tokens(self) -> Iterator[list[bytes]]:
+        """git's whole tokens, a chunk of its answer at a time."""
         rest = b""
-        header: bytes | None = None
-        paths: list[bytes] = []
-        want_path = False
         while True:
             chunk = self._stdout.read1(_READ)  # type: ignore[attr-defined]
             if not chunk:
                 break
             tokens = (rest + chunk).split(b"\0")
             rest = tokens.pop()
-            for token in tokens:
-                if want_path:
-                    paths.append(token)
-                    want_path = False
-                elif len(token) >= 40:  # a commit id: the next slot's header
-                    if header is not None:
-                        yield header, paths
-                    header, paths = token, []
-                else:  # a status letter: a path follows
-                    want_path = True
-        if rest or want_path:
+            yield tokens
+        if rest:
             raise GitCommandError("git diff-tree stopped mid-answer")
-        if header is not None:
-            yield header, paths
 
     def close(self) -> None:
         _stop(self._proc)
