@@ -418,34 +418,30 @@ class Indexer:
             )
         # a wide root (git.git's): every commit's root is diffed at once, the index or not
         wide_root = not directory and not small and repo.id not in self.failures
+        job = ("last", repo.id, commit, directory)
+
+        def of_root() -> None:
+            self._last_of_root(repo, commit, names)
+
         if graph is None:
             if wide_root:
-                self._defer(
-                    ("last", repo.id, commit, directory),
-                    lambda: self._last_of_root(repo, commit, names),
-                    viewed=True,
-                )
+                self._defer(job, of_root, viewed=True)
             return None
         complete = graph.indexed == len(graph)
         found = self._compute_last(graph, repo.id, commit, directory, names, INLINE_BUDGET)
         if found is None and complete:
             self._defer(
-                ("last", repo.id, commit, directory),
-                lambda: self._compute_last(graph, repo.id, commit, directory, names, None),
+                job, lambda: self._compute_last(graph, repo.id, commit, directory, names, None)
             )
         elif found is None:  # the indexer goes on with it first
             self.want(repo.id)
             if wide_root:
-                self._defer(
-                    ("last", repo.id, commit, directory),
-                    lambda: self._last_of_root(repo, commit, names),
-                    viewed=True,
-                )
+                self._defer(job, of_root, viewed=True)
             # once a slice's worth of its recent history is in (a slice a viewed answer cut
             # short is not), that answers most entries, and git the few left
             elif graph.indexed >= min(len(graph), self.slice_commits):
                 self._defer(
-                    ("last", repo.id, commit, directory),
+                    job,
                     lambda: self._last_before_indexed(graph, repo, commit, directory, names),
                     viewed=True,
                 )
