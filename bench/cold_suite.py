@@ -250,6 +250,7 @@ def run(
                     seed=7,
                     index_deadline=deadline,
                     cache_dir=cache_dir,
+                    rounds=sweep.ROUNDS,
                     serve_options=serve("sweep"),
                     workdir=work / "sweep",  # its copy of the repository goes with the run's
                 )

@@ -593,7 +593,8 @@ def _sweep_checks(cold: dict[str, Any]) -> list[Check]:
             targets[0],
             bool(ratios) and max(ratios.values()) < 1 and not errors,
             ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
-            + (f"; {errors} answers not 200" if errors else ""),
+            + (f"; {errors} answers not 200" if errors else "")
+            + (f" (over {len(sweep['rounds'])} rounds)" if sweep.get("rounds") else ""),
         )
     ]
     ours, theirs = sweep["throughput"].get("floorless"), sweep["throughput"].get("cgit")
@@ -746,7 +747,13 @@ def cold_section(cold: dict[str, Any]) -> list[str]:
             "### Distinct URLs against cgit",
             "",
             "Each URL asked once of floorless (index complete, every page a cache miss) and of "
-            "cgit without its cache, in turn.",
+            "cgit without its cache, in turn"
+            + (
+                f", in each of {len(sweep['rounds'])} rounds (floorless restarted between "
+                "rounds, every cache empty); the percentiles are over every round's requests."
+                if sweep.get("rounds")
+                else "."
+            ),
             "",
             "| page | n | floorless p50 / p95 / p99 ms | cgit p50 / p95 / p99 ms | p50 ratio |",
             "|---|---|---|---|---|",
@@ -758,6 +765,10 @@ def cold_section(cold: dict[str, Any]) -> list[str]:
                 f"| {kind} | {c['requests']} | {f['p50']} / {f['p95']} / {f['p99']} | "
                 f"{g['p50']} / {g['p95']} / {g['p99']} | {ratio:.2f}x |"
             )
+        if sweep.get("rounds"):
+            from bench.sweep import rounds_line
+
+            out += ["", rounds_line(sweep["rounds"]) + "."]
         out += [
             "",
             "Throughput on distinct URLs, 16 clients: "

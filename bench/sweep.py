@@ -11,6 +11,12 @@ resident memory and its garbage-collection pauses, from its own ``/-/metrics``.
 floorless is measured after its index is complete (the first index is another benchmark);
 every page it serves here is a cache miss.
 
+The machine's noise moves one sweep's p50 by a quarter from run to run, on both sides. So the
+sweep runs ``--rounds`` times (3), floorless restarted between rounds on the same data (its
+index kept, every cache empty again) so that each round's pages are cache misses again; the
+percentiles are over every request of every round, and each round's p50 ratios are reported
+beside them.
+
 ``--housekeeping`` first runs floorless's own housekeeping on the benchmark's copy of the
 repository (``garbage.collect``: ``git gc`` with the packs' delta chains cut to
 ``gc_pack_depth``, as the forge's scheduled collection does), so that floorless and cgit are
@@ -35,6 +41,7 @@ from urllib.parse import quote
 from bench import contenders, measure
 from bench.run import (
     OWNER,
+    Served,
     git,
     prepare_store,
     start_floorless,
@@ -45,6 +52,9 @@ from bench.run import wait_floorless_indexed as wait_indexed
 
 CLASSES = ("file", "dir", "history", "commit")
 COUNTS = {"file": 300, "dir": 100, "history": 100, "commit": 100}
+ROUNDS = 3
+# the garbage collector's counters read from /-/metrics, summed over the rounds
+GC_COUNTERS = {"full collections": "full_gcs", "full collection seconds": "full_gc_seconds"}
 
 
 @dataclass
@@ -68,6 +78,7 @@ class SweepResult:
     throughput: dict[str, float] = field(default_factory=dict)  # requests/s, distinct URLs
     memory_mb: dict[str, float] = field(default_factory=dict)
     gc: dict[str, float] = field(default_factory=dict)
+    rounds: list[dict[str, float]] = field(default_factory=list)  # each round's p50 ratios
 
 
 def choose(git_dir: Path, home: Path, branch: str, seed: int) -> list[dict[str, list[str]]]:
@@ -120,17 +131,47 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
+@dataclass
+class Timed:
+    """The answers of one or more rounds of the sweep: (seconds, status) per page class and
+    server."""
+
+    answers: dict[str, dict[str, list[tuple[float, int]]]] = field(default_factory=dict)
+
+    def add(self, kind: str, who: str, took: float, status: int) -> None:
+        self.answers.setdefault(kind, {"floorless": [], "cgit": []})[who].append((took, status))
+
+    def extend(self, other: Timed) -> None:
+        for kind, by_server in other.answers.items():
+            for who, answers in by_server.items():
+                for took, status in answers:
+                    self.add(kind, who, took, status)
+
+    def classes(self) -> dict[str, ClassResult]:
+        def times(answers: list[tuple[float, int]]) -> dict[str, float]:
+            return _percentiles([took for took, _ in answers])
+
+        def errors(answers: list[tuple[float, int]]) -> int:
+            return sum(status != 200 for _, status in answers)
+
+        found = {}
+        for kind, by_server in self.answers.items():
+            ours, theirs = by_server["floorless"], by_server["cgit"]
+            found[kind] = ClassResult(
+                len(ours), times(ours), times(theirs), errors(ours), errors(theirs)
+            )
+        return found
+
+
 def sweep(
     floorless: str, cgit: str, name: str, branch: str, targets: dict[str, list[str]]
-) -> dict[str, ClassResult]:
+) -> Timed:
     """Each URL once on each server, alternating which goes first."""
     ours, theirs = measure.Client(floorless), measure.Client(cgit)
-    results: dict[str, ClassResult] = {}
+    timed = Timed()
     try:
         turn = 0
         for kind in CLASSES:
-            times: dict[str, list[float]] = {"floorless": [], "cgit": []}
-            errors = {"floorless": 0, "cgit": 0}
             for target in targets[kind]:
                 pair = [
                     ("floorless", ours, floorless_url(floorless, name, branch, kind, target)),
@@ -139,19 +180,11 @@ def sweep(
                 turn += 1
                 for who, client, url in pair if turn % 2 else reversed(pair):
                     took, status, _, _ = measure.timed_get(client, url)
-                    times[who].append(took)
-                    errors[who] += status != 200
-            results[kind] = ClassResult(
-                len(targets[kind]),
-                _percentiles(times["floorless"]),
-                _percentiles(times["cgit"]),
-                errors["floorless"],
-                errors["cgit"],
-            )
+                    timed.add(kind, who, took, status)
     finally:
         ours.close()
         theirs.close()
-    return results
+    return timed
 
 
 def distinct_throughput(urls: list[str], clients: int) -> float:
@@ -220,29 +253,51 @@ def run(args: argparse.Namespace) -> SweepResult:
     commit = sets[0]["commit"][0]
     result = SweepResult(name, built.commits)
     serve = tuple(getattr(args, "serve_options", None) or ())  # e.g. --database, --processes
-    served, proc = start_floorless(repos, work / "data", target, commit, serve)
+
+    def start() -> Served:
+        served, proc = start_floorless(repos, work / "data", target, commit, serve)
+        try:
+            wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
+            began = time.perf_counter()
+            wait_indexed(served, deadline=args.index_deadline)
+        except BaseException:
+            served.stop()
+            raise
+        print(f"  index complete after {time.perf_counter() - began:.0f} s", file=sys.stderr)
+        return served
+
+    print(f"floorless: waiting for the index of {built.commits} commits", file=sys.stderr)
+    served = start()
     try:
-        wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
-        print(f"floorless: waiting for the index of {built.commits} commits", file=sys.stderr)
-        began = time.perf_counter()
-        wait_indexed(served, deadline=args.index_deadline)
-        print(f"  indexed in {time.perf_counter() - began:.0f} s", file=sys.stderr)
         result.memory_mb["after index"] = floorless_process(served.base_url)["rss_mb"]
-        before = floorless_process(served.base_url)
+        timed = Timed()
+        gc = dict.fromkeys(GC_COUNTERS, 0.0)
+        longest = 0.0
         with contenders.running(
             "cgit", repos, f"{OWNER}/{name}", built.branch, built.file, built.directory,
             built.history_path, commit, home, work / "cgit",
         ) as cgit:  # fmt: skip
-            print("sweep: each URL once, floorless and cgit in turn", file=sys.stderr)
-            result.classes = sweep(served.base_url, cgit.base_url, name, built.branch, sets[0])
-            after = floorless_process(served.base_url)
+            rounds = max(1, getattr(args, "rounds", 1))
+            for number in range(rounds):
+                if number:  # the same data, every cache empty: the same URLs are misses again
+                    served.stop()
+                    served = start()
+                print(f"sweep {number + 1}/{rounds}: each URL once, floorless and cgit in turn",
+                      file=sys.stderr)  # fmt: skip
+                before = floorless_process(served.base_url)
+                one = sweep(served.base_url, cgit.base_url, name, built.branch, sets[0])
+                after = floorless_process(served.base_url)
+                result.rounds.append({k: round(c.ratio, 3) for k, c in one.classes().items()})
+                timed.extend(one)
+                for key, metric in GC_COUNTERS.items():
+                    gc[key] += after[metric] - before[metric]
+                longest = max(longest, after["longest_gc_ms"])
+            result.classes = timed.classes()
             result.memory_mb["after sweep"] = after["rss_mb"]
             result.gc = {
-                "full collections": after["full_gcs"] - before["full_gcs"],
-                "full collection seconds": round(
-                    after["full_gc_seconds"] - before["full_gc_seconds"], 3
-                ),
-                "longest full collection ms": after["longest_gc_ms"],
+                "full collections": gc["full collections"],
+                "full collection seconds": round(gc["full collection seconds"], 3),
+                "longest full collection ms": longest,
             }
             for who, base, build in (
                 ("floorless", served.base_url, floorless_url),
@@ -270,11 +325,20 @@ def housekeeping(git_dir: Path, runtime: Path) -> None:
     print(f"housekeeping: {time.perf_counter() - began:.1f} s", file=sys.stderr)
 
 
+def rounds_line(rounds: list[dict[str, float]]) -> str:
+    """Each round's p50 ratios, a line of the report."""
+    return "p50 ratio in each round: " + "; ".join(
+        ", ".join(f"{kind} {ratio:.2f}x" for kind, ratio in ratios.items()) for ratios in rounds
+    )
+
+
 def markdown(result: SweepResult, command: str) -> str:
     lines = [
         f"`{command}`",
         "",
-        f"Repository `{result.repo}` ({result.commits:,} commits); every URL asked once of each.",
+        f"Repository `{result.repo}` ({result.commits:,} commits); every URL asked once of each"
+        f" in each of {len(result.rounds)} rounds (floorless restarted between rounds, every"
+        " cache empty); the percentiles are over every round's requests.",
         "",
         "| page | n | floorless p50 / p95 / p99 ms | cgit p50 / p95 / p99 ms | p50 ratio |",
         "|---|---|---|---|---|",
@@ -285,6 +349,7 @@ def markdown(result: SweepResult, command: str) -> str:
             f"| {kind} | {c.requests} | {f['p50']} / {f['p95']} / {f['p99']} | "
             f"{g['p50']} / {g['p95']} / {g['p99']} | {c.ratio:.2f}x |"
         )
+    lines += ["", rounds_line(result.rounds)]
     lines += [
         "",
         "Throughput on distinct URLs, 16 clients: "
@@ -306,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-deadline", type=float, default=7200.0)
     parser.add_argument("--cache-dir", type=Path, default=Path(".bench-cache"))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=ROUNDS,
+        help=f"sweeps of the same URLs, floorless restarted between them (default {ROUNDS})",
+    )
     parser.add_argument(
         "--housekeeping",
         action="store_true",

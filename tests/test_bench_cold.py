@@ -4,6 +4,7 @@ runs end to end on the small repository (marker ``bench``), asserting counts, ne
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import POSTGRES
 
-from bench import report
+from bench import contenders, report, scaleout, sweep
 from bench.run import Results
 
 FIGURES: dict[str, Any] = {
@@ -90,6 +91,10 @@ FIGURES: dict[str, Any] = {
             "full collection seconds": 0.03,
             "longest full collection ms": 30.0,
         },
+        "rounds": [
+            {"file": 0.7, "dir": 0.9, "history": 0.5, "commit": 1.3},
+            {"file": 0.8, "dir": 0.8, "history": 0.5, "commit": 1.2},
+        ],
     },
     "lanes": {
         "repo": "large",
@@ -234,6 +239,11 @@ def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> Non
         "indexed and idle at most 300 MB: met (150 MB idle; 180 MB at most while indexing; "
         "90 MB after a restart)" in page
     )
+    assert (
+        "p50 ratio in each round: file 0.70x, dir 0.90x, history 0.50x, commit 1.30x; "
+        "file 0.80x, dir 0.80x, history 0.50x, commit 1.20x." in page
+    )
+    assert "commit 1.25x (over 2 rounds)" in page
     assert "Slow storage" not in page  # no storage scenario ran
     again = report.from_json(report.to_json(results(FIGURES)))
     assert again.cold == FIGURES
@@ -259,6 +269,30 @@ def test_a_cold_run_alone_replaces_only_the_cold_section_of_the_page(tmp_path: P
     assert "`git show --stat` plus the rendering of what it shows: met (1.50x" in twice
     assert "**missed** (4.50x" not in twice
     assert twice.split(report.COLD_HEADING)[0] == once.split(report.COLD_HEADING)[0]
+
+
+def test_the_sweep_pools_its_rounds_and_counts_failed_answers() -> None:
+    first, second = sweep.Timed(), sweep.Timed()
+    for took in (0.001, 0.002, 0.003):
+        first.add("file", "floorless", took, 200)
+        first.add("file", "cgit", 2 * took, 200)
+    for took in (0.004, 0.005):
+        second.add("file", "floorless", took, 200)
+        second.add("file", "cgit", 2 * took, 200)
+    second.add("file", "floorless", 0.006, 500)
+    second.add("file", "cgit", 0.012, 200)
+    pooled = sweep.Timed()
+    pooled.extend(first)
+    pooled.extend(second)
+    (found,) = pooled.classes().values()
+    assert found.requests == 6
+    assert found.floorless_ms["p50"] == 3.0  # of all six, not of either round
+    assert found.cgit_ms["p50"] == 6.0
+    assert (found.floorless_errors, found.cgit_errors) == (1, 0)
+    assert found.ratio == 0.5
+    # each round's own, kept apart
+    assert first.classes()["file"].floorless_ms["p50"] == 2.0
+    assert second.classes()["file"].floorless_ms["p50"] == 5.0
 
 
 def test_runs_without_the_cold_scenario_report_as_before() -> None:
@@ -293,3 +327,32 @@ def test_the_cold_scenario_runs_end_to_end(tmp_path: Path) -> None:
     text = docs.read_text()
     assert "### First visits" in text and "### Cheap pages beside dear ones" in text
     assert "not measured (the index part was not run)" in text
+
+
+@pytest.mark.bench
+def test_the_sweep_asks_every_url_again_after_a_restart(tmp_path: Path) -> None:
+    """Two rounds on the small repository: floorless restarted between them, each URL asked
+    of both servers in each, every answer a 200."""
+    reason = contenders.available("cgit")
+    if reason is not None:
+        pytest.skip(reason)
+    serve = []
+    if POSTGRES:  # the restarted server finds its index in the same database
+        serve = ["--database", scaleout.fresh_database(POSTGRES, "bench_sweep_rounds")]
+    options = argparse.Namespace(
+        repo="small",
+        seed=7,
+        index_deadline=600.0,
+        cache_dir=tmp_path / "cache",
+        rounds=2,
+        serve_options=serve,
+        workdir=tmp_path / "work",
+    )
+    found = sweep.run(options)
+    assert len(found.rounds) == 2
+    assert set(found.classes) == set(sweep.CLASSES)
+    for kind, c in found.classes.items():
+        assert c.requests % 2 == 0 and c.requests > 0, kind
+        assert (c.floorless_errors, c.cgit_errors) == (0, 0), kind
+        assert all(found.rounds[n][kind] > 0 for n in range(2))
+    assert set(found.throughput) == {"floorless", "cgit"}
