@@ -16,6 +16,10 @@ It reports each phase's p50/p95/p99 for raw and file pages, the loaded phases' p
 unloaded one, and how many dear answers came back meanwhile (a 503 with Retry-After, the
 answer when the dear lane is full, counts as an answer). Counts and ratios measured in one run,
 not absolute times, are what to read on a shared machine.
+
+Where cgit is installed, its raw files (``/plain/``) and file pages (``/tree/``) without its
+cache go through the first two phases too, on the same files: how far 16 clients alone move a
+server's p50 on this machine, the load generator on the same cores, whatever the server.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from bench import measure
+from bench import contenders, measure
 from bench.run import (
     OWNER,
     Target,
@@ -62,11 +66,16 @@ class LanesResult:
     errors: dict[str, int] = field(default_factory=dict)  # non-200 cheap answers per phase
     dear_answers: dict[str, int] = field(default_factory=dict)  # status -> count, dear phase
     dear_kinds: dict[str, int] = field(default_factory=dict)  # blame/diff/archive -> answers
+    # cgit without its cache, the unloaded and busy phases on the same files
+    cgit_ms: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    cgit_requests: dict[str, int] = field(default_factory=dict)
+    cgit_errors: dict[str, int] = field(default_factory=dict)
 
-    def ratio(self, phase: str, kind: str, against: str = "unloaded") -> float:
-        """``phase``'s p50 of ``kind`` against ``against``'s."""
-        base = self.ms.get(against, {}).get(kind, {}).get("p50", 0.0)
-        loaded = self.ms.get(phase, {}).get(kind, {}).get("p50", 0.0)
+    def ratio(self, phase: str, kind: str, against: str = "unloaded", cgit: bool = False) -> float:
+        """``phase``'s p50 of ``kind`` against ``against``'s (``cgit``: cgit's phases)."""
+        ms = self.cgit_ms if cgit else self.ms
+        base = ms.get(against, {}).get(kind, {}).get("p50", 0.0)
+        loaded = ms.get(phase, {}).get(kind, {}).get("p50", 0.0)
         return loaded / base if base else 0.0
 
 
@@ -74,6 +83,11 @@ def cheap_url(base: str, name: str, branch: str, kind: str, path: str) -> str:
     r = f"{base}/{OWNER}/{name}"
     verb = "raw" if kind == "raw" else "src"
     return f"{r}/{verb}/branch/{quote(branch)}/{quote(path)}"
+
+
+def cgit_url(base: str, name: str, branch: str, kind: str, path: str) -> str:
+    verb = "plain" if kind == "raw" else "tree"
+    return f"{base}/{OWNER}/{name}/{verb}/{quote(path)}?h={quote(branch, safe='')}"
 
 
 def dear_urls(base: str, name: str, branch: str, files: list[str], commits: list[str]) -> list[str]:
@@ -233,6 +247,22 @@ def run(
                 result.dear_answers = answers
     finally:
         served.stop()
+    if contenders.available("cgit") is None:
+        with contenders.running(
+            "cgit", repos, f"{OWNER}/{target.name}", target.branch, target.file,
+            target.directory, target.history_path, commits[0], home, work / "cgit",
+        ) as cgit:  # fmt: skip
+            for phase, files in zip(PHASES[:2], sets, strict=False):
+                jobs = [
+                    (kind, cgit_url(cgit.base_url, target.name, target.branch, kind, path))
+                    for path in files
+                    for kind in CHEAP
+                ]
+                log(f"lanes: cgit, {phase}, {len(jobs)} cheap pages")
+                times, errors = _crawl(cgit.base_url, jobs, 1 if phase == "unloaded" else clients)
+                result.cgit_requests[phase] = sum(len(v) for v in times.values())
+                result.cgit_errors[phase] = errors
+                result.cgit_ms[phase] = {kind: _percentiles(v) for kind, v in times.items()}
     return result
 
 
@@ -258,6 +288,15 @@ def markdown(result: LanesResult) -> list[str]:
             f"{cells[0]} | {cells[1]} | {result.ratio(phase, 'raw'):.1f}x | "
             f"{result.ratio(phase, 'file'):.1f}x | {result.ratio(phase, 'raw', 'busy'):.2f}x | "
             f"{result.ratio(phase, 'file', 'busy'):.2f}x |"
+        )
+    for phase in PHASES[:2]:
+        if phase not in result.cgit_ms:
+            continue
+        cells = ["{p50} / {p95} / {p99}".format(**result.cgit_ms[phase][kind]) for kind in CHEAP]
+        lines.append(
+            f"| cgit, {phase} | {result.cgit_requests[phase]} ({result.cgit_errors[phase]} not"
+            f" 200) | {' | '.join(cells)} | {result.ratio(phase, 'raw', cgit=True):.1f}x | "
+            f"{result.ratio(phase, 'file', cgit=True):.1f}x | | |"
         )
     if result.dear_kinds:
         lines += [

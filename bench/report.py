@@ -649,10 +649,29 @@ def _lanes_checks(cold: dict[str, Any]) -> list[Check]:
                 target,
                 None if len(ratios) < 2 else max(ratios.values()) <= LANES_RATIO,
                 ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
-                + f"; {dear} dear answers meanwhile",
+                + f"; {dear} dear answers meanwhile"
+                + (_cgit_busy(lanes) if against == "unloaded" else ""),
             )
         )
     return checks
+
+
+def _cgit_busy(lanes: dict[str, Any]) -> str:
+    """cgit's own p50 at 16 clients (cheap pages alone) against its unloaded p50, when the
+    lanes part measured it: what the clients alone do to a server's p50 on this machine."""
+    ratios = {}
+    for kind in ("raw", "file"):
+        base = _get(lanes, "cgit_ms", "unloaded", kind, "p50")
+        busy = _get(lanes, "cgit_ms", "busy", kind, "p50")
+        if base and busy:
+            ratios[kind] = busy / base
+    if not ratios:
+        return ""
+    return (
+        f"; cgit (no cache), the same {lanes.get('clients', 16)} clients and no dear pages: "
+        + ", ".join(f"{k} {v:.1f}x" for k, v in ratios.items())
+        + " its unloaded p50"
+    )
 
 
 def cold_section(cold: dict[str, Any]) -> list[str]:

@@ -119,6 +119,18 @@ FIGURES: dict[str, Any] = {
         "errors": {"unloaded": 0, "busy": 0, "dear": 0},
         "dear_answers": {"200": 40, "503": 10},
         "dear_kinds": {"blame": 20, "diff": 15, "archive": 15},
+        "cgit_ms": {
+            "unloaded": {
+                "raw": {"p50": 3.0, "p95": 4, "p99": 5},
+                "file": {"p50": 4.0, "p95": 5, "p99": 6},
+            },
+            "busy": {
+                "raw": {"p50": 27.0, "p95": 40, "p99": 50},
+                "file": {"p50": 30.0, "p95": 40, "p99": 50},
+            },
+        },
+        "cgit_requests": {"unloaded": 300, "busy": 300},
+        "cgit_errors": {"unloaded": 0, "busy": 0},
     },
     "errors": {},
 }
@@ -244,6 +256,13 @@ def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> Non
         "file 0.80x, dir 0.80x, history 0.50x, commit 1.20x." in page
     )
     assert "commit 1.25x (over 2 rounds)" in page
+    # cgit under the same clients, beside the reading it puts in proportion
+    assert (
+        "raw 24.00x, file 15.00x; 50 dear answers meanwhile; cgit (no cache), the same 16 "
+        "clients and no dear pages: raw 9.0x, file 7.5x its unloaded p50" in page
+    )
+    cgit_row = "| cgit, busy | 300 (0 not 200) | 27.0 / 40 / 50 | 30.0 / 40 / 50 | 9.0x | 7.5x |"
+    assert cgit_row in page
     assert "Slow storage" not in page  # no storage scenario ran
     again = report.from_json(report.to_json(results(FIGURES)))
     assert again.cold == FIGURES
@@ -324,6 +343,9 @@ def test_the_cold_scenario_runs_end_to_end(tmp_path: Path) -> None:
     assert all(lanes["requests"][phase] > 0 for phase in ("unloaded", "busy", "dear"))
     assert sum(lanes["dear_kinds"].values()) > 0  # dear pages answered while cheap ones ran
     assert set(lanes["dear_answers"]) <= {"200", "503"}
+    if contenders.available("cgit") is None:  # cgit's own two phases, on the same files
+        assert lanes["cgit_errors"] == {"unloaded": 0, "busy": 0}
+        assert lanes["cgit_requests"] == {p: lanes["requests"][p] for p in ("unloaded", "busy")}
     text = docs.read_text()
     assert "### First visits" in text and "### Cheap pages beside dear ones" in text
     assert "not measured (the index part was not run)" in text
