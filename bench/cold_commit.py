@@ -11,6 +11,11 @@ same commit of the same repository:
   page is the first view of a commit, not the first request of a process (Pygments compiles
   a language's lexer once per process).
 
+Where cgit is installed, its commit page of the same commit (without its cache, so each is
+the first view; one unmeasured request first, as for ``git show --stat``) is timed the same
+number of times over HTTP, with its bytes: cgit shows every file's diff whole, floorless the
+files that fit its page budget, the others loading on request.
+
 The target is "within 2x of ``git show --stat`` plus the rendering of what it shows", and it
 is judged that way: the server measures, for the page's own request, its ``render`` phase
 (``Server-Timing``: highlighting the lines shown, making their rows and the template), and the
@@ -158,6 +163,10 @@ class ColdCommit:
     unrendered_ms: float = 0.0
     target_ratio: float = 0.0
     target_met: bool = False
+    # cgit's commit page of the same commit (without its cache), median, and its bytes;
+    # None where cgit is not installed
+    cgit_ms: float | None = None
+    cgit_bytes: int | None = None
 
 
 def _git_ms(repo: Path, commit: str, home: Path) -> float:
@@ -220,6 +229,7 @@ def measure(repo: Path, commit: str, warm: str | None = None, runs: int = 5) -> 
                 forge.stop()
             if result.status_code != 200:
                 raise RuntimeError(f"the commit page answered {result.status_code}")
+        cgit = _cgit_page(root, commit, runs)
     page = result.text
     files_changed = len(
         subprocess.run(
@@ -259,7 +269,32 @@ def measure(repo: Path, commit: str, warm: str | None = None, runs: int = 5) -> 
         unrendered_ms=round(statistics.median(unrendered), 1),
         target_ratio=round(target_ratio, 2),
         target_met=target_ratio <= 2.0,
+        cgit_ms=cgit[0] if cgit else None,
+        cgit_bytes=cgit[1] if cgit else None,
     )
+
+
+def _cgit_page(root: Path, commit: str, runs: int) -> tuple[float, int] | None:
+    """cgit's commit page of ``commit`` (``root``'s ``repos/bench/big.git``, no cache): the
+    median of ``runs`` after one unmeasured request, and its bytes; None without cgit."""
+    from bench import contenders, measure
+
+    if contenders.available("cgit") is not None:
+        return None
+    repos, home = root / "repos", root / "home"
+    with contenders.running(
+        "cgit", repos, "bench/big", "main", "", "", "", commit, home, root / "cgit"
+    ) as cgit:
+        client = measure.Client(cgit.base_url)
+        try:
+            url = f"{cgit.base_url}/bench/big/commit/?id={commit}"
+            status, body, _ = client.get(url)
+            if status != 200:
+                raise RuntimeError(f"cgit's commit page answered {status}")
+            times = [measure.timed_get(client, url)[0] * 1000 for _ in range(runs)]
+        finally:
+            client.close()
+    return round(statistics.median(times), 1), len(body)
 
 
 def _phase(header: str, name: str) -> float:
@@ -320,7 +355,12 @@ def run(args: argparse.Namespace) -> int:
         f" (target: 2x or below, {'met' if result.target_met else 'missed'})\n"
         f"  page                {result.page_bytes:8d} bytes, {result.files_listed} files listed,"
         f" {result.files_shown} shown, {result.lines_highlighted} lines highlighted\n"
-        f"  Server-Timing       {result.server_timing}"
+        + (
+            f"  cgit's page         {result.cgit_ms:8.1f} ms, {result.cgit_bytes} bytes\n"
+            if result.cgit_ms is not None
+            else ""
+        )
+        + f"  Server-Timing       {result.server_timing}"
     )
     return 0
 

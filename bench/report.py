@@ -757,7 +757,14 @@ def cold_section(cold: dict[str, Any]) -> list[str]:
             f"{commit.get('page_render_ms', 0):.0f} ms is the server's rendering of what it "
             f"shows (highlighting, diff rows, template: `Server-Timing`'s render); the page "
             f"less it, {commit.get('unrendered_ms', 0):.0f} ms, is "
-            f"{commit.get('target_ratio', 0):.2f}x `git show --stat`, the target's measure.",
+            f"{commit.get('target_ratio', 0):.2f}x `git show --stat`, the target's measure."
+            + (
+                f" cgit's commit page of the same commit (no cache, over HTTP): "
+                f"{commit['cgit_ms']:.0f} ms, {commit['cgit_bytes']:,} bytes (every file's "
+                f"diff); floorless's page is {commit['page_ms'] / commit['cgit_ms']:.2f}x it."
+                if commit.get("cgit_ms")
+                else ""
+            ),
         ]
     sweep = cold.get("sweep") or {}
     if sweep.get("classes"):

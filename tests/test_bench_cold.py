@@ -72,6 +72,8 @@ FIGURES: dict[str, Any] = {
         "files_listed": 300,
         "files_shown": 18,
         "lines_highlighted": 1000,
+        "cgit_ms": 300.0,
+        "cgit_bytes": 1500000,
     },
     "sweep": {
         "classes": {
@@ -256,6 +258,10 @@ def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> Non
         "file 0.80x, dir 0.80x, history 0.50x, commit 1.20x." in page
     )
     assert "commit 1.25x (over 2 rounds)" in page
+    assert (
+        "cgit's commit page of the same commit (no cache, over HTTP): 300 ms, 1,500,000 bytes "
+        "(every file's diff); floorless's page is 1.50x it." in page
+    )
     # cgit under the same clients, beside the reading it puts in proportion
     assert (
         "raw 24.00x, file 15.00x; 50 dear answers meanwhile; cgit (no cache), the same 16 "

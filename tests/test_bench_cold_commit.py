@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import cold_commit
+from bench import cold_commit, contenders
 
 
 def test_phase_is_read_from_server_timing() -> None:
@@ -28,3 +28,8 @@ def test_measure_a_small_commit(tmp_path: Path) -> None:
     assert 0 < result.page_render_ms < result.page_ms
     assert result.unrendered_ms > 0 and result.target_ratio > 0
     assert 'spawn;desc="processes";dur=0' in result.server_timing
+    if contenders.available("cgit") is None:  # cgit's page of the same commit, beside it
+        assert result.cgit_ms is not None and result.cgit_ms > 0
+        assert result.cgit_bytes is not None and result.cgit_bytes > 0
+    else:
+        assert result.cgit_ms is None and result.cgit_bytes is None
