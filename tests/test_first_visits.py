@@ -11,9 +11,11 @@ git's own.
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,12 @@ from conftest import wait_for
 from falcon import testing
 from gitfixtures import git_text
 
+import floorless.git.changed
 import floorless.git.lastchanged
 import floorless.indexer
 from floorless.config import Settings
 from floorless.forge import Forge
+from floorless.git.changed import path_log
 from floorless.git.env import GitEnvironment
 from floorless.indexer import VIEWED_PAUSE, IndexJob
 from floorless.repos import Repo
@@ -153,6 +157,86 @@ def test_a_small_column_before_the_commits_are_known(forge: Forge) -> None:
     a few entries is asked of git entry by entry."""
     got, expected = _root_column_before_the_index(forge)
     assert got == expected
+
+
+def test_a_column_asked_entry_by_entry_stops_once_the_index_has_caught_up(
+    forge: Forge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Git is asked for no more entries once the index holds the whole history: on slow
+    storage an entry can take git seconds, and a small repository's index is done before
+    its column. The page's next poll answers from the index, as git would."""
+    repo = _repo(forge)
+    root = Path(repo.path)
+    tip = git_text(root, "rev-parse", "main").strip()
+    names = git_text(root, "ls-tree", "--name-only", tip).split()
+    assert 2 < len(names) <= floorless.indexer.ONE_BY_ONE
+    asked: list[bytes] = []
+    real = floorless.git.lastchanged.path_log
+
+    def path_log(
+        git: GitEnvironment,
+        git_dir: Path,
+        start: bytes,
+        path: bytes,
+        count: int,
+        stopped: Callable[[], bool] | None = None,
+    ) -> list[bytes] | None:
+        asked.append(path)
+        if len(asked) == 1:  # the whole index is built while git answers the first entry
+            _slices(forge, repo, 1)
+            job = IndexJob(repo, forge.state(repo).snapshot())
+            try:
+                while not forge.indexer.work(job):
+                    pass
+            finally:
+                floorless.indexer._close(job)
+        return real(git, git_dir, start, path, count, stopped)
+
+    monkeypatch.setattr(floorless.git.lastchanged, "path_log", path_log)
+    forge.indexer._last_one_by_one(repo, bytes.fromhex(tip), b"", [n.encode() for n in names])
+    assert asked == [names[0].encode()]  # not one git a name
+    assert forge.indexer.rest_answered == 0  # git's half answer is not stored
+    client = testing.TestClient(create_app(forge))
+    url = f"/big/one/-/last/{tip}"
+    wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
+    column = client.simulate_get(url).json
+    got = {bytes.fromhex(k).decode(): v["id"] for k, v in column["entries"].items()}
+    assert got == {name: _last(root, tip, name) for name in names}
+    assert len(asked) == 1
+
+
+def test_git_asked_for_an_entry_is_ended_once_its_answer_is_not_wanted(
+    fixture_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While git walks for one entry, whether the answer is still wanted is asked every
+    STOP_POLL seconds: no longer wanted, git is killed and nothing is answered; wanted, the
+    answer is git's whole, however many times it was asked meanwhile."""
+    git = GitEnvironment(tmp_path / "run")
+    git.prepare()
+    root = fixture_root / "alice/history.git"
+    tip = bytes.fromhex(git_text(root, "rev-parse", "main").strip())
+    ended: list[int | None] = []
+    stop = floorless.git.changed._stop
+
+    def recorded(proc: subprocess.Popen[bytes]) -> None:
+        stop(proc)
+        ended.append(proc.returncode)
+
+    monkeypatch.setattr(floorless.git.changed, "_stop", recorded)
+    monkeypatch.setattr(floorless.git.changed, "STOP_POLL", 0.0)  # asked before git is done
+    looks = [0]
+
+    def not_wanted() -> bool:
+        looks[0] += 1
+        return True
+
+    assert path_log(git, root, tip, b"rare.txt", 3, stopped=not_wanted) is None
+    assert looks[0] == 1 and ended == [-signal.SIGKILL]
+    monkeypatch.setattr(floorless.git.changed, "STOP_POLL", 0.001)
+    wanted = path_log(git, root, tip, b"rare.txt", 3, stopped=lambda: False)
+    expected = git_text(root, "rev-list", "-3", "main", "--", "rare.txt").split()
+    assert wanted is not None and [c.hex() for c in wanted] == expected
+    assert ended[-1] == 0
 
 
 def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) -> None:

@@ -402,12 +402,9 @@ class Indexer:
         self, repo: Repo, commit: bytes, directory: bytes, names: Sequence[bytes]
     ) -> dict[bytes, bytes | None] | None:
         """Entry name -> id of the last commit that changed it; None while not known yet."""
-        key = commit + b"\0" + directory
-        cached = self.answers.get(repo.id, "last", key)
-        if cached is not None:
-            table = json.loads(cached)
-            if all(n.hex() in table for n in names):  # an answer for some entries (the API
-                return {n: _unhex(table[n.hex()]) for n in names}  # asks of one) is not all
+        stored = self._stored_last(repo.id, commit, directory, names)
+        if stored is not None:
+            return stored
         graph = self.ready(repo.id, commit)
         small = len(names) <= ONE_BY_ONE and repo.id not in self.failures
         if small and (graph is None or not graph.indexed):
@@ -446,6 +443,19 @@ class Indexer:
                     viewed=True,
                 )
         return found
+
+    def _stored_last(
+        self, repo_id: int, commit: bytes, directory: bytes, names: Sequence[bytes]
+    ) -> dict[bytes, bytes | None] | None:
+        """The stored last commits of ``names``, if every one of them is stored (an answer
+        for some entries, as the API asks of one, is not all)."""
+        cached = self.answers.get(repo_id, "last", commit + b"\0" + directory)
+        if cached is None:
+            return None
+        table = json.loads(cached)
+        if not all(n.hex() in table for n in names):
+            return None
+        return {n: _unhex(table[n.hex()]) for n in names}
 
     def branch_history(self, repo: Repo, start: bytes, skip: int, limit: int) -> Page[bytes] | None:
         """The ``limit`` commits of ``git log start`` after the first ``skip``, read from the
@@ -511,11 +521,18 @@ class Indexer:
         def run() -> None:
             try:  # (the repository may have gone meanwhile)
                 handle = self.open_repo(repo)
-                commits = path_log(self._git(), Path(handle.path), start, path, limit + 1)
+                commits = path_log(
+                    self._git(),
+                    Path(handle.path),
+                    start,
+                    path,
+                    limit + 1,
+                    stopped=lambda: self._stopping,
+                )
             except (FloorlessError, pygit2.GitError, OSError) as exc:  # the next poll asks again
                 log.warning("the history of %s in %s: %s", path, repo.full_name, exc)
                 return
-            if self._stopping:
+            if commits is None or self._stopping:
                 return
             page = Page(commits[:limit], len(commits) > limit)
             self.first_pages += 1
@@ -703,16 +720,21 @@ class Indexer:
     ) -> None:
         """The last-commit column of a small directory before the index knows even the
         commits (its first slice, ``git rev-list`` of the whole history, is under way): git's
-        own answer, entry by entry (``lastchanged.each_last``)."""
+        own answer, entry by entry (``lastchanged.each_last``). It stops asking once the
+        column needs git no more: the answer is stored, or the index has caught up with the
+        whole history (the page's next poll answers from it). On slow storage an entry can
+        take git seconds, and the index of a small repository is done before its column."""
+
+        def needless() -> bool:
+            if self._stopping or self._stored_last(repo.id, commit, directory, names):
+                return True
+            graph = self._graphs.get(repo.id)
+            return graph is not None and commit in graph and graph.indexed == len(graph)
+
         try:  # (the repository may have gone meanwhile)
             handle = self.open_repo(repo)
             found = each_last(
-                self._git(),
-                Path(handle.path),
-                commit,
-                directory,
-                names,
-                stopped=lambda: self._stopping,
+                self._git(), Path(handle.path), commit, directory, names, stopped=needless
             )
         except (FloorlessError, pygit2.GitError, OSError) as exc:  # the next poll asks again
             log.warning("last commits in %s: %s", repo.full_name, exc)

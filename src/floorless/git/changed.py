@@ -43,6 +43,7 @@ _DIFF_TREE = (
     *("--name-status", "--ignore-submodules=none"),
 )
 _TIME_MAX = (1 << 63) - 1
+STOP_POLL = 0.05  # seconds between two looks at whether a git child's answer is still wanted
 
 
 def topology(
@@ -166,11 +167,17 @@ def _started(
 
 
 def path_log(
-    git: GitEnvironment, git_dir: Path, start: bytes, path: bytes, count: int
-) -> list[bytes]:
+    git: GitEnvironment,
+    git_dir: Path,
+    start: bytes,
+    path: bytes,
+    count: int,
+    stopped: Callable[[], bool] | None = None,
+) -> list[bytes] | None:
     """The first ``count`` commits of ``git log start -- path`` (``git rev-list``: the same
-    walk and simplification, and no ``log.*`` setting of the repository applies)."""
-    return _rev_list(git, git_dir, [f"--max-count={count}", start.hex()], [path])
+    walk and simplification, and no ``log.*`` setting of the repository applies); None if
+    ``stopped``, asked every STOP_POLL seconds while git runs, said so (git is ended)."""
+    return _rev_list(git, git_dir, [f"--max-count={count}", start.hex()], [path], stopped)
 
 
 def touching(
@@ -179,12 +186,18 @@ def touching(
     """The commits ``start`` reaches that differ from at least one of their parents (a
     root: from the empty tree) in one of ``paths`` (``git rev-list --full-history``, which
     leaves out only the commits TREESAME to every parent)."""
-    return _rev_list(git, git_dir, ["--full-history", start.hex()], paths)
+    found = _rev_list(git, git_dir, ["--full-history", start.hex()], paths)
+    assert found is not None  # (never stopped)
+    return found
 
 
 def _rev_list(
-    git: GitEnvironment, git_dir: Path, args: Sequence[str], paths: Sequence[bytes]
-) -> list[bytes]:
+    git: GitEnvironment,
+    git_dir: Path,
+    args: Sequence[str],
+    paths: Sequence[bytes],
+    stopped: Callable[[], bool] | None = None,
+) -> list[bytes] | None:
     limit = ["--", *(os.fsdecode(p) for p in paths)] if paths else []
     proc = git.popen(
         git_dir,
@@ -194,7 +207,13 @@ def _rev_list(
         stderr=subprocess.PIPE,
     )
     try:
-        out, error = proc.communicate()
+        while True:
+            try:  # (asked again after a timeout, communicate loses nothing git wrote)
+                out, error = proc.communicate(timeout=None if stopped is None else STOP_POLL)
+                break
+            except subprocess.TimeoutExpired:
+                if stopped is not None and stopped():
+                    return None
     finally:
         _stop(proc)
     if proc.returncode != 0:

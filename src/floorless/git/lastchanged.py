@@ -58,13 +58,16 @@ def each_last(
     """Path -> the last commit that changed it, for each of ``names`` in ``directory``: one
     ``git rev-list -1 commit -- entry`` an entry. An entry changed recently costs a few
     milliseconds, one changed only long ago a walk of the history in git (a few tenths of a
-    second for 100,000 commits). None if ``stopped`` said so between two entries."""
+    second for 100,000 commits; seconds on slow storage). None if ``stopped`` said so,
+    between two entries or while git runs (git is ended then)."""
     found: dict[bytes, bytes | None] = {}
     for name in names:
         if stopped():
             return None
         path = directory + b"/" + name if directory else name
-        last = path_log(git, git_dir, commit, path, 1)
+        last = path_log(git, git_dir, commit, path, 1, stopped)
+        if last is None:
+            return None
         found[path] = last[0] if last else None
     return found
 
