@@ -725,11 +725,11 @@ class Indexer:
         whole history (the page's next poll answers from it). On slow storage an entry can
         take git seconds, and the index of a small repository is done before its column."""
 
-        def needless() -> bool:
-            if self._stopping or self._stored_last(repo.id, commit, directory, names):
-                return True
+        def needless() -> bool:  # (asked every STOP_POLL seconds while git runs)
             graph = self._graphs.get(repo.id)
-            return graph is not None and commit in graph and graph.indexed == len(graph)
+            if self._stopping or (graph and commit in graph and graph.indexed == len(graph)):
+                return True
+            return self._stored_last(repo.id, commit, directory, names) is not None
 
         try:  # (the repository may have gone meanwhile)
             handle = self.open_repo(repo)
