@@ -112,6 +112,22 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
+def _jobs(
+    url: Callable[[str, str, str, str, str], str], base: str, target: Target, files: list[str]
+) -> list[tuple[str, str]]:
+    """(class, URL) of each cheap page of ``files``, as ``url`` names it on ``base``."""
+    return [
+        (kind, url(base, target.name, target.branch, kind, path))
+        for path in files
+        for kind in CHEAP
+    ]
+
+
+def _figures(times: dict[str, list[float]]) -> tuple[int, dict[str, dict[str, float]]]:
+    """How many answers a phase had, and their percentiles by class."""
+    return sum(len(v) for v in times.values()), {k: _percentiles(v) for k, v in times.items()}
+
+
 def _crawl(
     base: str, jobs: list[tuple[str, str]], clients: int
 ) -> tuple[dict[str, list[float]], int]:
@@ -221,11 +237,7 @@ def run(
         log(f"lanes: waiting for the index of {target.commits} commits")
         wait_indexed(served, deadline=7200)
         for phase, files in zip(PHASES, sets, strict=True):
-            jobs = [
-                (kind, cheap_url(base, target.name, target.branch, kind, path))
-                for path in files
-                for kind in CHEAP
-            ]
+            jobs = _jobs(cheap_url, base, target, files)
             stop = threading.Event()
             answers: dict[str, int] = {}
             dear: list[threading.Thread] = []
@@ -238,9 +250,8 @@ def run(
             stop.set()
             for thread in dear:
                 thread.join(timeout=600)
-            result.requests[phase] = sum(len(v) for v in times.values())
+            result.requests[phase], result.ms[phase] = _figures(times)
             result.errors[phase] = errors
-            result.ms[phase] = {kind: _percentiles(v) for kind, v in times.items()}
             if phase == "dear":
                 kinds = ("blame", "diff", "archive")
                 result.dear_kinds = {k: answers.pop(k, 0) for k in kinds}
@@ -253,16 +264,11 @@ def run(
             target.directory, target.history_path, commits[0], home, work / "cgit",
         ) as cgit:  # fmt: skip
             for phase, files in zip(PHASES[:2], sets, strict=False):
-                jobs = [
-                    (kind, cgit_url(cgit.base_url, target.name, target.branch, kind, path))
-                    for path in files
-                    for kind in CHEAP
-                ]
+                jobs = _jobs(cgit_url, cgit.base_url, target, files)
                 log(f"lanes: cgit, {phase}, {len(jobs)} cheap pages")
                 times, errors = _crawl(cgit.base_url, jobs, 1 if phase == "unloaded" else clients)
-                result.cgit_requests[phase] = sum(len(v) for v in times.values())
+                result.cgit_requests[phase], result.cgit_ms[phase] = _figures(times)
                 result.cgit_errors[phase] = errors
-                result.cgit_ms[phase] = {kind: _percentiles(v) for kind, v in times.items()}
     return result
 
 

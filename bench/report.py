@@ -659,12 +659,11 @@ def _lanes_checks(cold: dict[str, Any]) -> list[Check]:
 def _cgit_busy(lanes: dict[str, Any]) -> str:
     """cgit's own p50 at 16 clients (cheap pages alone) against its unloaded p50, when the
     lanes part measured it: what the clients alone do to a server's p50 on this machine."""
-    ratios = {}
-    for kind in ("raw", "file"):
-        base = _get(lanes, "cgit_ms", "unloaded", kind, "p50")
-        busy = _get(lanes, "cgit_ms", "busy", kind, "p50")
-        if base and busy:
-            ratios[kind] = busy / base
+    from bench.lanes import LanesResult
+
+    found = LanesResult(**lanes)
+    ratios = {k: found.ratio("busy", k, cgit=True) for k in ("raw", "file")}
+    ratios = {k: v for k, v in ratios.items() if v}
     if not ratios:
         return ""
     return (

@@ -53,8 +53,6 @@ from bench.run import wait_floorless_indexed as wait_indexed
 CLASSES = ("file", "dir", "history", "commit")
 COUNTS = {"file": 300, "dir": 100, "history": 100, "commit": 100}
 ROUNDS = 3
-# the garbage collector's counters read from /-/metrics, summed over the rounds
-GC_COUNTERS = {"full collections": "full_gcs", "full collection seconds": "full_gc_seconds"}
 
 
 @dataclass
@@ -271,8 +269,9 @@ def run(args: argparse.Namespace) -> SweepResult:
     try:
         result.memory_mb["after index"] = floorless_process(served.base_url)["rss_mb"]
         timed = Timed()
-        gc = dict.fromkeys(GC_COUNTERS, 0.0)
-        longest = 0.0
+        gc = result.gc = dict.fromkeys(
+            ("full collections", "full collection seconds", "longest full collection ms"), 0.0
+        )
         with contenders.running(
             "cgit", repos, f"{OWNER}/{name}", built.branch, built.file, built.directory,
             built.history_path, commit, home, work / "cgit",
@@ -289,16 +288,16 @@ def run(args: argparse.Namespace) -> SweepResult:
                 after = floorless_process(served.base_url)
                 result.rounds.append({k: round(c.ratio, 3) for k, c in one.classes().items()})
                 timed.extend(one)
-                for key, metric in GC_COUNTERS.items():
-                    gc[key] += after[metric] - before[metric]
-                longest = max(longest, after["longest_gc_ms"])
+                gc["full collections"] += after["full_gcs"] - before["full_gcs"]
+                gc["full collection seconds"] += (
+                    after["full_gc_seconds"] - before["full_gc_seconds"]
+                )
+                gc["longest full collection ms"] = max(
+                    gc["longest full collection ms"], after["longest_gc_ms"]
+                )
+            gc["full collection seconds"] = round(gc["full collection seconds"], 3)
             result.classes = timed.classes()
             result.memory_mb["after sweep"] = after["rss_mb"]
-            result.gc = {
-                "full collections": gc["full collections"],
-                "full collection seconds": round(gc["full collection seconds"], 3),
-                "longest full collection ms": longest,
-            }
             for who, base, build in (
                 ("floorless", served.base_url, floorless_url),
                 ("cgit", cgit.base_url, cgit_url),
