@@ -145,6 +145,7 @@ def test_finder_shortcuts_and_copying(
         page.goto(f"{base}/src/branch/main/{FILE}#L2")
         page.keyboard.press("y")
         expect(page).to_have_url(f"{base}/src/commit/{main}/{FILE}#L2")
+        page.wait_for_load_state()  # the new page's keys listened for before the next one
 
         # l: jump to a line.
         page.keyboard.press("l")
@@ -186,6 +187,7 @@ def test_finder_shortcuts_and_copying(
         # b and h: blame and history of the file.
         page.keyboard.press("b")
         expect(page).to_have_url(f"{base}/blame/branch/main/{FILE}")
+        page.wait_for_load_state()
         page.keyboard.press("h")
         expect(page).to_have_url(f"{base}/commits/branch/main/{FILE}")
 

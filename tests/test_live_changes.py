@@ -20,6 +20,7 @@ import floorless.repos
 import floorless.state
 from floorless.cli import main
 from floorless.errors import NotFound
+from floorless.forge import Forge
 from floorless.web.app import create_app
 
 
@@ -186,6 +187,14 @@ def test_a_repository_replaced_at_the_same_path_shows_nothing_of_the_old(live, r
     assert client.simulate_get(f"/alice/one/commit/{old}").status_code == 404
 
 
+def _known(forge: Forge, owner: str, name: str) -> bool:
+    try:
+        forge.registry.get(owner, name)
+    except NotFound:
+        return False
+    return True
+
+
 def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):
     data = tmp_path / "data"
     forge = start_forge(repos, data)  # the default rescan interval: 30 s
@@ -205,6 +214,8 @@ def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):
         assert result.exit_code == 0, result.output
         assert "1 added" in result.output
 
+        # on PostgreSQL the running forge hears of the command's write a moment later
+        wait_for(lambda: _known(forge, "dave", "fresh"), timeout=10)
         repo = forge.registry.get("dave", "fresh")
         assert repo.path == repos / "dave" / "fresh.git"
         home = client.simulate_get("/dave/fresh")
@@ -220,8 +231,7 @@ def test_admin_rescan_adds_a_repository_at_once(repos, tmp_path):
             main, ["admin", "rescan", "--data", str(data), "--repos", str(repos)]
         )
         assert result.exit_code == 0 and "1 removed" in result.output
-        with pytest.raises(NotFound):
-            forge.registry.get("dave", "fresh")
+        wait_for(lambda: not _known(forge, "dave", "fresh"), timeout=10)
         assert client.simulate_get("/dave/fresh").status_code == 404
     finally:
         forge.stop()
