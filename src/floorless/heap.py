@@ -38,3 +38,11 @@ def collect_everything() -> None:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+
+
+def frozen() -> int:
+    """How many objects are in the permanent generation: read under the lock, since during
+    ``collect_everything`` they are briefly unfrozen (its finalizers can let other threads
+    run), and a reading then would say none."""
+    with _lock:
+        return gc.get_freeze_count()

@@ -12,6 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from floorless import heap
+
 
 class HitCounting(Protocol):
     @property
@@ -87,7 +89,7 @@ class GcPauses(Collector):
         frozen = GaugeMetricFamily(
             "floorless_gc_frozen_objects",
             "Objects in the permanent generation, which no collection walks (heap.settle).",
-            value=gc.get_freeze_count(),
+            value=heap.frozen(),
         )
         yield from (count, seconds, longest, frozen)
 
