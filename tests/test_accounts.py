@@ -429,6 +429,35 @@ def test_sign_in_never_sends_anyone_to_another_site(client: testing.TestClient, 
     assert result.status_code == 303 and result.headers["location"] == "/"
 
 
+@pytest.mark.parametrize(
+    ("target", "location"),
+    [
+        ("/\u3002x", "/%E3%80%82x"),  # an ideographic full stop: a dot in a host name
+        ("/\uff0f\uff0fevil.example", "/%EF%BC%8F%EF%BC%8Fevil.example"),  # fullwidth slashes
+        ("/alice/d\u00e9mo?q=\u00e9#\u00e9", "/alice/d%C3%A9mo?q=%C3%A9#%C3%A9"),
+        ("/a%20b", "/a%20b"),  # what is already encoded stays as it is
+    ],
+)
+def test_the_way_back_past_ascii_is_percent_encoded_on_this_site(
+    client: testing.TestClient, target: str, location: str
+) -> None:
+    """A Location header is Latin-1 at most (a server refuses to send other text: a 500):
+    every character past ASCII goes as UTF-8, percent-encoded, in this site's path."""
+    from urllib.parse import quote
+
+    browser = Browser(client)
+    browser.sign_in("ann")
+    result = browser.get("/-/login", query_string="next=" + quote(target, safe=""))
+    assert result.status_code == 303 and result.headers["location"] == location
+    page = Browser(client).get("/-/login", query_string="next=" + quote(target, safe=""))
+    assert f'name="next" value="{location}"' in page.text.replace("&amp;", "&")
+    # the form carries it back encoded, and signing in goes there
+    result = Browser(client).post(
+        "/-/login", {"name": "ann", "password": PASSWORD, "next": quote(location, safe="")}
+    )
+    assert result.status_code == 303 and result.headers["location"] == location
+
+
 def test_an_old_password_stops_working_when_it_is_changed(
     client: testing.TestClient, forge: Forge
 ) -> None:

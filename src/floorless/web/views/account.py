@@ -6,11 +6,12 @@ cookie of its own) and is refused without it, or when another site sent it.
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import falcon
 
@@ -23,6 +24,7 @@ from floorless.web.render import Renderer
 from floorless.web.views.base import View, admin_command
 
 MAX_FORM = 64 * 1024
+_PAST_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def read_form(req: falcon.Request) -> dict[str, str]:
@@ -41,11 +43,13 @@ def read_form(req: falcon.Request) -> dict[str, str]:
 def safe_next(value: str | None) -> str:
     """Where to go after signing in: a path on this site, never another site. Browsers drop
     tabs and newlines from URLs and read a backslash as a slash, so any control character,
-    space or backslash makes it "/"."""
+    space or backslash makes it "/". What is left past ASCII is percent-encoded as UTF-8: a
+    ``Location`` header is Latin-1 at most, and an encoded character can only be a path's."""
     if not value or len(value) > 2000 or not value.startswith("/"):
         return "/"
     if value.startswith("//") or any(c <= " " or c in "\\\x7f" for c in value):
         return "/"
+    value = _PAST_ASCII.sub(lambda m: quote(m.group(), safe="", errors="replace"), value)
     parts = urlsplit(value)
     return value if not parts.scheme and not parts.netloc else "/"
 
