@@ -200,6 +200,42 @@ def test_bodies_are_checked_as_forgejo_binds_them(http: httpx.Client) -> None:
     assert answer.status_code == 201, answer.text
 
 
+def test_a_body_nested_past_any_stack_is_a_422_with_its_reason(
+    forge: Forge, http: httpx.Client
+) -> None:
+    """100,000 ``[`` broke the parser's stack (RecursionError, a 500), and a few hundred broke
+    the check that follows it; every body reader refuses both, and a webhook's config nested
+    deeper than anything Forgejo sends, and goes on serving."""
+    forge.registry.create("ann", "box")
+    token = {"Authorization": f"token {token_for(http, 'ann')}", "Content-Type": "application/json"}
+    deep = b"[" * 100_000 + b"]" * 100_000
+    within_the_parser = b'{"name": ' + b"[" * 900 + b"]" * 900 + b"}"
+    config = {"url": "https://hooks.example/x", "content_type": "json", "more": []}
+    for _ in range(40):
+        config = {"more": [config]}
+    hook = json.dumps({"type": "forgejo", "config": config}).encode()
+    for method, url, body in (
+        ("POST", "/api/v1/users/ann/tokens", deep),
+        ("POST", "/api/v1/users/ann/tokens", within_the_parser),
+        (
+            "POST",
+            "/api/v1/users/ann/tokens",
+            b'{"name": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}",
+        ),
+        ("POST", "/api/v1/repos/ann/box/hooks", hook),
+        ("POST", "/api/v1/repos/ann/box/issues", deep),
+        ("POST", "/api/v1/repos/ann/box/contents/x.txt", deep),
+        ("POST", "/api/v1/repos/ann/box/contents/x.txt", within_the_parser),
+    ):
+        headers = basic("ann") if "tokens" in url else token
+        answer = http.request(method, url, headers=headers, content=body)
+        assert answer.status_code == 422, (url, body[:20], answer.status_code, answer.text[:200])
+        assert "nested deeper than 32 levels" in error_of(answer), url
+    assert http.get("/api/v1/repos/ann/box/hooks", headers=token).json() == []
+    made = http.post("/api/v1/repos/ann/box/issues", headers=token, json={"title": "fine"})
+    assert made.status_code == 201, made.text
+
+
 def test_the_session_cookie_reads_and_writes_only_with_its_csrf_token(
     forge: Forge, http: httpx.Client
 ) -> None:

@@ -154,13 +154,7 @@ class Resource:
         raw = req.bounded_stream.read(MAX_BODY + 1)
         if len(raw) > MAX_BODY:
             raise TooLarge(f"the request body is over {MAX_BODY} bytes")
-        try:
-            data = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise Unprocessable(f"the request body is not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise Unprocessable("the request body must be a JSON object")
-        _check_values(data, "")
+        data = json_object(raw)
         found: dict[str, Any] = {}
         for name, spec in declared.items():
             value = data.get(name)
@@ -228,29 +222,53 @@ class ForbiddenScope(FloorlessError):
 
 
 INT64 = (-(1 << 63), (1 << 63) - 1)  # what every database stores, and git's dates allow
+MAX_DEPTH = 32  # levels of arrays and objects in a body; Forgejo's bodies use four at most
 
 
-def _check_values(value: object, where: str) -> None:
+def json_object(raw: bytes) -> dict[str, Any]:
+    """A request body as the JSON object it must be, its values checked (``_check_values``):
+    422 for anything else, with the reason. A body nested past the parser's stack (100,000
+    ``[``) is refused as clearly as one nested past ``MAX_DEPTH``, which is what any code
+    below that walks a value recursively (``json.dumps`` of a webhook's config) can take."""
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except RecursionError:
+        raise Unprocessable(f"the request body is nested deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Unprocessable(f"the request body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise Unprocessable("the request body must be a JSON object")
+    _check_values(data)
+    return data
+
+
+def _check_values(body: dict[str, Any]) -> None:
     """Refuse (422) what JSON can say but nothing below can take: text with NUL (git cuts a
-    message there; the databases refuse it) or a lone surrogate (not UTF-8), and integers
-    beyond 64 bits. Once, for the whole body, so that no field is forgotten."""
-    if isinstance(value, str):
-        if "\0" in value:
-            raise Unprocessable(f"[{where or 'body'}]: text may not contain NUL")
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise Unprocessable(f"[{where or 'body'}]: text is not valid Unicode") from None
-    elif isinstance(value, int) and not isinstance(value, bool):
-        if not INT64[0] <= value <= INT64[1]:
-            raise Unprocessable(f"[{where or 'body'}]: number out of range")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_values(key, where)
-            _check_values(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for item in value:
-            _check_values(item, where)
+    message there; the databases refuse it) or a lone surrogate (not UTF-8), integers beyond
+    64 bits, and arrays or objects nested past ``MAX_DEPTH``. Once, for the whole body, so
+    that no field is forgotten; without recursion, so that no depth can break it."""
+    pending: list[tuple[object, str, int]] = [(body, "", 1)]
+    while pending:
+        value, where, depth = pending.pop()
+        if isinstance(value, str):
+            if "\0" in value:
+                raise Unprocessable(f"[{where or 'body'}]: text may not contain NUL")
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise Unprocessable(f"[{where or 'body'}]: text is not valid Unicode") from None
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not INT64[0] <= value <= INT64[1]:
+                raise Unprocessable(f"[{where or 'body'}]: number out of range")
+        elif isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                raise Unprocessable(f"[{where or 'body'}]: nested deeper than {MAX_DEPTH} levels")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    pending.append((key, where, depth))
+                    pending.append((item, f"{where}.{key}" if where else str(key), depth + 1))
+            else:
+                pending.extend((item, where, depth + 1) for item in value)
 
 
 def _positive(value: str | None) -> int:

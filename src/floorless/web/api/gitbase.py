@@ -8,7 +8,6 @@ no process is started to answer one (as for pages).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -22,7 +21,7 @@ from floorless.git import objects
 from floorless.git.oid import is_abbreviation, is_full
 from floorless.git.refs import Resolved, check_path
 from floorless.web import urls
-from floorless.web.api.base import Resource, Unprocessable, query_flag
+from floorless.web.api.base import Resource, json_object, query_flag
 from floorless.web.api.gitshapes import Links
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
@@ -178,13 +177,7 @@ def read_body(req: falcon.Request) -> dict[str, Any]:
     data = req.bounded_stream.read(MAX_BODY + 1)
     if len(data) > MAX_BODY:
         raise TooLarge(f"the request body is over {MAX_BODY} bytes")
-    try:
-        found = json.loads(data) if data.strip() else {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Unprocessable(f"the request body is not JSON: {exc}") from exc
-    if not isinstance(found, dict):
-        raise Unprocessable("the request body must be a JSON object")
-    return found
+    return json_object(data)
 
 
 def may_write(view: RepoView) -> bool:
