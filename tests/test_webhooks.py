@@ -457,6 +457,11 @@ def guarded(tmp_path: Path) -> Iterator[Site]:
         ("http://localhost:9/", "loopback"),
         ("http://[::ffff:127.0.0.1]:9/", "loopback"),
         ("http://0.0.0.0:9/", "unspecified"),
+        ("http://[::7f00:1]:9/", "loopback"),  # IPv4-compatible
+        ("http://[::ffff:0:7f00:1]:9/", "loopback"),  # IPv4-translated
+        ("http://[64:ff9b::7f00:1]:9/", "loopback"),  # NAT64
+        ("http://[2002:7f00:1::1]:9/", "loopback"),  # 6to4
+        ("http://[2001:0:4136:e378:8000:63bf:80ff:fffe]:9/", "loopback"),  # Teredo
     ],
 )
 def test_default_settings_refuse_internal_receivers(guarded: Site, url: str, kind: str) -> None:
@@ -480,6 +485,76 @@ def test_a_redirect_is_not_followed(tmp_path: Path, receiver: Receiver) -> None:
         error = states(site.forge, made["id"])[0][2]
         assert "redirected to 'http://localhost:" in error and "not followed" in error
         assert receiver.at("/ok") == []
+
+
+# An IPv6 address that carries an IPv4 one is what that IPv4 address is: the address, its
+# kind, and whether the default rules (external only) and "private" let a hook go there.
+TRANSITIONS = [
+    # IPv4-mapped
+    ("::ffff:127.0.0.1", "loopback"),
+    ("::ffff:10.0.0.1", "private"),
+    ("::ffff:8.8.8.8", "external"),
+    # IPv4-compatible (deprecated); :: and ::1 are themselves
+    ("::7f00:1", "loopback"),
+    ("::a9fe:a9fe", "link-local"),
+    ("::c0a8:1", "private"),
+    ("::808:808", "external"),
+    ("::1", "loopback"),
+    ("::", "unspecified"),
+    ("::2", "reserved"),
+    # IPv4-translated (SIIT)
+    ("::ffff:0:7f00:1", "loopback"),
+    ("::ffff:0:a00:1", "private"),
+    ("::ffff:0:808:808", "external"),
+    # NAT64, the well-known prefix; its local-use prefix places the address as it likes
+    ("64:ff9b::7f00:1", "loopback"),
+    ("64:ff9b::a9fe:a9fe", "link-local"),
+    ("64:ff9b::ac10:1", "private"),
+    ("64:ff9b::6440:1", "private"),
+    ("64:ff9b::e000:1", "multicast"),
+    ("64:ff9b::808:808", "external"),
+    ("64:ff9b:1::7f00:1", "reserved"),
+    ("64:ff9b:1::808:808", "reserved"),
+    # 6to4
+    ("2002:7f00:1::1", "loopback"),
+    ("2002:a00:1::1", "private"),
+    ("2002:a9fe:a9fe::1", "link-local"),
+    ("2002:0:0::1", "unspecified"),
+    ("2002:808:808::1", "external"),
+    # Teredo: server, then the client's address inverted (127.0.0.1, 10.0.0.1, 8.8.8.8)
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),
+    ("2001:0:4136:e378:8000:63bf:f5ff:fffe", "private"),
+    ("2001:0:4136:e378:8000:63bf:f7f7:f7f7", "external"),
+    # plain IPv6, unchanged
+    ("fd00::1", "private"),
+    ("fe80::1", "link-local"),
+    ("2001:db8::1", "reserved"),
+    ("2606:4700:4700::1111", "external"),
+]
+
+
+@pytest.mark.parametrize(("address", "kind"), TRANSITIONS)
+def test_an_ipv6_transition_address_is_the_ipv4_address_it_carries(address: str, kind: str) -> None:
+    import ipaddress
+
+    from floorless.webhooks import kind_of
+
+    ip = ipaddress.ip_address(address)
+    assert kind_of(ip) == kind
+    assert HostRules(["external"]).address_allowed(ip) is (kind == "external")
+    assert HostRules(["private"]).address_allowed(ip) is (kind == "private")
+    assert HostRules(["loopback"]).address_allowed(ip) is (kind == "loopback")
+    assert HostRules(["*"]).address_allowed(ip)
+
+
+def test_a_network_listed_allows_either_form_of_an_address() -> None:
+    import ipaddress
+
+    nat64 = ipaddress.ip_address("64:ff9b:1::808:808")
+    assert HostRules(["64:ff9b:1::/48"]).address_allowed(nat64)
+    assert not HostRules(["external", "private", "loopback"]).address_allowed(nat64)
+    assert HostRules(["127.0.0.0/8"]).address_allowed(ipaddress.ip_address("2002:7f00:1::1"))
+    assert not HostRules(["10.0.0.0/8"]).address_allowed(ipaddress.ip_address("::ffff:0:7f00:1"))
 
 
 def test_host_rules() -> None:

@@ -499,7 +499,7 @@ SETTINGS: tuple[Setting, ...] = (
         "webhook_allowed_hosts",
         list,
         ("external",),
-        "Where webhooks may be delivered, as Forgejo's `ALLOWED_HOST_LIST`: `external` (public addresses), `private` (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), `loopback`, `*` (anything), addresses, networks (CIDR) and host name patterns (`*.example.org`). Every address a receiver's name resolves to at delivery time must be allowed; link-local addresses (cloud metadata services among them) only by address or network.",
+        "Where webhooks may be delivered, as Forgejo's `ALLOWED_HOST_LIST`: `external` (public addresses), `private` (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7), `loopback`, `*` (anything), addresses, networks (CIDR) and host name patterns (`*.example.org`). Every address a receiver's name resolves to at delivery time must be allowed; link-local addresses (cloud metadata services among them) only by address or network. An IPv6 address carrying an IPv4 one (IPv4-mapped, -compatible or -translated, NAT64, 6to4, Teredo) is that IPv4 address.",
         check=_allowed_hosts,
     ),
     Setting(

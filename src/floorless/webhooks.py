@@ -267,10 +267,35 @@ def check_events(events: Iterable[str]) -> tuple[str, ...]:
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+# IPv6 prefixes whose last 32 bits are the IPv4 address a packet ends up at: IPv4-mapped
+# (``::ffff:a.b.c.d``), IPv4-translated (SIIT, ``::ffff:0:a.b.c.d``), NAT64's well-known
+# prefix (``64:ff9b::a.b.c.d``) and the deprecated IPv4-compatible form (``::a.b.c.d``).
+_EMBEDDING = tuple(
+    ipaddress.IPv6Network(n) for n in ("::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "::/96")
+)
+# NAT64's local-use prefix (RFC 8215): where in it the IPv4 address sits is the network's
+# choice, so nothing here can say which one is meant.
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_UNKNOWN = ipaddress.IPv4Address("240.0.0.0")  # reserved: allowed by nothing but "*"
+
+
 def _plain(address: Address) -> Address:
-    """An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) as the IPv4 address it is."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
+    """The IPv4 address an IPv6 transition address reaches, which is what it is to a guard:
+    ``::ffff:127.0.0.1``, ``::ffff:0:7f00:1``, ``64:ff9b::7f00:1``, ``::7f00:1``, 6to4's
+    ``2002:7f00:1::1`` and Teredo's client (``2001::/32``, stored inverted) are 127.0.0.1.
+    ``::`` and ``::1`` stay themselves; an address of NAT64's local-use prefix is reserved."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return address
+    if address in (ipaddress.IPv6Address("::"), ipaddress.IPv6Address("::1")):
+        return address
+    if any(address in net for net in _EMBEDDING):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _LOCAL_NAT64:
+        return _UNKNOWN
     return address
 
 
@@ -315,9 +340,10 @@ class HostRules:
     def address_allowed(self, address: Address) -> bool:
         if "*" in self.keywords:
             return True
-        plain = _plain(address)
-        if any(plain in net for net in self.networks if net.version == plain.version):
-            return True
+        plain = _plain(address)  # a network listed matches either form of the address
+        for each in {address, plain}:
+            if any(each in net for net in self.networks if net.version == each.version):
+                return True
         return kind_of(plain) in self.keywords
 
 
