@@ -30,6 +30,7 @@ Reviews of pull requests, on a repository the viewer may read:
     approve, request changes                  the same, but not the pull request's author
 
 Pull requests, on a repository the viewer may read:
+    open one by an AGit push (refs/for/...)   any signed-in person, write-scoped credential
     merge one (and delete its head branch)    WRITE, signed in with a write-scoped credential
 
 Forks, of a repository the viewer may read (a private one's fork is private):
@@ -238,6 +239,12 @@ class Policy:
         if account is None or account.is_org or viewer.scope == "read":
             return False
         return level >= Level.READ
+
+    def may_propose(self, viewer: Viewer, level: Level) -> bool:
+        """Whether ``viewer`` may push to ``refs/for/`` (the AGit flow: a pull request with
+        no fork): anyone signed in who may read, with a write-scoped credential, as on
+        Forgejo. Other refs need ``Level.WRITE``."""
+        return self.may_fork(viewer, level)
 
     def may_fork(self, viewer: Viewer, level: Level) -> bool:
         """Whether ``viewer`` (at ``level`` on a repository) may fork it."""

@@ -27,9 +27,10 @@ import pygit2
 from pygit2.enums import ObjectType
 
 from floorless import dates, forks
-from floorless.access import Policy
+from floorless.access import Level, Policy, Viewer
 from floorless.accounts import Accounts, SecretKey
 from floorless.asciidoctor import Asciidoctor
+from floorless.automerge import AutoMerge
 from floorless.background import Jobs
 from floorless.background import start as start_thread
 from floorless.config import Settings
@@ -133,6 +134,19 @@ class Forge:
         self.merger = Merger(self)
         self.ref_listeners.append(self.merger.queue)
         self.merger.fork_head_moved.append(self._fork_head_moved)
+        # Merges scheduled for when the required checks pass, tried on its thread (automerge.py).
+        self.automerge = AutoMerge(
+            self.db,
+            self.issues,
+            self.pulls,
+            self.accounts,
+            self.registry,
+            self.policy,
+            self.leases,
+            self.merger,
+            self.snapshot,
+        )
+        self.statuses.on_posted.append(self.automerge.status_posted)
         # References to issues: mentions in text and commits, and closing ones (references.py).
         self.references = References(
             self.db, self.accounts, self.issues, self.registry, self.policy, self._handle_of
@@ -192,6 +206,7 @@ class Forge:
             self.indexer.start()
             self.reviews.start()
             self.merger.start()
+            self.automerge.start()
             self.references.start()
             self.hook_events.start()
             self.webhooks.start()
@@ -202,6 +217,7 @@ class Forge:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.automerge.stop()
         self.merger.stop()
         self.references.stop()
         self.hook_events.stop()
@@ -466,6 +482,22 @@ class Forge:
         if not self.policy.may_publish(ancestors):
             raise Forbidden("a fork of a private repository stays private")
 
+    def readable_lenders(self, viewer: Viewer, repo: Repo) -> list[Repo]:
+        """The repositories whose objects ``repo`` borrows (its parent, the parent's parent,
+        ...) that ``viewer`` may read now: a push into ``repo`` may build on their refs
+        (``git/pushgate.py``), and on nothing else they hold."""
+        found: list[Repo] = []
+        names = repo.parent
+        while names is not None and len(found) < 100:
+            try:
+                lender = self.registry.get(*names)
+            except NotFound:
+                break
+            if self.policy.level(viewer, lender) >= Level.READ:
+                found.append(lender)
+            names = lender.parent
+        return found
+
     def _borrowed(
         self, parent_name: tuple[str, str], kind: int, oid: bytes, budget: int | None
     ) -> bool | None:
@@ -545,7 +577,13 @@ class Forge:
             self._adopt_new()
         except (FloorlessError, pygit2.GitError, OSError) as exc:
             log.warning("background maintenance: %s", exc)
-        while not self._stop.wait(interval):
+        while True:
+            try:
+                self.automerge.tick()  # at once, then every automerge.SWEEP_SECONDS
+            except (FloorlessError, pygit2.GitError, OSError) as exc:
+                log.warning("scheduled merges: %s", exc)
+            if self._stop.wait(interval):
+                return
             try:
                 self.check_refs()
                 if time.monotonic() - self.last_scan >= self.settings.rescan_interval:

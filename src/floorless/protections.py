@@ -1,18 +1,40 @@
 """Branch protection rules, as Forgejo has them: a rule names a branch or a glob of branch
-names, and says what a pull request into a branch it matches needs before it is merged.
+names, and says who may move a branch it matches, and how, and what a pull request into it
+needs before it is merged.
 
-Floorless keeps the part that is about commit statuses: with ``enable_status_check`` a merge
-is refused until every required context (``status_check_contexts``, globs as Forgejo reads
-them) has ``success`` as its latest status on the pull request's head commit. Forgejo counts
-nothing else as passing: not ``warning``, not ``pending``, and a required context with no
-status at all is pending. With no context listed, the latest statuses of the head combined
-must be ``success`` (so a head with none is refused), as Forgejo has it.
+Every way a ref moves asks this module: git pushes (``hooks.py``, run by git for every push
+through floorless, AGit's ``refs/for/`` included), the contents and branch APIs, and merges
+(``merging.py``). What a rule says, in Forgejo's words (the API's field names):
 
-Who may merge anyway: no one by default. Forgejo lets a repository administrator force a
-merge past the rule unless the rule has ``apply_to_admins``; floorless does the same, and
-only when asked (``force``: the API's ``force_merge``, the merge form's "merge without the
-required checks"), never silently. ``merging.py`` asks ``refusal`` before every merge, so the
-web form and the API are held by the same rule.
+- **Deletion** of a protected branch is refused to everyone.
+- **Push** (``enable_push``): off, nobody may push to the branch; on, everyone who may write
+  to the repository may, or with ``enable_push_whitelist`` only the people named in
+  ``push_whitelist_usernames``. A merge through floorless is not a push: it is held by the
+  merge rules below.
+- **Force push** (``enable_force_push``, Gitea's name for it): off, no push may rewrite the
+  branch's history; on, whoever may push may, or with ``enable_force_push_allowlist`` only the
+  people named in ``force_push_allowlist_usernames``.
+- **Protected file patterns** (``protected_file_patterns``, globs separated by ``;``, case
+  insensitive, ``*`` not crossing ``.`` or ``/``): a push that changes a matching file is
+  refused, and a pull request that changes one is merged only by an administrator.
+  **Unprotected file patterns**: a push that changes only matching files is let through even
+  where pushing is off.
+- **Merges** wait for the required status checks (``enable_status_check``,
+  ``status_check_contexts``: globs, each of which must have ``success`` as its latest state
+  on the head; with none listed, every status of the head must), for ``required_approvals``
+  approvals (from anyone who may write, or with ``enable_approvals_whitelist`` from the
+  people in ``approvals_whitelist_username``; an approval of an earlier head does not count
+  with ``dismiss_stale_approvals`` or ``ignore_stale_approvals``), for no request for changes
+  (``block_on_rejected_reviews``), and for a head that contains the base branch
+  (``block_on_outdated_branch``). With ``enable_merge_whitelist`` only the people in
+  ``merge_whitelist_usernames`` may merge.
+- **Administrators** of the repository are bound by every rule when ``apply_to_admins`` is
+  set. Without it they may push and force-push past the rule, and merge past its checks and
+  approvals when they ask to (``force``: the API's ``force_merge``, the merge form's "merge
+  without the required checks"), never silently. Deletion stays refused.
+
+floorless has no teams: a rule naming one is refused. It does not verify commit signatures,
+so ``require_signed_commits`` cannot be set.
 
 Glob syntax is Forgejo's (gobwas/glob): ``*`` any run of characters (in a rule name, not
 ``/``), ``**`` any run, ``?`` one character, ``[abc]``, ``[!a-z]``, ``{a,b}``, ``\\`` to take
@@ -21,11 +43,14 @@ the next character as it is. A rule whose name has none of these matches that br
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from floorless.db import Database, IntegrityError, Row
 from floorless.errors import BadRequest, FloorlessError, NotFound
@@ -34,6 +59,8 @@ from floorless.statuses import Status, worst
 
 RULE_MAX = 255
 CONTEXTS_MAX = 50  # required contexts of one rule
+NAMES_MAX = 100  # people named in one list of a rule
+PATTERNS_MAX = 2000  # characters of a file pattern list
 _SPECIAL = frozenset("*?[]{}\\")
 
 
@@ -49,6 +76,12 @@ class Exists(FloorlessError):
     status = 403
 
 
+class Protected(FloorlessError):
+    """A ref move the branch's protection refuses (a push, a deletion, a file written)."""
+
+    status = 403
+
+
 @dataclass(frozen=True)
 class Rule:
     id: int
@@ -58,11 +91,129 @@ class Rule:
     apply_to_admins: bool
     created_at: float
     updated_at: float
+    enable_push: bool = False
+    enable_push_whitelist: bool = False
+    push_whitelist_usernames: tuple[str, ...] = ()
+    enable_force_push: bool = False
+    enable_force_push_allowlist: bool = False
+    force_push_allowlist_usernames: tuple[str, ...] = ()
+    enable_merge_whitelist: bool = False
+    merge_whitelist_usernames: tuple[str, ...] = ()
+    required_approvals: int = 0
+    enable_approvals_whitelist: bool = False
+    approvals_whitelist_username: tuple[str, ...] = ()
+    block_on_rejected_reviews: bool = False
+    block_on_official_review_requests: bool = False
+    block_on_outdated_branch: bool = False
+    dismiss_stale_approvals: bool = False
+    ignore_stale_approvals: bool = False
+    protected_file_patterns: str = ""
+    unprotected_file_patterns: str = ""
 
     def matches(self, branch: str) -> bool:
         if not (_SPECIAL & set(self.rule)):
             return branch == self.rule
         return _compile(self.rule, "/").fullmatch(branch) is not None
+
+    def bound(self, is_admin: bool) -> bool:
+        """Whether the rule holds for someone (an administrator of the repository or not)."""
+        return self.apply_to_admins or not is_admin
+
+
+# The fields a rule keeps in its ``options`` (everything but its name, status checks and
+# ``apply_to_admins``, which have columns of their own), with their kinds.
+_BOOLS = (
+    "enable_push",
+    "enable_push_whitelist",
+    "enable_force_push",
+    "enable_force_push_allowlist",
+    "enable_merge_whitelist",
+    "enable_approvals_whitelist",
+    "block_on_rejected_reviews",
+    "block_on_official_review_requests",
+    "block_on_outdated_branch",
+    "dismiss_stale_approvals",
+    "ignore_stale_approvals",
+)
+_NAME_LISTS = (
+    "push_whitelist_usernames",
+    "force_push_allowlist_usernames",
+    "merge_whitelist_usernames",
+    "approvals_whitelist_username",
+)
+_TEAM_LISTS = (
+    "push_whitelist_teams",
+    "force_push_allowlist_teams",
+    "merge_whitelist_teams",
+    "approvals_whitelist_teams",
+)
+_PATTERNS = ("protected_file_patterns", "unprotected_file_patterns")
+# Forgejo's fields that floorless takes but that change nothing it does: deploy keys
+# (floorless has none yet) are never on a list.
+_IGNORED = ("push_whitelist_deploy_keys", "force_push_allowlist_deploy_keys")
+FIELDS = (
+    "enable_status_check",
+    "status_check_contexts",
+    "apply_to_admins",
+    "required_approvals",
+    "require_signed_commits",
+    *_BOOLS,
+    *_NAME_LISTS,
+    *_TEAM_LISTS,
+    *_PATTERNS,
+    *_IGNORED,
+)
+
+
+def clean_fields(data: Mapping[str, Any], known: Callable[[str], bool]) -> dict[str, Any]:
+    """The rule fields given in ``data`` (Forgejo's names), checked: what is absent stays as
+    it is. ``known`` tells whether a user name is an account's. BadRequest names the first
+    field that is wrong."""
+    found: dict[str, Any] = {}
+    for name in ("enable_status_check", "apply_to_admins", *_BOOLS):
+        if data.get(name) is not None:
+            if not isinstance(data[name], bool):
+                raise BadRequest(f"{name} is true or false")
+            found[name] = data[name]
+    if data.get("status_check_contexts") is not None:
+        found["status_check_contexts"] = clean_contexts(_strings(data, "status_check_contexts"))
+    for name in _NAME_LISTS:
+        if data.get(name) is not None:
+            names = tuple(dict.fromkeys(n.strip() for n in _strings(data, name) if n.strip()))
+            if len(names) > NAMES_MAX:
+                raise BadRequest(f"{name} names at most {NAMES_MAX} people")
+            unknown = [n for n in names if not known(n)]
+            if unknown:
+                raise BadRequest(f"{name}: no such user {unknown[0][:100]!r}")
+            found[name] = names
+    for name in _TEAM_LISTS:
+        if data.get(name):
+            raise BadRequest(f"{name}: floorless has no teams; name people instead")
+    for name in _PATTERNS:
+        if data.get(name) is not None:
+            text = data[name]
+            if not isinstance(text, str) or len(text) > PATTERNS_MAX:
+                raise BadRequest(f"{name} is a text of globs separated by ';'")
+            try:
+                file_patterns(text)
+            except ValueError as exc:
+                raise BadRequest(f"{name}: not a glob: {exc}") from exc
+            found[name] = text.strip()
+    if data.get("required_approvals") is not None:
+        count = data["required_approvals"]
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 100:
+            raise BadRequest("required_approvals is a whole number from 0 to 100")
+        found["required_approvals"] = count
+    if data.get("require_signed_commits"):
+        raise BadRequest("floorless does not verify commit signatures: require_signed_commits")
+    return found
+
+
+def _strings(data: Mapping[str, Any], name: str) -> list[str]:
+    value = data[name]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{name} is a list of texts")
+    return value
 
 
 @dataclass(frozen=True)
@@ -96,6 +247,121 @@ def passing(found: Sequence[Check]) -> bool:
     return all(check.state == "success" for check in found)
 
 
+def file_patterns(text: str) -> list[re.Pattern[str]]:
+    """Forgejo's file patterns: globs separated by ``;``, matched against the lower-cased
+    path, ``*`` and ``?`` crossing neither ``.`` nor ``/``."""
+    return [_compile(p.strip().lower(), "./") for p in text.split(";") if p.strip()]
+
+
+def matching_files(text: str, paths: Sequence[str]) -> list[str]:
+    patterns = file_patterns(text)
+    return [p for p in paths if any(e.fullmatch(p.lower()) for e in patterns)]
+
+
+# -- moving a branch ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Move:
+    """A ref about to move: by whom (their account name; whether they administer the
+    repository), from ``old`` to ``new`` (hex; zeros for none), whether it rewrites history,
+    and the paths it changes (asked only when a rule has file patterns)."""
+
+    branch: str
+    actor: str
+    is_admin: bool
+    deleted: bool
+    forced: bool
+    changed: Callable[[], Sequence[str]]
+
+
+def push_refusal(rule: Rule | None, move: Move) -> str | None:
+    """Why ``rule`` refuses ``move`` as a push (or an API write straight to the branch), in
+    Forgejo's words; None when it allows it."""
+    if rule is None:
+        return None
+    branch = move.branch
+    if move.deleted:
+        return f"branch {branch} is protected from deletion"
+    bound = rule.bound(move.is_admin)
+    if not bound:
+        return None
+    actor = move.actor.lower()
+    if move.forced:
+        allowed = rule.enable_force_push and (
+            not rule.enable_force_push_allowlist
+            or actor in (n.lower() for n in rule.force_push_allowlist_usernames)
+        )
+        if not allowed:
+            return f"branch {branch} is protected from force push"
+    changed: Sequence[str] | None = None
+    if rule.protected_file_patterns:
+        changed = move.changed()
+        hit = matching_files(rule.protected_file_patterns, changed)
+        if hit:
+            return f"branch {branch} is protected from changing file {hit[0]}"
+    may_push = rule.enable_push and (
+        not rule.enable_push_whitelist
+        or actor in (n.lower() for n in rule.push_whitelist_usernames)
+    )
+    if may_push:
+        return None
+    if rule.unprotected_file_patterns and not move.forced:
+        changed = move.changed() if changed is None else changed
+        if changed and len(matching_files(rule.unprotected_file_patterns, changed)) == len(changed):
+            return None
+    return f"Not allowed to push to protected branch {branch}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A review that counts towards a merge: who, approve or request_changes, of which head."""
+
+    reviewer: str
+    state: str
+    commit: str
+    official: bool  # by someone the rule counts (a writer, or one on the approvals list)
+
+
+def merge_refusals(
+    rule: Rule,
+    actor: str,
+    found: Sequence[Check] | None,
+    verdicts: Sequence[Verdict],
+    head: str,
+    outdated: bool,
+    protected: Sequence[str],
+) -> list[str]:
+    """Everything ``rule`` holds against merging a pull request into its branch now: its
+    checks (``found``, None when none are required), the latest ``verdicts`` of its
+    reviewers, whether the head lacks the base's tip, and the protected files it changes."""
+    reasons = []
+    if rule.enable_merge_whitelist and actor.lower() not in (
+        n.lower() for n in rule.merge_whitelist_usernames
+    ):
+        reasons.append("you are not on the list of who may merge into this branch")
+    if found is not None and not passing(found):
+        failing = ", ".join(f"{c.context} ({c.state})" for c in found if c.state != "success")
+        reasons.append(f"Not all required status checks successful: {failing}")
+    official = [v for v in verdicts if v.official]
+    if rule.required_approvals:
+        stale_out = rule.dismiss_stale_approvals or rule.ignore_stale_approvals
+        approvals = [
+            v for v in official if v.state == "approve" and (v.commit == head or not stale_out)
+        ]
+        if len(approvals) < rule.required_approvals:
+            reasons.append(
+                f"Does not have enough approvals: {len(approvals)} of {rule.required_approvals}"
+            )
+    if rule.block_on_rejected_reviews and any(v.state == "request_changes" for v in official):
+        reasons.append("There are requested changes")
+    if rule.block_on_outdated_branch and outdated:
+        reasons.append("The head branch is behind the base branch")
+    if protected:
+        reasons.append(f"It changes protected files: {', '.join(protected[:5])}")
+    return reasons
+
+
 def clean_rule(text: str) -> str:
     text = text.strip()
     if not text:
@@ -127,8 +393,31 @@ def clean_contexts(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+_OPTION_NAMES = frozenset(
+    f.name
+    for f in dataclasses.fields(Rule)
+    if f.name
+    not in (
+        "id",
+        "rule",
+        "enable_status_check",
+        "status_check_contexts",
+        "apply_to_admins",
+        "created_at",
+        "updated_at",
+    )
+)
+
+
 def _rule(row: Row) -> Rule:
     contexts = str(row["status_check_contexts"])
+    try:
+        stored = json.loads(row["options"] or "{}")
+    except ValueError:
+        stored = {}
+    options: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in stored.items() if k in _OPTION_NAMES
+    }
     return Rule(
         id=int(row["id"]),
         rule=row["rule"],
@@ -137,7 +426,21 @@ def _rule(row: Row) -> Rule:
         apply_to_admins=int(row["apply_to_admins"]) == 1,
         created_at=float(row["created_at"]),
         updated_at=float(row["updated_at"]),
+        **options,
     )
+
+
+def _options(rule: Rule) -> str:
+    return json.dumps(
+        {
+            name: list(value) if isinstance(value, tuple) else value
+            for name in sorted(_OPTION_NAMES)
+            if (value := getattr(rule, name)) != getattr(_DEFAULT, name)
+        }
+    )
+
+
+_DEFAULT = Rule(0, "", False, (), False, 0.0, 0.0)
 
 
 class Protections:
@@ -145,9 +448,12 @@ class Protections:
         self.db = db
 
     def rules(self, repo: Repo) -> list[Rule]:
+        return self.rules_of(repo.owner, repo.name)
+
+    def rules_of(self, owner: str, name: str) -> list[Rule]:
         rows = self.db.query(
             "SELECT * FROM branch_protections WHERE owner = ? AND name = ? ORDER BY id",
-            (repo.owner, repo.name),
+            (owner, name),
         )
         return [_rule(row) for row in rows]
 
@@ -161,24 +467,12 @@ class Protections:
         return _rule(row)
 
     def for_branch(self, repo: Repo, branch: str) -> Rule | None:
-        """The rule that protects ``branch``: the one named after it, else the first glob
-        (oldest first) that matches it."""
-        rules = self.rules(repo)
-        exact = [r for r in rules if r.rule == branch]
-        if exact:
-            return exact[0]
-        return next((r for r in rules if r.matches(branch)), None)
+        return pick(self.rules(repo), branch)
 
-    def create(
-        self,
-        repo: Repo,
-        rule: str,
-        enable_status_check: bool,
-        contexts: Sequence[str],
-        apply_to_admins: bool,
-    ) -> Rule:
+    def create(self, repo: Repo, rule: str, fields: Mapping[str, Any]) -> Rule:
+        """A new rule named ``rule`` with ``fields`` (``clean_fields``'s answer)."""
         rule = clean_rule(rule)
-        cleaned = clean_contexts(contexts)
+        made = dataclasses.replace(_DEFAULT, rule=rule, **fields)
         now = time.time()
         try:
             with self.db.transaction():
@@ -189,15 +483,16 @@ class Protections:
                     raise Exists("Branch protection already exist")
                 self.db.execute(
                     "INSERT INTO branch_protections (owner, name, rule, enable_status_check,"
-                    " status_check_contexts, apply_to_admins, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " status_check_contexts, apply_to_admins, options, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         repo.owner,
                         repo.name,
                         rule,
-                        1 if enable_status_check else 0,
-                        "\n".join(cleaned),
-                        1 if apply_to_admins else 0,
+                        1 if made.enable_status_check else 0,
+                        "\n".join(made.status_check_contexts),
+                        1 if made.apply_to_admins else 0,
+                        _options(made),
                         now,
                         now,
                     ),
@@ -206,30 +501,38 @@ class Protections:
             raise Exists("Branch protection already exist") from exc
         return self.get(repo, rule)
 
-    def edit(
-        self,
-        repo: Repo,
-        rule: str,
-        enable_status_check: bool | None = None,
-        contexts: Sequence[str] | None = None,
-        apply_to_admins: bool | None = None,
-    ) -> Rule:
-        """Change what is given of the rule ``rule``; what is None stays."""
+    def edit(self, repo: Repo, rule: str, fields: Mapping[str, Any]) -> Rule:
+        """Change the fields given of the rule ``rule``; the others stay."""
         with self.db.transaction():
             now = self.get(repo, rule)
-            check = now.enable_status_check if enable_status_check is None else enable_status_check
-            kept = now.status_check_contexts if contexts is None else clean_contexts(contexts)
-            admins = now.apply_to_admins if apply_to_admins is None else apply_to_admins
+            changed = dataclasses.replace(now, **fields)
             self.db.execute(
                 "UPDATE branch_protections SET enable_status_check = ?,"
-                " status_check_contexts = ?, apply_to_admins = ?, updated_at = ? WHERE id = ?",
-                (1 if check else 0, "\n".join(kept), 1 if admins else 0, time.time(), now.id),
+                " status_check_contexts = ?, apply_to_admins = ?, options = ?, updated_at = ?"
+                " WHERE id = ?",
+                (
+                    1 if changed.enable_status_check else 0,
+                    "\n".join(changed.status_check_contexts),
+                    1 if changed.apply_to_admins else 0,
+                    _options(changed),
+                    time.time(),
+                    now.id,
+                ),
             )
         return self.get(repo, rule)
 
     def delete(self, repo: Repo, rule: str) -> None:
         found = self.get(repo, rule)
         self.db.execute("DELETE FROM branch_protections WHERE id = ?", (found.id,))
+
+
+def pick(rules: Sequence[Rule], branch: str) -> Rule | None:
+    """The rule that protects ``branch``: the one named after it, else the first glob
+    (oldest first) that matches it."""
+    exact = [r for r in rules if r.rule == branch]
+    if exact:
+        return exact[0]
+    return next((r for r in rules if r.matches(branch)), None)
 
 
 @functools.lru_cache(maxsize=1024)

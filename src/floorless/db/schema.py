@@ -824,6 +824,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE repos ADD COLUMN topics TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    Migration(
+        20,
+        "branch protection as Forgejo has it: who may push, force-push and merge, approvals,"
+        " file patterns",
+        # the rule's fields beyond its status checks, as JSON (protections.py)
+        ("ALTER TABLE branch_protections ADD COLUMN options TEXT NOT NULL DEFAULT '{{}}'",),
+    ),
+    Migration(
+        21,
+        "merges scheduled to happen once a pull request's required checks pass",
+        (
+            # Forgejo's ``pull_auto_merge``: at most one per pull request, kept until it is
+            # merged, cancelled or fails (``automerge.py``); who asked, and how to merge.
+            """CREATE TABLE IF NOT EXISTS pull_automerges (
+                issue_id {bigint} PRIMARY KEY REFERENCES issues (id) ON DELETE CASCADE,
+                doer_id {bigint} NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                style TEXT NOT NULL,
+                message TEXT NOT NULL DEFAULT '',
+                delete_branch INTEGER NOT NULL DEFAULT 0,
+                url TEXT NOT NULL DEFAULT '',
+                created_at {real} NOT NULL
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -22,6 +22,7 @@ from pygit2.enums import ConfigLevel, ObjectType
 from floorless.errors import GitCommandError
 
 _GIT = shutil.which("git") or "git"
+HOOKS = ("pre-receive", "update", "proc-receive")
 _configured_libgit2 = False
 _lock = threading.Lock()
 
@@ -51,13 +52,14 @@ class GitEnvironment:
         if not self.config.exists():
             self.config.write_text("")
         self.hooks.mkdir(parents=True, exist_ok=True)
-        hook = self.hooks / "proc-receive"
-        script = f'#!/bin/sh\nexec "{sys.executable}" -m floorless.hooks proc-receive\n'
-        if not hook.exists() or hook.read_text() != script:
-            scratch = hook.with_name("proc-receive.new")
-            scratch.write_text(script)
-            scratch.chmod(0o755)
-            scratch.replace(hook)
+        for name in HOOKS:  # floorless.hooks: every push through floorless runs them
+            hook = self.hooks / name
+            script = f'#!/bin/sh\nexec "{sys.executable}" -m floorless.hooks {name} "$@"\n'
+            if not hook.exists() or hook.read_text() != script:
+                scratch = hook.with_name(f"{name}.new")
+                scratch.write_text(script)
+                scratch.chmod(0o755)
+                scratch.replace(hook)
         isolate_libgit2()
         bound_libgit2_memory(self.mapped_bytes, self.object_cache_bytes)
 

@@ -5,6 +5,7 @@ repository, so it is asked of git once at start rather than once per clone).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -104,11 +105,17 @@ class PktChecker:
 
 
 def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list[str]:
-    """git's arguments to serve one POST of ``service`` (after the ``--git-dir``). A push
-    never stores ``refs/for/*``: git hands those updates to a ``proc-receive`` hook, which
-    reads the push options git is told to accept. ``hooks``: floorless's hooks directory,
-    whose ``proc-receive`` is ``floorless.hooks`` (the AGit flow), for a push that updates
-    ``refs/for/*``; without it, the repository's own hooks run (and such an update fails)."""
+    """git's arguments to serve one POST of ``service`` (after the ``--git-dir``).
+
+    A push runs floorless's hooks (``hooks``, its hooks directory: ``floorless.hooks``) and
+    never a repository's own. It never stores ``refs/for/*``: git hands those updates to the
+    ``proc-receive`` hook (the AGit flow), which reads the push options git is told to
+    accept. Its pack is always indexed (never unpacked to loose objects), so that the
+    pre-receive hook can tell the objects the client sent from the bases git added to a thin
+    pack; git's automatic gc never runs (floorless collects, knowing what forks borrow); and
+    the refs of the repositories it borrows from are not advertised (``.have``): a fork's
+    pusher learns nothing of its parent's refs that way. Without ``hooks`` (listing refs
+    only), no hook runs."""
     config = list(UPLOAD_PACK_CONFIG) if service == "git-upload-pack" else []
     if service == "git-receive-pack":
         config = [
@@ -116,9 +123,15 @@ def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list
             "receive.procReceiveRefs=refs/for",
             "-c",
             "receive.advertisePushOptions=true",
+            "-c",
+            "receive.unpackLimit=0",
+            "-c",
+            "receive.autogc=false",
+            "-c",
+            "core.alternateRefsCommand=true",
+            "-c",
+            f"core.hooksPath={hooks if hooks is not None else os.devnull}",
         ]
-        if hooks is not None:
-            config += ["-c", f"core.hooksPath={hooks}"]
     return [*config, service.removeprefix("git-"), "--stateless-rpc", str(git_dir)]
 
 

@@ -22,13 +22,21 @@ from floorless.access import Level
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.git.oid import is_full
-from floorless.protections import Rule
+from floorless.protections import Rule, clean_fields
 from floorless.statuses import SORTS, STATES, Status, worst
 from floorless.web import urls
 from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
 from floorless.web.api.gitbase import GitApi, resolve_ref
 from floorless.web.api.gitshapes import Links
-from floorless.web.api.models import Person, RepoFacts, people, repo_json, rfc3339, user_json
+from floorless.web.api.models import (
+    Person,
+    RepoFacts,
+    people,
+    person,
+    repo_json,
+    rfc3339,
+    user_json,
+)
 from floorless.web.auth import Authenticator
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
@@ -45,9 +53,34 @@ _STATUS_BODY = {
     "context": Field("string", "what says so, e.g. ci/build"),
 }
 _PROTECTION_FIELDS = {
+    "enable_push": Field("boolean", "whoever may write may push to the branch"),
+    "enable_push_whitelist": Field("boolean", "only push_whitelist_usernames may push"),
+    "push_whitelist_usernames": Field("array", "who may push, with enable_push_whitelist"),
+    "push_whitelist_teams": Field("array", "floorless has no teams: empty"),
+    "push_whitelist_deploy_keys": Field("boolean", "taken, changes nothing"),
+    "enable_force_push": Field("boolean", "whoever may push may rewrite the branch"),
+    "enable_force_push_allowlist": Field("boolean", "only the allowlist may force-push"),
+    "force_push_allowlist_usernames": Field("array", "who may force-push"),
+    "force_push_allowlist_teams": Field("array", "floorless has no teams: empty"),
+    "force_push_allowlist_deploy_keys": Field("boolean", "taken, changes nothing"),
+    "enable_merge_whitelist": Field("boolean", "only merge_whitelist_usernames may merge"),
+    "merge_whitelist_usernames": Field("array", "who may merge, with enable_merge_whitelist"),
+    "merge_whitelist_teams": Field("array", "floorless has no teams: empty"),
     "enable_status_check": Field("boolean", "merges wait for the required status checks"),
     "status_check_contexts": Field("array", "the contexts (globs) that must succeed"),
-    "apply_to_admins": Field("boolean", "administrators cannot force a merge past the rule"),
+    "required_approvals": Field("integer", "approvals a merge needs"),
+    "enable_approvals_whitelist": Field("boolean", "only the listed people's approvals count"),
+    "approvals_whitelist_username": Field("array", "whose approvals count"),
+    "approvals_whitelist_teams": Field("array", "floorless has no teams: empty"),
+    "block_on_rejected_reviews": Field("boolean", "a request for changes holds the merge"),
+    "block_on_official_review_requests": Field("boolean", "taken, changes nothing"),
+    "block_on_outdated_branch": Field("boolean", "a head behind its base is not merged"),
+    "dismiss_stale_approvals": Field("boolean", "approvals of an earlier head do not count"),
+    "ignore_stale_approvals": Field("boolean", "approvals of an earlier head do not count"),
+    "require_signed_commits": Field("boolean", "not supported: false"),
+    "protected_file_patterns": Field("string", "globs (;) of files no push may change"),
+    "unprotected_file_patterns": Field("string", "globs (;) of files anyone may push"),
+    "apply_to_admins": Field("boolean", "administrators are held by the rule too"),
 }
 STATUS_SCHEMAS: dict[str, dict[str, str]] = {
     "CommitStatus": {
@@ -85,6 +118,8 @@ STATUS_SCHEMAS: dict[str, dict[str, str]] = {
             for k in (
                 "push_whitelist_usernames",
                 "push_whitelist_teams",
+                "force_push_allowlist_usernames",
+                "force_push_allowlist_teams",
                 "merge_whitelist_usernames",
                 "merge_whitelist_teams",
                 "status_check_contexts",
@@ -98,6 +133,9 @@ STATUS_SCHEMAS: dict[str, dict[str, str]] = {
                 "enable_push",
                 "enable_push_whitelist",
                 "push_whitelist_deploy_keys",
+                "enable_force_push",
+                "enable_force_push_allowlist",
+                "force_push_allowlist_deploy_keys",
                 "enable_merge_whitelist",
                 "enable_status_check",
                 "enable_approvals_whitelist",
@@ -136,32 +174,37 @@ def status_json(
 
 
 def protection_json(rule: Rule) -> dict[str, Any]:
-    """Forgejo's ``BranchProtection``, with what floorless does not enforce off and empty."""
+    """Forgejo's ``BranchProtection`` (with Gitea's force-push fields)."""
     return {
         "branch_name": rule.rule,
         "rule_name": rule.rule,
-        "enable_push": False,
-        "enable_push_whitelist": False,
-        "push_whitelist_usernames": [],
+        "enable_push": rule.enable_push,
+        "enable_push_whitelist": rule.enable_push_whitelist,
+        "push_whitelist_usernames": list(rule.push_whitelist_usernames),
         "push_whitelist_teams": [],
         "push_whitelist_deploy_keys": False,
-        "enable_merge_whitelist": False,
-        "merge_whitelist_usernames": [],
+        "enable_force_push": rule.enable_force_push,
+        "enable_force_push_allowlist": rule.enable_force_push_allowlist,
+        "force_push_allowlist_usernames": list(rule.force_push_allowlist_usernames),
+        "force_push_allowlist_teams": [],
+        "force_push_allowlist_deploy_keys": False,
+        "enable_merge_whitelist": rule.enable_merge_whitelist,
+        "merge_whitelist_usernames": list(rule.merge_whitelist_usernames),
         "merge_whitelist_teams": [],
         "enable_status_check": rule.enable_status_check,
         "status_check_contexts": list(rule.status_check_contexts),
-        "required_approvals": 0,
-        "enable_approvals_whitelist": False,
-        "approvals_whitelist_username": [],
+        "required_approvals": rule.required_approvals,
+        "enable_approvals_whitelist": rule.enable_approvals_whitelist,
+        "approvals_whitelist_username": list(rule.approvals_whitelist_username),
         "approvals_whitelist_teams": [],
-        "block_on_rejected_reviews": False,
-        "block_on_official_review_requests": False,
-        "block_on_outdated_branch": False,
-        "dismiss_stale_approvals": False,
-        "ignore_stale_approvals": False,
+        "block_on_rejected_reviews": rule.block_on_rejected_reviews,
+        "block_on_official_review_requests": rule.block_on_official_review_requests,
+        "block_on_outdated_branch": rule.block_on_outdated_branch,
+        "dismiss_stale_approvals": rule.dismiss_stale_approvals,
+        "ignore_stale_approvals": rule.ignore_stale_approvals,
         "require_signed_commits": False,
-        "protected_file_patterns": "",
-        "unprotected_file_patterns": "",
+        "protected_file_patterns": rule.protected_file_patterns,
+        "unprotected_file_patterns": rule.unprotected_file_patterns,
         "apply_to_admins": rule.apply_to_admins,
         "created_at": rfc3339(rule.created_at),
         "updated_at": rfc3339(rule.updated_at),
@@ -336,11 +379,12 @@ class _ProtectionApi(GitApi):
         return view
 
 
-def _flags(data: dict[str, Any]) -> tuple[bool | None, list[str] | None, bool | None]:
-    check = data.get("enable_status_check")
-    contexts = data.get("status_check_contexts")
-    admins = data.get("apply_to_admins")
-    return check, contexts, admins
+    def fields(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The rule's fields from a request body; a wrong one is Forgejo's 422."""
+        try:
+            return clean_fields(data, lambda name: person(self.forge.db, name) is not None)
+        except BadRequest as exc:
+            raise Unprocessable(str(exc)) from exc
 
 
 class BranchProtections(_ProtectionApi):
@@ -370,11 +414,9 @@ class BranchProtections(_ProtectionApi):
         view = self.admin(req, owner, repo)
         data = self.body(req)
         name = str(data.get("rule_name") or data.get("branch_name") or "")
-        check, contexts, admins = _flags(data)
+        fields = self.fields(data)
         try:
-            rule = self.forge.protections.create(
-                view.repo, name, bool(check), contexts or [], bool(admins)
-            )
+            rule = self.forge.protections.create(view.repo, name, fields)
         except BadRequest as exc:
             raise Unprocessable(str(exc)) from exc
         self.send(resp, protection_json(rule), 201)
@@ -414,12 +456,8 @@ class BranchProtection(_ProtectionApi):
         self.writer(req)
         view = self.admin(req, owner, repo)
         rule = self.forge.protections.get(view.repo, self._rule_name(req))  # 404 before 422
-        data = self.body(req)
-        check, contexts, admins = _flags(data)
-        try:
-            rule = self.forge.protections.edit(view.repo, rule.rule, check, contexts, admins)
-        except BadRequest as exc:
-            raise Unprocessable(str(exc)) from exc
+        fields = self.fields(self.body(req))
+        rule = self.forge.protections.edit(view.repo, rule.rule, fields)
         self.send(resp, protection_json(rule))
 
     def on_delete(

@@ -18,7 +18,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -32,13 +34,14 @@ from floorless.access import Level
 from floorless.errors import (
     BadRequest,
     FloorlessError,
+    Forbidden,
     GitCommandError,
     NotFound,
     Unauthorized,
     Unsupported,
 )
 from floorless.forge import Forge
-from floorless.git import protocol, reach, transport
+from floorless.git import protocol, pushreport, reach, transport
 from floorless.repos import Repo
 from floorless.web.api import hookpayloads
 from floorless.web.auth import viewer_of
@@ -53,14 +56,23 @@ _NO_CACHE = ["no-cache", "max-age=0", "must-revalidate"]
 
 
 class GitView(View):
-    def authorize(self, req: falcon.Request, owner: str, name: str, needed: Level) -> Repo:
+    def authorize(self, req: falcon.Request, owner: str, name: str, service: str) -> Repo:
+        """The repository, if the requester may use ``service`` on it. A push needs an
+        account with a write-scoped credential that may read the repository: whoever may
+        only read it may still propose changes (``refs/for/``), which ``Service`` checks
+        once it has read the updates."""
         req.context.plain = True
         try:
-            repo, _ = find_repo(self.forge, req, owner, name, needed)
+            repo, level = find_repo(self.forge, req, owner, name, Level.READ)
         except NotFound as exc:
             if viewer_of(req).anonymous:
                 raise Unauthorized("authentication required") from exc
             raise
+        if service == "git-receive-pack" and level < Level.WRITE:
+            viewer = viewer_of(req)
+            if not self.forge.policy.may_propose(viewer, level):
+                self.forge.policy.require(viewer, repo, Level.WRITE)  # its 401 or 403
+        req.context.git_level = level
         return repo
 
     def environment(self, req: falcon.Request, repo: Repo | None = None) -> dict[str, str]:
@@ -72,7 +84,7 @@ class GitView(View):
         if account is not None:
             env["GIT_COMMITTER_NAME"] = account.name
             env["GIT_COMMITTER_EMAIL"] = account.email or f"{account.name}@floorless"
-            if repo is not None:  # for a push's proc-receive hook (floorless.hooks)
+            if repo is not None:  # for a push's hooks (floorless.hooks)
                 env.update(hook_environment(self.forge, req, repo, account.id))
         return env
 
@@ -80,24 +92,25 @@ class GitView(View):
 def hook_environment(
     forge: Forge, req: falcon.Request, repo: Repo, account_id: int
 ) -> dict[str, str]:
-    """What ``floorless.hooks`` is told by the forge, never by the client: who pushes, where,
-    the database, the public URL, and where floorless's own code is."""
+    """What ``floorless.hooks`` is told by the forge, never by the client: who pushes, with
+    which access, where, the repositories whose refs the pusher may build on besides this
+    one's (those it borrows objects from that the pusher may read now), the database, the
+    public URL, and where floorless's own code is."""
     database = forge.settings.database  # the hook runs in the repository's directory
     if database.startswith("sqlite:///"):
         database = database.removeprefix("sqlite:///")
     if "://" not in database:
         database = str(Path(database).resolve())
+    viewer = viewer_of(req)
     return {
         hooks.ENV_DATABASE: database,
         hooks.ENV_ACCOUNT: str(account_id),
         hooks.ENV_REPO: repo.full_name,
         hooks.ENV_URL: public_url(forge.settings, req),
+        hooks.ENV_LEVEL: str(int(forge.policy.level(viewer, repo))),
+        hooks.ENV_BORROWED: "\n".join(str(p.path) for p in forge.readable_lenders(viewer, repo)),
         "PYTHONPATH": str(Path(floorless.__file__).resolve().parent.parent),
     }
-
-
-def _needed(service: str) -> Level:
-    return Level.WRITE if service == "git-receive-pack" else Level.READ
 
 
 class InfoRefs(GitView):
@@ -114,7 +127,7 @@ class InfoRefs(GitView):
                 description="floorless serves git's smart HTTP protocol only "
                 "(info/refs?service=git-upload-pack or git-receive-pack)",
             )
-        found = self.authorize(req, owner, repo, _needed(service))
+        found = self.authorize(req, owner, repo, service)
         resp.content_type = f"application/x-{service}-advertisement"
         resp.cache_control = _NO_CACHE
         env = self.environment(req)
@@ -157,33 +170,49 @@ class Service(GitView):
         self.limit = self.settings.max_push_bytes if push else self.settings.max_fetch_request_bytes
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found = self.authorize(req, owner, repo, _needed(self.service))
+        found = self.authorize(req, owner, repo, self.service)
         expected = f"application/x-{self.service}-request"
         if (req.content_type or "").split(";")[0].strip().lower() != expected:
             raise Unsupported(f"a {self.service} request has Content-Type {expected}")
         body = request_body(req, self.limit)  # checks the encoding and length before git starts
-        hooks = None
-        updates: list[hookpayloads.Update] = []
+        resp.content_type = f"application/x-{self.service}-result"
+        resp.cache_control = _NO_CACHE
         if self.service == "git-receive-pack":
-            # The commands come first: a push to refs/for/* (AGit) runs floorless's hooks.
-            first = next(body, b"")
-            body = itertools.chain([first], body)
-            hooks = self.forge.git.hooks if b" refs/for/" in first else None
-            updates = hookpayloads.commands(first)
-        if self.service == "git-upload-pack":  # nothing by id that no ref reaches
-            allowed = self.forge.fetchable(found)
-            body, refused = reach.screen_wants(body, allowed, self.forge.git.tmp)
-            if refused is not None:
-                resp.content_type = f"application/x-{self.service}-result"
-                resp.data = refused
-                return
-        checker = protocol.PktChecker(commands_only=self.service == "git-receive-pack")
+            resp.data = self.push(req, found, body)
+            return
+        allowed = self.forge.fetchable(found)  # nothing by id that no ref reaches
+        body, refused = reach.screen_wants(body, allowed, self.forge.git.tmp)
+        if refused is not None:
+            resp.data = refused
+            return
+        checker = protocol.PktChecker(commands_only=False)
+        output = self.start(req, found, body, checker, None)
+        if not output.first():
+            self.nothing(found, output)
+            resp.data = b""
+            return
+        resp.stream = output
+
+    def start(
+        self,
+        req: falcon.Request,
+        found: Repo,
+        body: Iterator[bytes],
+        checker: protocol.PktChecker,
+        work: Path | None,
+    ) -> transport.GitBody:
+        """Run the service's git with ``body`` as its input, read whole before it answers."""
         errors = tempfile.TemporaryFile(dir=self.forge.git.tmp)  # noqa: SIM115 (GitBody closes it)
+        env = self.environment(req, found)
+        if work is not None:
+            env[hooks.ENV_DIR] = str(work)
         try:
             proc = self.forge.git.popen(
                 found.path,
-                protocol.service_args(self.service, found.path, hooks),
-                extra_env=self.environment(req, found),
+                protocol.service_args(
+                    self.service, found.path, self.forge.git.hooks if work is not None else None
+                ),
+                extra_env=env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors,
@@ -197,33 +226,101 @@ class Service(GitView):
         except BaseException:
             output.close()
             raise
-        if not output.first():
-            # Nothing to say is an answer when git agrees: a push of more than git's
-            # http.postBuffer first probes with a bare flush.
-            failed = not output.succeeded()
-            if failed:
-                log.warning("%s %s: %s", found.full_name, self.service, output.reason())
-            output.close()
-            if failed:
-                raise BadRequest("git refused the request: malformed or unexpected request")
-            resp.content_type = f"application/x-{self.service}-result"
-            resp.cache_control = _NO_CACHE
-            resp.data = b""
+        return output
+
+    def nothing(self, found: Repo, output: transport.GitBody) -> None:
+        """git said nothing: an answer when it agrees (a push of more than git's
+        http.postBuffer first probes with a bare flush)."""
+        failed = not output.succeeded()
+        if failed:
+            log.warning("%s %s: %s", found.full_name, self.service, output.reason())
+        output.close()
+        if failed:
+            raise BadRequest("git refused the request: malformed or unexpected request")
+
+    def push(self, req: falcon.Request, found: Repo, body: Iterator[bytes]) -> bytes:
+        """A push: git's answer as ``git/pushreport.py`` makes it, once git has ended and the
+        forge has taken the push in (pages, index, pull requests, webhooks)."""
+        request = pushreport.read_request(body)
+        viewer = viewer_of(req)
+        level = req.context.git_level
+        if level < Level.WRITE and any(not u[2].startswith(hooks.PREFIX) for u in request.updates):
+            raise Forbidden(
+                f"{viewer.name} may read but not push to {found.full_name}"
+                " (a change can be proposed with git push origin HEAD:refs/for/<branch>/<topic>)"
+            )
+        work = Path(tempfile.mkdtemp(prefix="push-", dir=self.forge.git.tmp))
+        try:
+            if request.pack_count is not None:
+                (work / hooks.PACK_COUNT).write_text(str(request.pack_count))
+            checker = protocol.PktChecker(commands_only=True)
+            stream = itertools.chain([request.head], request.rest)
+            output = self.start(req, found, stream, checker, work)
+            try:
+                report = output.first() + b"".join(output)
+                if b"\nng " in b"\n" + b"\n".join(pushreport.parse_report(report)):
+                    log.info("%s: git refused part of a push: %s", found.full_name, output.reason())
+            finally:
+                output.close()
+            if not request.updates:
+                return report
+            self.took_in(req, found, request, work)
+            return self.answer(found, request, report, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def answer(self, found: Repo, request: pushreport.Request, report: bytes, work: Path) -> bytes:
+        try:
+            verdicts = json.loads((work / hooks.VERDICTS).read_text())
+        except (OSError, ValueError):
+            verdicts = {}
+        refusals = {str(k): str(v) for k, v in verdicts.get("refs", {}).items()}
+        try:
+            messages = (work / hooks.MESSAGES).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            messages = []
+        if refusals:
+            log.info("%s: push refused: %s", found.full_name, refusals)
+        lines = pushreport.rewrite(
+            pushreport.parse_report(report),
+            refusals,
+            bool(verdicts.get("unusable_pack")),
+            [u[2] for u in request.updates],
+        )
+        if b"report-status" not in request.capabilities and not any(
+            c.startswith(b"report-status") for c in request.capabilities
+        ):
+            lines = []
+        return pushreport.answer(lines, messages, request.side_band)
+
+    def took_in(
+        self, req: falcon.Request, found: Repo, request: pushreport.Request, work: Path
+    ) -> None:
+        """After git ended: the refs, caches and index learn of the push, then its webhooks
+        (the updates git applied, and the pull requests an AGit push opened or moved)."""
+        pusher, public = viewer_of(req).account, public_url(self.settings, req)
+        self.forge.after_push(found)
+        updates = [
+            hookpayloads.Update(old, new, ref)
+            for old, new, ref in request.updates
+            if ref.startswith(("refs/heads/", "refs/tags/"))
+        ]
+        try:
+            hookpayloads.pushed(self.forge, found, pusher, updates, public)
+        except (FloorlessError, OSError, ValueError) as exc:
+            log.warning("%s: the push's webhook events: %s", found.full_name, exc)
+        try:
+            changes = json.loads((work / hooks.CHANGES).read_text())
+        except (OSError, ValueError):
             return
-        if self.service == "git-receive-pack":
-            pusher, public = viewer_of(req).account, public_url(self.settings, req)
-
-            def ended() -> None:
-                self.forge.after_push(found)
-                try:
-                    hookpayloads.pushed(self.forge, found, pusher, updates, public)
-                except (FloorlessError, OSError, ValueError) as exc:
-                    log.warning("%s: the push's webhook events: %s", found.full_name, exc)
-
-            output.on_end = ended
-        resp.content_type = f"application/x-{self.service}-result"
-        resp.cache_control = _NO_CACHE
-        resp.stream = output
+        for change in changes if isinstance(changes, list) else []:
+            try:
+                pull = self.forge.pulls.get(found.owner, found.name, int(change["number"]))
+            except (FloorlessError, KeyError, TypeError, ValueError):
+                continue
+            if change.get("action") == "opened":
+                self.forge.issues.wrote(pull.issue, pusher, pull.issue.body)
+            self.forge.issues.changed(pull.issue, pusher, str(change.get("action")))
 
 
 def request_body(req: falcon.Request, limit: int) -> Iterator[bytes]:

@@ -15,6 +15,7 @@ import falcon
 
 from floorless.access import ROLES, Level
 from floorless.errors import BadRequest, FloorlessError, Forbidden, NotFound
+from floorless.protections import clean_fields
 from floorless.pulls import MERGE_STYLES, Features
 from floorless.repos import Repo
 from floorless.web import auth, urls
@@ -96,17 +97,14 @@ class Settings(FormView):
         raise falcon.HTTPSeeOther(urls.settings(repo))
 
     def do_protect(self, repo: Repo, form: dict[str, str]) -> None:
-        """Make or change the rule named ``rule``: whether merges wait for status checks,
-        the contexts required (one per line), and whether administrators are held too."""
+        """Make or change the rule named ``rule`` from its form (``rule_form``)."""
         rule = form.get("rule", "").strip()
-        check = form.get("enable_status_check") == "on"
-        contexts = form.get("contexts", "").splitlines()
-        admins = form.get("apply_to_admins") == "on"
+        fields = clean_fields(rule_form(form), lambda name: person(self.forge.db, name) is not None)
         protections = self.forge.protections
         if any(r.rule == rule for r in protections.rules(repo)):
-            protections.edit(repo, rule, check, contexts, admins)
+            protections.edit(repo, rule, fields)
         else:
-            protections.create(repo, rule, check, contexts, admins)
+            protections.create(repo, rule, fields)
         raise falcon.HTTPSeeOther(urls.settings(repo) + "#protection")
 
     def do_unprotect(self, repo: Repo, form: dict[str, str]) -> None:
@@ -294,4 +292,38 @@ def _hook_fields(form: dict[str, str]) -> dict[str, Any]:
         "events": [e for e in EVENTS if form.get(f"event-{e}") == "on"],
         "branch_filter": form.get("branch_filter", ""),
         "active": form.get("active") == "on",
+    }
+
+
+def rule_form(form: dict[str, str]) -> dict[str, Any]:
+    """A protection rule's fields, in Forgejo's names, from the settings page's form: the
+    push choice (``push``: none, all, listed), the force-push choice (``force_push``), and
+    the checkboxes, lists (one name or context a line) and patterns."""
+    push = form.get("push", "none")
+    force = form.get("force_push", "none")
+
+    def names(key: str) -> list[str]:
+        return [line.strip() for line in form.get(key, "").splitlines() if line.strip()]
+
+    approvals = form.get("required_approvals", "0").strip() or "0"
+    return {
+        "enable_push": push in ("all", "listed"),
+        "enable_push_whitelist": push == "listed",
+        "push_whitelist_usernames": names("push_users"),
+        "enable_force_push": force in ("all", "listed"),
+        "enable_force_push_allowlist": force == "listed",
+        "force_push_allowlist_usernames": names("force_push_users"),
+        "enable_status_check": form.get("enable_status_check") == "on",
+        "status_check_contexts": names("contexts"),
+        "required_approvals": int(approvals) if approvals.isdigit() else -1,
+        "enable_approvals_whitelist": bool(names("approvers")),
+        "approvals_whitelist_username": names("approvers"),
+        "dismiss_stale_approvals": form.get("dismiss_stale_approvals") == "on",
+        "block_on_rejected_reviews": form.get("block_on_rejected_reviews") == "on",
+        "block_on_outdated_branch": form.get("block_on_outdated_branch") == "on",
+        "enable_merge_whitelist": bool(names("mergers")),
+        "merge_whitelist_usernames": names("mergers"),
+        "protected_file_patterns": form.get("protected_file_patterns", ""),
+        "unprotected_file_patterns": form.get("unprotected_file_patterns", ""),
+        "apply_to_admins": form.get("apply_to_admins") == "on",
     }

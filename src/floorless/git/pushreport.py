@@ -1,0 +1,184 @@
+"""A push's answer, made by floorless from git's: the same for a hidden object as for none.
+
+``git receive-pack`` checks that what a push points at exists; floorless's hook then checks
+that the pusher may reach it (``pushgate.py``). Left to itself, git would answer the two
+refusals differently: a missing object is ``missing necessary objects`` with git's own
+``fatal: bad object`` line on the side band, a hidden one a hook's refusal. So git is asked
+without the side band (its messages go to the server's log, not to the client), and its
+report is rewritten here: each update the hook refused for its objects reads exactly as
+git's own refusal of a missing object, a pack whose thin bases the pusher may not use reads
+as a pack git could not complete, and the hooks' messages for the pusher (a pull request's
+address, why a protected branch refused) go on the side band the client asked for.
+
+The request's first pkt-lines are its updates (``old new ref``, the first with the client's
+capabilities after a NUL), then a flush, then the push options and a flush when the client
+asked for them, then the pack, whose 12-byte header says how many objects it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from floorless.errors import BadRequest
+
+SIDE_BANDS = (b"side-band-64k", b"side-band")
+MAX_PREFIX = 64 << 20  # bytes of updates and options before the pack
+FLUSH = b"0000"
+
+
+def pkt(payload: bytes) -> bytes:
+    return b"%04x" % (len(payload) + 4) + payload
+
+
+@dataclass
+class Request:
+    """The start of a push's body: its updates, the client's capabilities, the number of
+    objects its pack announces (None without a pack), and the body as git is to read it
+    (the side band removed from the capabilities), the rest of the body after it."""
+
+    updates: list[tuple[str, str, str]] = field(default_factory=list)
+    capabilities: list[bytes] = field(default_factory=list)
+    pack_count: int | None = None
+    head: bytes = b""
+    rest: Iterator[bytes] = field(default_factory=lambda: iter(()))
+
+    @property
+    def side_band(self) -> bytes | None:
+        return next((c for c in SIDE_BANDS if c in self.capabilities), None)
+
+
+def read_request(body: Iterator[bytes]) -> Request:
+    """Read the updates, options and the pack's header from ``body``; BadRequest when they
+    are malformed."""
+    buffer = bytearray()
+    at = 0
+    found = Request()
+    options = False
+    sections = 0  # flushes seen: 1 after the updates, 2 after the push options
+    first = True
+
+    def need(size: int) -> bool:
+        while len(buffer) < at + size:
+            piece = next(body, None)
+            if piece is None:
+                return False
+            buffer.extend(piece)
+            if len(buffer) > MAX_PREFIX:
+                raise BadRequest("the push's updates never end")
+        return True
+
+    head = bytearray()
+    while sections < (2 if options else 1):
+        if not need(4):
+            if at == len(buffer) and not found.updates and sections == 0 and not head:
+                break  # an empty body: git answers it
+            raise BadRequest("malformed git request: the push commands never end")
+        try:
+            size = int(bytes(buffer[at : at + 4]), 16)
+        except ValueError as exc:
+            raise BadRequest("malformed git request: bad pkt-line length") from exc
+        if size == 0:
+            head += FLUSH
+            at += 4
+            sections += 1
+            continue
+        if size < 5 or not need(size):
+            raise BadRequest("malformed git request: bad pkt-line length")
+        payload = bytes(buffer[at + 4 : at + size])
+        at += size
+        if sections == 1:
+            head += pkt(payload)  # a push option
+            continue
+        line, nul, caps = payload.rstrip(b"\n").partition(b"\0")
+        if line.startswith(b"shallow "):
+            head += pkt(payload)
+            continue
+        if first and nul:
+            first = False
+            found.capabilities = caps.split()
+            options = b"push-options" in found.capabilities
+            kept = b" ".join(c for c in found.capabilities if c not in SIDE_BANDS)
+            payload = line + b"\0" + kept + b"\n"
+        parts = line.decode("utf-8", "replace").split(" ", 2)
+        if len(parts) != 3:
+            raise BadRequest("malformed git request: an update is not 'old new ref'")
+        found.updates.append((parts[0], parts[1], parts[2]))
+        head += pkt(payload)
+    if need(12) and buffer[at : at + 4] == b"PACK":
+        found.pack_count = int.from_bytes(buffer[at + 8 : at + 12], "big")
+    found.head = bytes(head)
+    tail = bytes(buffer[at:])
+    found.rest = _chain(tail, body)
+    return found
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from rest
+
+
+def parse_report(data: bytes) -> list[bytes]:
+    """git's report (pkt-lines up to a flush) as its lines, without their newlines."""
+    lines = []
+    at = 0
+    while at + 4 <= len(data):
+        try:
+            size = int(data[at : at + 4], 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        if size < 4 or at + size > len(data):
+            break
+        lines.append(data[at + 4 : at + size].rstrip(b"\n"))
+        at += size
+    return lines
+
+
+def rewrite(
+    lines: Sequence[bytes],
+    refusals: dict[str, str],
+    unusable_pack: bool,
+    refs: Sequence[str],
+) -> list[bytes]:
+    """git's report with floorless's refusals in it: each refused ref's line reads ``ng REF
+    REASON`` (its ``option`` lines dropped); with ``unusable_pack``, the report git gives
+    for a pack it cannot complete, for every ref of the push."""
+    if unusable_pack:
+        return [b"unpack index-pack abnormal exit"] + [
+            b"ng " + ref.encode() + b" unpacker error" for ref in refs
+        ]
+    out: list[bytes] = []
+    skipping = False
+    for line in lines:
+        if line.startswith(b"option "):
+            if not skipping:
+                out.append(line)
+            continue
+        skipping = False
+        if line.startswith((b"ok ", b"ng ")):
+            ref = line[3:].split(b" ", 1)[0].decode("utf-8", "replace")
+            if ref in refusals:
+                out.append(b"ng " + line[3:].split(b" ", 1)[0] + b" " + refusals[ref].encode())
+                skipping = True
+                continue
+        out.append(line)
+    return out
+
+
+def answer(lines: Sequence[bytes], messages: Sequence[str], side_band: bytes | None) -> bytes:
+    """The answer to send: the report's pkt-lines, on band 1 with ``messages`` on band 2
+    before it when the client asked for a side band."""
+    report = b"".join(pkt(line + b"\n") for line in lines) + FLUSH if lines else b""
+    if side_band is None:
+        return report
+    size = 65515 if side_band == b"side-band-64k" else 995
+    out = bytearray()
+    text = "".join(m.rstrip("\n") + "\n" for m in messages).encode("utf-8", "replace")
+    for start in range(0, len(text), size):
+        out += pkt(b"\x02" + text[start : start + size])
+    for start in range(0, len(report), size):
+        out += pkt(b"\x01" + report[start : start + size])
+    return bytes(out + FLUSH)
