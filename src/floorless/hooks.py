@@ -56,7 +56,7 @@ from floorless.db import Database, open_database
 from floorless.errors import FloorlessError
 from floorless.git import pushgate
 from floorless.issues import Change, Issues
-from floorless.protections import Move, Protections, pick, push_refusal
+from floorless.protections import Protections, move_of, pick, push_refusal
 from floorless.pulls import Pulls
 
 PREFIX = "refs/for/"
@@ -310,28 +310,6 @@ def _tips(handle: pygit2.Repository) -> list[str]:
     return found
 
 
-def _changed(handle: pygit2.Repository, old: str, new: str) -> Callable[[], list[str]]:
-    """The paths a branch's move from ``old`` to ``new`` changes, worked out when asked."""
-
-    def paths() -> list[str]:
-        if set(old) == {"0"} or set(new) == {"0"}:
-            return []
-        try:
-            before = handle[old].peel(pygit2.Tree)
-            after = handle[new].peel(pygit2.Tree)
-            diff = before.diff_to_tree(after)
-        except (KeyError, ValueError, AttributeError, pygit2.GitError):
-            return []
-        found = []
-        for delta in diff.deltas:
-            for path in {delta.old_file.path, delta.new_file.path}:
-                if path:
-                    found.append(path)
-        return sorted(set(found))
-
-    return paths
-
-
 def judge(
     handle: pygit2.Repository,
     git_dir: Path,
@@ -376,26 +354,11 @@ def judge(
             rule = pick(known, branch)
             if rule is None:
                 continue
-            deleted = set(command.new) == {"0"}
-            created = set(command.old) == {"0"}
-            forced = not deleted and not created and not _descends(handle, command)
-            move = Move(
-                branch, actor, level >= ADMIN, deleted, forced,
-                _changed(handle, command.old, command.new),
-            )  # fmt: skip
+            move = move_of(handle, branch, actor, level >= ADMIN, command.old, command.new)
             refusal = push_refusal(rule, move)
             if refusal is not None:
                 reasons[command.ref] = refusal
     return reasons, bases_ok
-
-
-def _descends(handle: pygit2.Repository, command: Command) -> bool:
-    if command.old == command.new:
-        return True
-    try:
-        return bool(handle.descendant_of(pygit2.Oid(hex=command.new), pygit2.Oid(hex=command.old)))
-    except (KeyError, ValueError, pygit2.GitError):
-        return False
 
 
 def pre_receive(stdin: BinaryIO) -> int:

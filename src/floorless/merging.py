@@ -38,7 +38,14 @@ from floorless.background import start as start_thread
 from floorless.errors import BadRequest, Conflict, FloorlessError, GitCommandError, NotFound
 from floorless.git import merge as engine
 from floorless.git.refs import RefSnapshot
-from floorless.protections import DisallowedToMerge, checks, passing
+from floorless.protections import (
+    DisallowedToMerge,
+    Rule,
+    Verdict,
+    checks,
+    matching_files,
+    merge_refusals,
+)
 from floorless.pulls import Pull
 from floorless.repos import Repo
 
@@ -292,24 +299,64 @@ class Merger:
         return result
 
     def required(self, repo: Repo, pull: Pull, head: str, actor: Account, force: bool) -> None:
-        """Refuse (``DisallowedToMerge``, Forgejo's 405) a merge into a branch whose
-        protection requires status checks that ``head`` has not passed (``protections.py``
-        says which pass, and who may force a merge past them)."""
+        """Refuse (``DisallowedToMerge``, Forgejo's 405) a merge of ``head`` into a branch
+        whose protection rule holds it: required checks, approvals, requests for changes, an
+        outdated head, protected files, who may merge (``protections.merge_refusals``). An
+        administrator the rule does not bind may force it past them (``force``)."""
         rule = self.forge.protections.for_branch(repo, pull.base_branch)
-        if rule is None or not rule.enable_status_check:
+        if rule is None:
             return
-        found = checks(rule, self.forge.statuses.latest(repo, head))
-        if passing(found):
+        policy, viewer = self.forge.policy, Viewer(actor)
+        level = policy.level(viewer, repo)
+        found = None
+        if rule.enable_status_check:
+            found = checks(rule, self.forge.statuses.latest(repo, head))
+        handle = self.forge.open(repo)
+        base = self._tip(handle, f"refs/heads/{pull.base_branch}")
+        outdated = False
+        if rule.block_on_outdated_branch and base:
+            outdated = base != head and not handle.descendant_of(
+                pygit2.Oid(hex=head), pygit2.Oid(hex=base)
+            )
+        protected: list[str] = []
+        if rule.protected_file_patterns and base and rule.bound(level >= Level.ADMIN):
+            protected = matching_files(
+                rule.protected_file_patterns, engine.changed_paths(handle, base, head)
+            )
+        reasons = merge_refusals(
+            rule, actor.name, found, self.verdicts(repo, pull, rule), head, outdated, protected
+        )
+        if not reasons:
             return
-        if force:
-            level = self.forge.policy.level(Viewer(actor), repo)
-            if self.forge.policy.may_force_merge(Viewer(actor), level, rule.apply_to_admins):
-                log.info(
-                    "%s: #%d merged past its checks by %s", repo.full_name, pull.number, actor.name
+        if force and policy.may_force_merge(viewer, level, rule.apply_to_admins):
+            log.info("%s: #%d merged past its rule by %s", repo.full_name, pull.number, actor.name)
+            return
+        raise DisallowedToMerge("; ".join(reasons))
+
+    def verdicts(self, repo: Repo, pull: Pull, rule: Rule) -> list[Verdict]:
+        """The latest approval or request for changes of each reviewer of ``pull``, and
+        whether the rule counts it: theirs when it lists whose approvals count, else anyone's
+        who may write to the repository."""
+        rows = self.forge.db.query(
+            "SELECT a.name, r.state, r.commit_oid FROM reviews r"
+            " JOIN accounts a ON a.id = r.author_id WHERE r.issue_id = ?"
+            " AND r.submitted_at IS NOT NULL AND r.state IN ('approve', 'request_changes')"
+            " ORDER BY r.submitted_at, r.id",
+            (pull.issue.id,),
+        )
+        latest = {str(row["name"]): row for row in rows}
+        listed = {n.lower() for n in rule.approvals_whitelist_username}
+        found = []
+        for name, row in latest.items():
+            if rule.enable_approvals_whitelist:
+                official = name.lower() in listed
+            else:
+                account = self.forge.accounts.get(name)
+                official = account is not None and (
+                    self.forge.policy.level(Viewer(account), repo) >= Level.WRITE
                 )
-                return
-        failing = ", ".join(f"{c.context} ({c.state})" for c in found if c.state != "success")
-        raise DisallowedToMerge(f"Not all required status checks successful: {failing}")
+            found.append(Verdict(name, str(row["state"]), str(row["commit_oid"]), official))
+        return found
 
     def finish(self, pull: Pull, actor: Account, result: str, style: str) -> None:
         """Record the merge, once the base branch is at ``result``."""

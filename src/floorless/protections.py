@@ -52,6 +52,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pygit2
+
 from floorless.db import Database, IntegrityError, Row
 from floorless.errors import BadRequest, FloorlessError, NotFound
 from floorless.repos import Repo
@@ -273,6 +275,40 @@ class Move:
     deleted: bool
     forced: bool
     changed: Callable[[], Sequence[str]]
+
+
+def move_of(
+    handle: pygit2.Repository, branch: str, actor: str, is_admin: bool, old: str, new: str
+) -> Move:
+    """The move of ``branch`` from ``old`` to ``new`` (hex; zeros, or "", for none) in
+    ``handle``, by ``actor``: whether it deletes the branch or rewrites its history, and
+    (when asked) the paths it changes."""
+    deleted = not new or set(new) == {"0"}
+    created = not old or set(old) == {"0"}
+    forced = not deleted and not created and old != new and not _descends(handle, new, old)
+
+    def changed() -> list[str]:
+        if deleted or created:
+            return []
+        try:
+            before = handle[old].peel(pygit2.Tree)
+            after = handle[new].peel(pygit2.Tree)
+            diff = before.diff_to_tree(after)
+        except (KeyError, ValueError, pygit2.GitError):
+            return []
+        paths: set[str] = set()
+        for delta in diff.deltas:
+            paths.update(p for p in (delta.old_file.path, delta.new_file.path) if p)
+        return sorted(paths)
+
+    return Move(branch, actor, is_admin, deleted, forced, changed)
+
+
+def _descends(handle: pygit2.Repository, new: str, old: str) -> bool:
+    try:
+        return bool(handle.descendant_of(pygit2.Oid(hex=new), pygit2.Oid(hex=old)))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
 
 
 def push_refusal(rule: Rule | None, move: Move) -> str | None:
@@ -520,6 +556,24 @@ class Protections:
                 ),
             )
         return self.get(repo, rule)
+
+    def guard(
+        self,
+        repo: Repo,
+        handle: pygit2.Repository,
+        actor: str,
+        is_admin: bool,
+        branch: str,
+        old: str,
+        new: str,
+    ) -> None:
+        """Refuse (``Protected``, 403) a move of ``branch`` made in-process (the contents and
+        branch APIs) that its rule refuses to a push: the same rule as ``floorless.hooks``."""
+        refusal = push_refusal(
+            self.for_branch(repo, branch), move_of(handle, branch, actor, is_admin, old, new)
+        )
+        if refusal is not None:
+            raise Protected(refusal)
 
     def delete(self, repo: Repo, rule: str) -> None:
         found = self.get(repo, rule)

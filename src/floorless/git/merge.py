@@ -65,6 +65,21 @@ def is_ancestor(handle: pygit2.Repository, ancestor: str, of: str) -> bool:
     return a == b or bool(handle.descendant_of(b, a))
 
 
+def changed_paths(handle: pygit2.Repository, base: str, head: str) -> list[str]:
+    """The paths ``head`` changes since its merge base with ``base`` (what merging it
+    changes, as the pull request's files tab shows)."""
+    try:
+        since = merge_base(handle, base, head)
+        before = commit(handle, since).tree
+    except (KeyError, ValueError, pygit2.GitError):
+        return []
+    diff = before.diff_to_tree(commit(handle, head).tree)
+    paths: set[str] = set()
+    for delta in diff.deltas:
+        paths.update(p for p in (delta.old_file.path, delta.new_file.path) if p)
+    return sorted(paths)
+
+
 def conflicts_of(index: pygit2.Index) -> tuple[str, ...]:
     """The paths a merged index holds in conflict, sorted, each once (as
     ``git merge-tree --write-tree --name-only`` lists them)."""

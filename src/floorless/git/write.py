@@ -19,7 +19,7 @@ Nothing is ever lost: a commit either becomes the branch's tip or is left unrefe
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,13 +286,15 @@ def commit_files(
     author: pygit2.Signature,
     committer: pygit2.Signature,
     empty_ok: bool = False,
+    guard: Callable[[str, bytes | None, bytes], None] | None = None,
 ) -> Written:
     """Commit ``changes`` on top of ``branch`` and move ``new_branch`` (or ``branch``) to
     it by compare-and-swap; built again on the new tip when the branch moved meanwhile.
 
     ``empty_ok``: the repository has no branch at all, so ``branch`` may be missing (the
     first commit). StaleFile (409) when a file is no longer what the caller saw; Conflict
-    when the branch kept moving."""
+    when the branch kept moving. ``guard(branch, old, new)`` may refuse the move by raising
+    (a protected branch), after the commit is built and before the branch moves."""
     target = new_branch or branch
     for _attempt in range(ATTEMPTS):
         parent = branch_tip(handle, branch)
@@ -302,6 +304,8 @@ def commit_files(
             raise Unprocessable(f"branch {new_branch!r} already exists")
         commit_id = build_commit(handle, parent, changes, message, author, committer)
         old = None if new_branch else parent
+        if guard is not None:
+            guard(target, old, bytes(commit_id.raw))
         if move_branch(git, git_dir, target, commit_id, old):
             commit = handle.get(commit_id)
             assert isinstance(commit, pygit2.Commit)

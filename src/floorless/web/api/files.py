@@ -201,6 +201,28 @@ def tell_hooks(
         log.warning("%s: the webhook events of %s: %s", repo.full_name, branch, exc)
 
 
+def guard(
+    forge: Forge,
+    req: falcon.Request,
+    view: RepoView,
+    branch: str,
+    old: bytes | None,
+    new: bytes | None,
+) -> None:
+    """Refuse a move of ``branch`` by the caller that its protection rule refuses a push
+    (``Protections.guard``, the rule ``floorless.hooks`` applies to git pushes)."""
+    viewer = viewer_of(req)
+    forge.protections.guard(
+        view.repo,
+        view.handle,
+        viewer.name,
+        view.level >= Level.ADMIN,
+        branch,
+        old.hex() if old else "",
+        new.hex() if new else "",
+    )
+
+
 class Writer(GitApi):
     """Commits a list of changes and answers with the commit and each file."""
 
@@ -231,6 +253,7 @@ class Writer(GitApi):
             author,
             committer,
             empty_ok=empty,
+            guard=lambda target, old, new: guard(self.forge, req, view, target, old, new),
         )
         self.forge.after_push(view.repo)
         new = bytes(written.commit.id.raw)
@@ -395,6 +418,7 @@ class CreateBranch(GitApi):
             raise NotFound("the repository is empty")
         if write.branch_tip(view.handle, name) is not None:
             raise Conflict(f"branch {name!r} already exists")
+        guard(self.forge, req, view, name, None, resolved.commit)
         moved = write.move_branch(
             self.forge.git, view.repo.path, name, objects.to_oid(resolved.commit), None
         )
@@ -430,6 +454,7 @@ class DeleteBranch(GitApi):
         tip = write.branch_tip(view.handle, text)
         if tip is None:
             raise NotFound("branch not found")
+        guard(self.forge, req, view, text, tip, None)
         if not write.delete_branch(self.forge.git, view.repo.path, text, tip):
             raise Conflict("the branch moved meanwhile; try again")
         self.forge.after_push(view.repo)

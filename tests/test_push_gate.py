@@ -1,0 +1,279 @@
+"""What a push may point a ref at, over real HTTP with real git: what it sent, and what the
+pusher can read. A fork borrows its parent's objects, yet a push into it that names a
+deleted branch's commit, or one the parent gained after it went private, is refused exactly
+as a push naming an id that does not exist: same answer, byte for byte, whether by an empty
+pack, by a thin pack whose delta copies a hidden blob, or by AGit. Ordinary pushes (new
+commits, a fork brought up to date with its parent, a branch at a commit the refs reach)
+still work."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from serving import serving
+from test_git_http import PASSWORD, Site, commit, git
+
+pytestmark = pytest.mark.network
+
+ZERO = "0" * 40
+MADE_UP = "1234567890abcdef1234567890abcdef12345678"
+
+
+def head(work: Path, what: str = "HEAD") -> str:
+    return git("rev-parse", what, cwd=work).stdout.strip()
+
+
+def pkt(data: bytes) -> bytes:
+    return b"%04x" % (len(data) + 4) + data
+
+
+def entry(kind: int, data: bytes, base: bytes = b"") -> bytes:
+    """One pack entry: its type and size header, a REF_DELTA's base id, its deflated data."""
+    size = len(data)
+    first = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    header = bytearray()
+    while size:
+        header.append(first | 0x80)
+        first = size & 0x7F
+        size >>= 7
+    header.append(first)
+    return bytes(header) + base + zlib.compress(data)
+
+
+def pack(*entries: bytes) -> bytes:
+    body = b"PACK" + (2).to_bytes(4, "big") + len(entries).to_bytes(4, "big") + b"".join(entries)
+    return body + hashlib.sha1(body).digest()
+
+
+def varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def copy_all(size: int) -> bytes:
+    """A delta that makes its base again: copy bytes 0 to ``size`` (under 64 KiB)."""
+    return varint(size) + varint(size) + bytes([0x80 | 0x10 | 0x20, size & 0xFF, size >> 8])
+
+
+def object_id(kind: str, data: bytes) -> str:
+    return hashlib.sha1(f"{kind} {len(data)}\0".encode() + data).hexdigest()
+
+
+def receive_pack(site: Site, repo: str, user: str, updates: list[str], data: bytes) -> bytes:
+    """POST a push of ``updates`` ("old new ref") with ``data`` as its pack; git's answer."""
+    caps = b"\0report-status side-band-64k agent=test"
+    lines = b"".join(
+        pkt(line.encode() + (caps if i == 0 else b"") + b"\n") for i, line in enumerate(updates)
+    )
+    request = urllib.request.Request(
+        f"{site.server.url}/{repo}.git/git-receive-pack",
+        data=lines + b"0000" + data,
+        headers={
+            "Content-Type": "application/x-git-receive-pack-request",
+            "Authorization": "Basic "
+            + base64.b64encode(f"{user}:{site.token(user)}".encode()).decode(),
+        },
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return bytes(response.read())
+
+
+def api(site: Site, method: str, path: str, user: str, body: object = None) -> tuple[int, str]:
+    request = urllib.request.Request(
+        f"{site.server.url}/api/v1{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"token {site.token(user)}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+class World:
+    """alice/proj (public, then private), bob's fork of it made while it was public, and the
+    ids bob must never reach: a deleted branch's commit and blob, and what came after."""
+
+    def __init__(self, site: Site, root: Path) -> None:
+        self.site = site
+        self.work = root / "alice-work"
+        git("clone", "-q", site.url("alice/proj", "alice"), str(self.work))
+        self.secret = commit(self.work, "secret.txt", "password=hunter2\n", "Oops")
+        self.secret_blob = object_id("blob", b"password=hunter2\n")
+        git("push", "-q", "origin", "HEAD:refs/heads/oops", cwd=self.work)
+        git("push", "-q", "origin", "--delete", "oops", cwd=self.work)
+        git("reset", "-q", "--hard", "HEAD~1", cwd=self.work)
+        status, _ = api(site, "POST", "/repos/alice/proj/forks", "bob")
+        assert status == 202, status
+        status, _ = api(site, "PATCH", "/repos/alice/proj", "alice", {"private": True})
+        assert status == 200
+        self.later = commit(self.work, "plans.txt", "the private plans\n", "Private plans")
+        git("push", "-q", "origin", "main", cwd=self.work)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("gate")
+    with serving(root / "repos", root / "data") as server:
+        for name in ("alice", "bob", "carol"):
+            server.admin(
+                "user", "create", name, "--email", f"{name}@example.org",
+                "--password-stdin", stdin=PASSWORD + "\n",
+            )  # fmt: skip
+        site = Site(server)
+        seed = root / "seed"
+        git("init", "-q", str(seed))
+        commit(seed, "README.md", "# project\n", "First")
+        server.admin("repo", "create", "alice/proj")
+        git("push", "-q", site.url("alice/proj", "alice"), "main", cwd=seed)
+        yield World(site, root)
+
+
+def test_an_empty_pack_cannot_point_a_fork_at_what_its_parent_hides(world: World) -> None:
+    site = world.site
+    empty = pack()
+    answers = {
+        name: receive_pack(site, "bob/proj", "bob", [f"{ZERO} {oid} refs/heads/leak"], empty)
+        for name, oid in (
+            ("deleted branch", world.secret),
+            ("after private", world.later),
+            ("made up", MADE_UP),
+        )
+    }
+    assert b"ng refs/heads/leak missing necessary objects" in answers["made up"]
+    assert answers["deleted branch"] == answers["made up"] == answers["after private"]
+    assert b"bad object" not in answers["made up"]  # git's own words would tell them apart
+    status, _ = site.page(f"/bob/proj/commit/{world.secret}", user="bob")
+    assert status == 404
+    listing = git("ls-remote", site.url("bob/proj", "bob")).stdout
+    assert "leak" not in listing
+    # a pull request from that branch cannot be opened: there is none
+    status, _ = api(
+        site, "POST", "/repos/bob/proj/pulls", "bob",
+        {"head": "leak", "base": "main", "title": "Leak"},
+    )  # fmt: skip
+    assert status in (404, 422)
+
+
+def test_one_refused_update_leaves_the_others_as_a_missing_object_does(world: World) -> None:
+    site = world.site
+    main = head(world.work, "HEAD~1")  # the fork's main: what bob may build on
+    answers = []
+    for oid in (world.secret, MADE_UP):
+        updates = [f"{ZERO} {oid} refs/heads/bad", f"{ZERO} {main} refs/heads/good-{oid[:6]}"]
+        answers.append(receive_pack(site, "bob/proj", "bob", updates, pack()))
+    assert answers[0].replace(world.secret[:6].encode(), b"x") == answers[1].replace(
+        MADE_UP[:6].encode(), b"x"
+    )
+    assert b"ok refs/heads/good-" in answers[0]
+    listing = git("ls-remote", site.url("bob/proj", "bob")).stdout
+    assert f"refs/heads/good-{world.secret[:6]}" in listing and "refs/heads/bad" not in listing
+
+
+def test_a_thin_pack_cannot_copy_a_hidden_blob(world: World) -> None:
+    """A delta against the deleted branch's blob would make a new blob with its content:
+    refused as a delta against a base that does not exist is."""
+    site = world.site
+    secret = b"password=hunter2\n"
+    answers = []
+    for base in (world.secret_blob, MADE_UP):
+        stolen = object_id("blob", secret)
+        tree = b"100644 stolen.txt\0" + bytes.fromhex(stolen)
+        tree_id = object_id("tree", tree)
+        body = (
+            f"tree {tree_id}\nauthor b <b@b> 1700000000 +0000\n"
+            f"committer b <b@b> 1700000000 +0000\n\nsteal\n"
+        ).encode()
+        data = pack(
+            entry(7, copy_all(len(secret)), bytes.fromhex(base)),
+            entry(2, tree),
+            entry(1, body),
+        )
+        updates = [f"{ZERO} {object_id('commit', body)} refs/heads/stolen"]
+        answers.append(receive_pack(site, "bob/proj", "bob", updates, data))
+    assert b"ng refs/heads/stolen unpacker error" in answers[1]
+    assert answers[0] == answers[1]
+    assert "stolen" not in git("ls-remote", site.url("bob/proj", "bob")).stdout
+
+
+def test_agit_cannot_open_a_pull_request_of_a_deleted_commit(world: World) -> None:
+    site = world.site
+    status, _ = api(site, "PATCH", "/repos/alice/proj", "alice", {"private": False})
+    assert status == 200
+    try:
+        answers = [
+            receive_pack(
+                site, "alice/proj", "carol", [f"{ZERO} {oid} refs/for/main/peek"], pack()
+            )
+            for oid in (world.secret, MADE_UP)
+        ]
+        assert answers[0] == answers[1]
+        assert b"ng refs/for/main/peek missing necessary objects" in answers[0]
+        status, text = api(site, "GET", "/repos/alice/proj/pulls?state=all", "alice")
+        assert status == 200 and json.loads(text) == []
+    finally:
+        api(site, "PATCH", "/repos/alice/proj", "alice", {"private": True})
+
+
+def test_the_push_advertisement_of_a_fork_names_none_of_its_parents_refs(world: World) -> None:
+    request = urllib.request.Request(
+        f"{world.site.server.url}/bob/proj.git/info/refs?service=git-receive-pack",
+        headers={
+            "Authorization": "Basic "
+            + base64.b64encode(f"bob:{world.site.token('bob')}".encode()).decode()
+        },
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        text = response.read()
+    assert b".have" not in text and world.later.encode() not in text
+
+
+def test_ordinary_pushes_into_a_fork_still_work(world: World, tmp_path: Path) -> None:
+    site = world.site
+    work = tmp_path / "bob"
+    git("clone", "-q", site.url("bob/proj", "bob"), str(work))
+    mine = commit(work, "idea.txt", "an idea\n", "An idea")
+    git("push", "-q", "origin", "HEAD:refs/heads/idea", cwd=work)
+    git("push", "-q", "origin", "HEAD~1:refs/heads/at-main", cwd=work)
+    listing = git("ls-remote", site.url("bob/proj", "bob")).stdout
+    assert f"{mine}\trefs/heads/idea" in listing and "refs/heads/at-main" in listing
+    # a thin pack against what the fork has: a change to a file it holds
+    commit(work, "README.md", "# project\nmore\n", "More")
+    git("push", "-q", "origin", "HEAD:refs/heads/idea", cwd=work)
+    assert head(work) in git("ls-remote", site.url("bob/proj", "bob")).stdout
+
+
+def test_a_fork_brought_up_to_date_with_its_readable_parent(world: World, tmp_path: Path) -> None:
+    """carol forks the public parent, which gains commits; she fetches them and pushes them
+    to her fork: a thin pack built on what her fork has, of commits the parent's refs reach."""
+    site = world.site
+    status, _ = api(site, "PATCH", "/repos/alice/proj", "alice", {"private": False})
+    assert status == 200
+    try:
+        status, _ = api(site, "POST", "/repos/alice/proj/forks", "carol")
+        assert status == 202
+        commit(world.work, "README.md", "# project\nnews\n", "News")
+        git("push", "-q", "origin", "main", cwd=world.work)
+        work = tmp_path / "carol"
+        git("clone", "-q", site.url("carol/proj", "carol"), str(work))
+        git("pull", "-q", "--ff-only", site.url("alice/proj", "carol"), "main", cwd=work)
+        git("push", "-q", "origin", "main", cwd=work)
+        assert head(world.work) in git("ls-remote", site.url("carol/proj", "carol")).stdout
+    finally:
+        api(site, "PATCH", "/repos/alice/proj", "alice", {"private": True})
