@@ -187,3 +187,100 @@ def test_a_merged_pull_request_closes_what_its_description_names(
     assert closed.state == "closed"
     assert refs_of(forge, "ann/plans", 1)[-1] == ("closed", "ben", "pull:ann/plans#2", "completed")
     assert forge.issues.get("ann", "secret", other.number).state == "open"  # ben may not push
+
+
+def timeline_refs(client: testing.TestClient, repo: str, number: int, headers=None) -> list:
+    answer = client.simulate_get(
+        f"/api/v1/repos/{repo}/issues/{number}/timeline", headers=headers or {}
+    )
+    assert answer.status_code == 200, answer.text
+    return [
+        (e["type"], e["body"], e["ref_commit_sha"])
+        for e in answer.json
+        if e["type"] in ("issue_ref", "pull_ref", "commit_ref", "close")
+    ]
+
+
+def token(forge: Forge, name: str) -> dict[str, str]:
+    made = forge.accounts.create_token(account(forge, name), "read", f"t-{name}")[0]
+    return {"Authorization": f"token {made}"}
+
+
+def test_a_mention_from_a_repository_gone_private_shows_only_to_its_readers(
+    forge: Forge, tmp_path: Path
+) -> None:
+    """Recorded while its repository was public, a mention keeps naming it: on the page and
+    in the API it is shown only to those who may read that repository now (and a closing by
+    its pull request, without naming it); the page kept for a reader before is not served."""
+    ann, cat = account(forge, "ann"), account(forge, "cat")
+    forge.issues.create("ann", "plans", ann, "Public", "")
+    forge.issues.create("cat", "fork", cat, "Upstream", "see ann/plans#1")
+    fork = forge.registry.get("cat", "fork")
+    forge.snapshot(fork)
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(fork.path), str(work))
+    git(work, "checkout", "-q", "-b", "main")
+    sha = commit(work, "Works around ann/plans#1", email="cat@example.org")
+    push(forge, work)
+    # ann's own repository, public, whose merged pull request closes ann/plans#1
+    tools = forge.registry.create("ann", "tools")
+    forge.snapshot(tools)
+    tooling = tmp_path / "tools"
+    git(tmp_path, "clone", "-q", str(tools.path), str(tooling))
+    git(tooling, "checkout", "-q", "-b", "main")
+    commit(tooling, "base", email="ann@example.org")
+    push(forge, tooling)
+    git(tooling, "checkout", "-q", "-b", "fix")
+    head = commit(tooling, "the fix", email="ann@example.org")
+    push(forge, tooling, "fix")
+    pull = forge.pulls.create(
+        "ann", "tools", ann, "Fix", "Fixes ann/plans#1", "main", ("ann", "tools", "fix"), head
+    )
+    assert forge.pulls.mark_merged(pull, ann, head, "merge")
+    recorded = [
+        ("ref", "cat", "issue", "cat/fork#1"),
+        ("ref", "cat", "commit", f"cat/fork@{sha}"),
+        ("ref", "ann", "pull", f"ann/tools#{pull.number}"),
+        ("closed", "ann", f"pull:ann/tools#{pull.number}", "completed"),
+    ]
+    assert refs_of(forge, "ann/plans", 1) == recorded
+
+    client = testing.TestClient(create_app(forge))
+    ben, owner = person(client, "ben"), person(client, "cat")
+    everyone = [
+        ("issue_ref", "cat/fork#1", ""),
+        ("commit_ref", f"cat/fork@{sha}", sha),
+        ("pull_ref", f"ann/tools#{pull.number}", ""),
+        ("close", "", ""),
+    ]
+    assert timeline_refs(client, "ann/plans", 1) == everyone
+    links = ('href="/cat/fork/issues/1"', f'href="/cat/fork/commit/{sha}"', "of cat/fork")
+    closing = f'in <a href="/ann/tools/pulls/{pull.number}">ann/tools#{pull.number}</a>'
+    for reader in (client, ben, owner):
+        get = reader.simulate_get if reader is client else reader.get
+        page = get("/ann/plans/issues/1").text  # kept for each of them, if it may be
+        assert all(link in page for link in links) and closing in page
+
+    forge.set_private(fork, True)
+    forge.set_private(forge.registry.get("ann", "tools"), True)
+    for page in (
+        client.simulate_get("/ann/plans/issues/1").text,
+        ben.get("/ann/plans/issues/1").text,
+    ):
+        assert "cat/fork" not in page and "ann/tools" not in page
+        assert "closed this as completed" in page
+    assert timeline_refs(client, "ann/plans", 1) == [("close", "", "")]
+    assert timeline_refs(client, "ann/plans", 1, token(forge, "ben")) == [("close", "", "")]
+    # who may read cat/fork sees its mentions still, and only those
+    page = owner.get("/ann/plans/issues/1").text
+    assert all(link in page for link in links) and "ann/tools" not in page
+    cats = timeline_refs(client, "ann/plans", 1, token(forge, "cat"))
+    assert cats == [*everyone[:2], ("close", "", "")]
+    # and who may read ann/tools, its pull request's
+    assert timeline_refs(client, "ann/plans", 1, token(forge, "ann")) == everyone[2:]
+    # a repository deleted since is nobody's to read
+    forge.set_private(fork, False)
+    assert ("issue_ref", "cat/fork#1", "") in timeline_refs(client, "ann/plans", 1)
+    forge.registry.delete(forge.registry.get("cat", "fork"))
+    assert timeline_refs(client, "ann/plans", 1) == [("close", "", "")]
+    assert "cat/fork" not in client.simulate_get("/ann/plans/issues/1").text

@@ -15,6 +15,11 @@ repository's text never shows on the timeline of an issue that people who cannot
 repository see. A commit closes issues of its own repository alone; a merged pull request's
 description closes those of other repositories only where its merger may push.
 
+What readers may see *now* decides what is shown (``shown_to``): a repository public when it
+mentioned an issue may be private since, so an entry naming another repository is shown only
+to a viewer who may read that repository at the time of asking (a closing by another's pull
+request is shown without naming it), on the pages and in the API alike.
+
 Commits are read by a background thread, queued by a listener on the forge's ref moves
 (cheap: it only queues). Each branch's last tip read is kept (``branch_marks``): a push reads
 the commits it brought and no others, at most ``WALK_LIMIT`` of them (for the default branch,
@@ -27,9 +32,10 @@ the default branch has not.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -41,7 +47,7 @@ from floorless.background import Jobs
 from floorless.db import Database
 from floorless.errors import FloorlessError, NotFound
 from floorless.git.refs import RefSnapshot
-from floorless.issues import Issue, Issues
+from floorless.issues import Entry, Issue, Issues
 from floorless.pulls import Pull
 from floorless.repos import Registry, Repo
 
@@ -80,6 +86,37 @@ def mentions(text: str) -> list[Ref]:
 def closings(text: str) -> list[Ref]:
     """The references ``text`` closes: ``fixes #N``, ``Closes owner/name#N``, ..."""
     return _refs(_CLOSING, text)
+
+
+def source_of(entry: Entry) -> tuple[str, str] | None:
+    """The repository (owner, name) a timeline entry names as where it came from: a mention's
+    ("owner/name#M", "owner/name@oid"), a closing's ("pull:owner/name#M",
+    "commit:owner/name@oid"); None for any other entry."""
+    if entry.kind == "ref":
+        where = entry.body
+    elif entry.kind == "closed" and entry.old_value:
+        where = entry.old_value.partition(":")[2]
+    else:
+        return None
+    owner, _, name = re.split("[#@]", where, maxsplit=1)[0].partition("/")
+    return owner, name
+
+
+def names_others(repo: Repo, entries: Sequence[Entry], texts: Sequence[str] = ()) -> bool:
+    """Whether any of ``entries`` (of a timeline of ``repo``), or an ``owner/name#N`` of
+    ``texts``, names another repository: what a viewer is shown of them then depends on
+    that repository's visibility too."""
+    if any(_other(repo, source_of(entry)) for entry in entries):
+        return True
+    return any(
+        _other(repo, (ref.owner, ref.name)) for text in texts for ref in mentions(text) if ref.owner
+    )
+
+
+def _other(repo: Repo, source: tuple[str, str] | None) -> bool:
+    if source is None:
+        return False
+    return (source[0].lower(), source[1].lower()) != (repo.owner.lower(), repo.name.lower())
 
 
 class References:
@@ -188,6 +225,34 @@ class References:
             if before is not None:
                 return False
             return self.issues.close(target, actor, "completed", source=source)
+
+    # -- what is shown ------------------------------------------------------------------------
+
+    def shown_to(self, viewer: Viewer, repo: Repo, entries: Sequence[Entry]) -> list[Entry]:
+        """``entries`` of a timeline of ``repo`` as ``viewer`` may see them now: a mention
+        from another repository only if ``viewer`` may read that repository (it may have
+        gone private, or been deleted, since it was recorded); a closing by another
+        repository's pull request, without naming it. One lookup per repository named."""
+        readable: dict[tuple[str, str], bool] = {}
+        shown: list[Entry] = []
+        for entry in entries:
+            source = source_of(entry)
+            if source is None or not _other(repo, source):
+                shown.append(entry)
+                continue
+            key = (source[0].lower(), source[1].lower())
+            if key not in readable:
+                try:
+                    named = self.registry.get(*source)
+                except NotFound:
+                    readable[key] = False
+                else:
+                    readable[key] = self.policy.level(viewer, named) >= Level.READ
+            if readable[key]:
+                shown.append(entry)
+            elif entry.kind == "closed":
+                shown.append(dataclasses.replace(entry, old_value=""))
+        return shown
 
     # -- commits ------------------------------------------------------------------------------
 

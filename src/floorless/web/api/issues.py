@@ -538,7 +538,8 @@ class IssueTimeline(IssueResource):
     """``/repos/{owner}/{repo}/issues/{index}/timeline``: its comments and events in the
     order they happened, a page at a time. A page is a range of places on the timeline (each
     entry takes the next), so that the last page of a long one costs what the first does;
-    the total is the number of places the issue keeps, a deleted comment's included."""
+    the total is the number of places the issue keeps, a deleted comment's included (and
+    a mention from a repository the caller may not read now: ``References.shown_to``)."""
 
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
@@ -555,7 +556,8 @@ class IssueTimeline(IssueResource):
         found, _ = self.repo(req, owner, repo)
         issue = self.issue(found, index)
         paging = self.paging(req)
-        entries = self.forge.issues.window(issue, paging.offset, paging.offset + paging.limit)
+        recorded = self.forge.issues.window(issue, paging.offset, paging.offset + paging.limit)
+        entries = self.forge.references.shown_to(self.viewer(req), found, recorded)
         facts = self.facts(req, found, names=timeline_names(entries))
         sorting = Sorting(self.forge, found)
         self.paged(req, resp, self.forge, paging, issue.entries)

@@ -22,6 +22,7 @@ from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.git import objects
 from floorless.issues import Entry, Issue
+from floorless.references import names_others
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import link_references, render_markdown
@@ -323,10 +324,12 @@ class IssueDetail(IssueView):
         viewer = auth.viewer_of(req)
         policy = self.forge.policy
         shown = _shown(req)
-        timeline = self.forge.issues.timeline(issue, shown, TIMELINE_LAST)
+        recorded = self.forge.issues.timeline(issue, shown, TIMELINE_LAST)
+        timeline = self.forge.references.shown_to(viewer, view.repo, recorded)
         hidden = max(0, issue.entries - shown - TIMELINE_LAST)
         comments = [entry for entry in timeline if entry.kind == "comment"]
-        body, *htmls = self.markdown(view, [issue.body, *(entry.body for entry in comments)])
+        texts = [issue.body, *(entry.body for entry in comments)]
+        body, *htmls = self.markdown(view, texts)
         html_of = dict(zip(map(id, comments), htmls, strict=True))
         more = self.more(req, view, issue, timeline)
         self.page(
@@ -353,7 +356,10 @@ class IssueDetail(IssueView):
             action=self.target(view, issue),
             **more,
         )
-        req.context.final_page = more.get("final", True)
+        # what it shows of another repository follows that one's visibility, which this
+        # repository's activity version does not: such a page is rendered each time
+        others = names_others(view.repo, recorded, texts)
+        req.context.final_page = more.get("final", True) and not others
 
     def change_comment(
         self,
