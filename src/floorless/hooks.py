@@ -324,7 +324,10 @@ def judge(
     reasons: dict[str, str] = {}
     for command in updates:
         if level < WRITE and not command.ref.startswith(PREFIX):
-            reasons[command.ref] = f"you may read {repo} but not push to it"
+            reasons[command.ref] = (
+                f"you may read {repo} but not push to it; propose the change with"
+                f" git push origin HEAD:refs/for/<branch>/<topic>"
+            )
     borrowed = [Path(p) for p in os.environ.get(ENV_BORROWED, "").splitlines() if p]
     allowed = _tips(handle)
     for other in borrowed:

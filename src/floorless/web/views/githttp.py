@@ -34,7 +34,6 @@ from floorless.access import Level
 from floorless.errors import (
     BadRequest,
     FloorlessError,
-    Forbidden,
     GitCommandError,
     NotFound,
     Unauthorized,
@@ -72,7 +71,6 @@ class GitView(View):
             viewer = viewer_of(req)
             if not self.forge.policy.may_propose(viewer, level):
                 self.forge.policy.require(viewer, repo, Level.WRITE)  # its 401 or 403
-        req.context.git_level = level
         return repo
 
     def environment(self, req: falcon.Request, repo: Repo | None = None) -> dict[str, str]:
@@ -242,13 +240,6 @@ class Service(GitView):
         """A push: git's answer as ``git/pushreport.py`` makes it, once git has ended and the
         forge has taken the push in (pages, index, pull requests, webhooks)."""
         request = pushreport.read_request(body)
-        viewer = viewer_of(req)
-        level = req.context.git_level
-        if level < Level.WRITE and any(not u[2].startswith(hooks.PREFIX) for u in request.updates):
-            raise Forbidden(
-                f"{viewer.name} may read but not push to {found.full_name}"
-                " (a change can be proposed with git push origin HEAD:refs/for/<branch>/<topic>)"
-            )
         work = Path(tempfile.mkdtemp(prefix="push-", dir=self.forge.git.tmp))
         try:
             if request.pack_count is not None:
