@@ -294,6 +294,12 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " VALUES (14, 'ann', 'plans', 'main', 1, 'ci/*', 0, 1.5, 2.5)",
         (),
     ),
+    "pull_automerges": (
+        "INSERT INTO pull_automerges (issue_id, doer_id, style, message, delete_branch, url,"
+        " created_at) VALUES (4, 3, 'squash', 'Ship it', 1, 'https://forge.example/ann/plans/pulls/1',"
+        " 4.5)",
+        (),
+    ),
     "search_blobs": (
         "INSERT INTO search_blobs (id, oid, kind, size) VALUES (3, ?, 'text', 120)",
         (b"\x22" * 20,),

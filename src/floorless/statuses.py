@@ -13,16 +13,19 @@ with a rename and drops them with the repository), and by the commit's full hex 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from floorless.accounts import Account
 from floorless.db import Database, Row
-from floorless.errors import BadRequest
+from floorless.errors import BadRequest, FloorlessError
 from floorless.repos import Repo
+
+log = logging.getLogger(__name__)
 
 # Forgejo's states, the worst first: a combination is as bad as its worst part.
 STATES = ("error", "failure", "warning", "pending", "success")
@@ -115,6 +118,9 @@ class Statuses:
         # by repository: whether it has any status, at the table's version then (``any``)
         self._any: dict[tuple[str, str], tuple[int, bool]] = {}
         self._lock = threading.Lock()
+        # Called with (repository, status) once a status is recorded (committed): scheduled
+        # merges waiting for it are tried from here (``automerge.py``); each only queues.
+        self.on_posted: list[Callable[[Repo, Status], None]] = []
 
     def version(self, repo: Repo) -> tuple[object, ...]:
         """What a cached page that shows ``repo``'s statuses is kept with: it changes with
@@ -179,7 +185,7 @@ class Statuses:
         with self._lock:
             key = (repo.owner, repo.name)
             self._posted[key] = self._posted.get(key, 0) + 1
-        return Status(
+        status = Status(
             int(row["id"]),
             sha,
             seq,
@@ -191,6 +197,12 @@ class Statuses:
             now,
             now,
         )
+        for listener in self.on_posted:
+            try:
+                listener(repo, status)
+            except FloorlessError as exc:  # the status is recorded: a listener's failure is logged
+                log.warning("%s: after a status of %s: %s", repo.full_name, sha[:12], exc)
+        return status
 
     def page(
         self, repo: Repo, sha: str, sort: str, state: str, offset: int, limit: int

@@ -183,6 +183,8 @@ TIMELINE_TYPES = {
     "merged": "merge_pull",
     "head_deleted": "delete_branch",
     "base_changed": "change_target_branch",
+    "automerge_scheduled": "pull_scheduled_merge",
+    "automerge_cancelled": "pull_cancel_scheduled_merge",
     "review": "review",
     "ref": "issue_ref",
 }

@@ -30,6 +30,7 @@ from floorless.git import merge as engine
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.issues import clean_body, clean_title
 from floorless.merging import NAMES
+from floorless.protections import DisallowedToMerge
 from floorless.pulls import Pull
 from floorless.triage import Label, Milestone
 from floorless.web import urls
@@ -99,6 +100,9 @@ _MERGE = {
     "delete_branch_after_merge": Field("boolean", "delete the head branch once merged"),
     "force_merge": Field(
         "boolean", "an administrator merges past the base's required status checks"
+    ),
+    "merge_when_checks_succeed": Field(
+        "boolean", "schedule the merge for when the required checks pass (201) if they do not yet"
     ),
 }
 _LIST_QUERY = {
@@ -476,12 +480,17 @@ class PullByBranches(PullApi):
 
 
 class PullMerge(PullApi):
-    """``GET repos/{owner}/{repo}/pulls/{index}/merge`` (204 merged, 404 not) and ``POST``:
-    merge it (Forgejo's ``MergePullRequestOption``)."""
+    """``GET repos/{owner}/{repo}/pulls/{index}/merge`` (204 merged, 404 not), ``POST``:
+    merge it (Forgejo's ``MergePullRequestOption``), or with ``merge_when_checks_succeed``
+    schedule the merge when the base's protection still waits for something (201, as
+    Forgejo; a second schedule is 409), and ``DELETE``: cancel the scheduled merge (204; 404
+    when there is none; 403 to anyone but the one who scheduled it and those who may
+    merge), all as ``automerge.py`` keeps them."""
 
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation("whether a pull request is merged", None, 204),
-        "post": Operation("merge a pull request", None, body=_MERGE),
+        "post": Operation("merge a pull request, or schedule its merge", None, body=_MERGE),
+        "delete": Operation("cancel a pull request's scheduled merge", None, 204, signed_in=True),
     }
 
     def on_get(
@@ -528,6 +537,12 @@ class PullMerge(PullApi):
         if style == "fast-forward-only" and (tip is None or pull.merge_base != tip.hex()):
             raise NotAllowed(f"{NAMES[style]}: the base has commits the head lacks")
         message = _message(body)
+        url = public_url(self.forge.settings, req) + urls.pull(view.repo, pull.number)
+        delete_branch = bool(body.get("delete_branch_after_merge"))
+        scheduling = bool(body.get("merge_when_checks_succeed"))
+        automerge = self.forge.automerge
+        if scheduling and automerge.of(pull) is not None:
+            raise Conflict(f"pull request #{pull.number} is scheduled to merge already")
         try:
             self.forge.merger.merge(
                 view.repo,
@@ -535,17 +550,39 @@ class PullMerge(PullApi):
                 account,
                 style,
                 expected_head=expected,
-                delete_branch=bool(body.get("delete_branch_after_merge")),
-                url=public_url(self.forge.settings, req) + urls.pull(view.repo, pull.number),
+                delete_branch=delete_branch,
+                url=url,
                 message=message,
-                force=bool(body.get("force_merge")),
+                force=bool(body.get("force_merge")) and not scheduling,
             )
+        except DisallowedToMerge:
+            if not scheduling:
+                raise
+            automerge.schedule(pull, account, style, message, delete_branch, url)
+            resp.status = falcon.HTTP_201
+            resp.text = None
+            return
         except BadRequest as exc:
             raise NotAllowed(str(exc)) from exc
         except engine.MergeRefused as exc:
             raise NotAllowed(str(exc)) from exc
         resp.status = falcon.HTTP_200
         resp.text = None
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+    ) -> None:
+        view, _ = self.pulls_view(req, owner, repo)
+        account = self.writer(req)
+        pull = self.pull(view, index)
+        schedule = self.forge.automerge.of(pull)
+        if schedule is None:
+            raise NotFound(f"pull request #{pull.number} has no scheduled merge")
+        viewer = self.viewer(req)
+        if schedule.doer_id != account.id and not self.forge.policy.may_merge(viewer, view.level):
+            raise Forbidden("only who scheduled the merge and those who may merge may cancel it")
+        self.forge.automerge.cancel(pull, account)
+        self.nothing(resp)
 
 
 def _message(body: dict[str, Any]) -> str:
