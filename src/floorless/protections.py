@@ -167,6 +167,58 @@ FIELDS = (
 )
 
 
+# What each of a rule's fields does, in Forgejo's words (its kind, then its meaning): the API's
+# description of the fields and the configuration reference are made from this.
+HELP: dict[str, tuple[str, str]] = {
+    "rule_name": ("string", "the branch, or a glob of branches (`release/*`), the rule protects"),
+    "enable_push": ("boolean", "enable push: whoever may write may push (off: nobody may)"),
+    "enable_push_whitelist": ("boolean", "only the people in the push allowlist may push"),
+    "push_whitelist_usernames": ("array", "the push allowlist"),
+    "enable_force_push": ("boolean", "whoever may push may also force-push (off: nobody may)"),
+    "enable_force_push_allowlist": ("boolean", "only the force-push allowlist may force-push"),
+    "force_push_allowlist_usernames": ("array", "the force-push allowlist"),
+    "enable_status_check": ("boolean", "require status checks to pass before merging"),
+    "status_check_contexts": (
+        "array",
+        "the contexts (globs) whose latest status must be `success`; none: every status",
+    ),
+    "required_approvals": ("integer", "approvals a pull request needs before it is merged"),
+    "enable_approvals_whitelist": ("boolean", "only approvals by the approvals list count"),
+    "approvals_whitelist_username": ("array", "whose approvals count (else: whoever may write)"),
+    "dismiss_stale_approvals": (
+        "boolean",
+        "an approval of an earlier head no longer counts once new commits are pushed",
+    ),
+    "ignore_stale_approvals": ("boolean", "the same: approvals of an earlier head do not count"),
+    "block_on_rejected_reviews": ("boolean", "a request for changes holds the merge"),
+    "block_on_official_review_requests": ("boolean", "taken; floorless asks no reviewers yet"),
+    "block_on_outdated_branch": ("boolean", "a head behind its base branch is not merged"),
+    "enable_merge_whitelist": ("boolean", "only the people in the merge allowlist may merge"),
+    "merge_whitelist_usernames": ("array", "the merge allowlist"),
+    "protected_file_patterns": (
+        "string",
+        "files (globs separated by `;`) no push may change; a pull request changing one is"
+        " merged only by an administrator",
+    ),
+    "unprotected_file_patterns": (
+        "string",
+        "files (globs separated by `;`) a writer may push even where pushing is off",
+    ),
+    "apply_to_admins": (
+        "boolean",
+        "administrators are held by the rule too (off: they may push past it, and force a"
+        " merge past its checks and approvals)",
+    ),
+    "require_signed_commits": ("boolean", "refused: floorless does not verify signatures"),
+    "push_whitelist_teams": ("array", "refused unless empty: floorless has no teams"),
+    "force_push_allowlist_teams": ("array", "refused unless empty: floorless has no teams"),
+    "merge_whitelist_teams": ("array", "refused unless empty: floorless has no teams"),
+    "approvals_whitelist_teams": ("array", "refused unless empty: floorless has no teams"),
+    "push_whitelist_deploy_keys": ("boolean", "taken; floorless has no deploy keys yet"),
+    "force_push_allowlist_deploy_keys": ("boolean", "taken; floorless has no deploy keys yet"),
+}
+
+
 def clean_fields(data: Mapping[str, Any], known: Callable[[str], bool]) -> dict[str, Any]:
     """The rule fields given in ``data`` (Forgejo's names), checked: what is absent stays as
     it is. ``known`` tells whether a user name is an account's. BadRequest names the first

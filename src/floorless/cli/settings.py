@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from floorless.config import SETTINGS
+from floorless.protections import HELP
 
 
 def reference_markdown() -> str:
@@ -34,6 +35,20 @@ def reference_markdown() -> str:
             f"| `{s.name}` | `FLOORLESS_{s.name.upper()}` | {s.type.__name__} "
             f"| `{s.shown_default}` | {s.help} |"
         )
+    lines += [
+        "",
+        "## Branch protection rules",
+        "",
+        "A repository's rules are set on its settings page or through the API",
+        "(`/api/v1/repos/{owner}/{repo}/branch_protections`, Forgejo's `BranchProtection`).",
+        "A rule holds every way a branch it matches moves: git pushes, the contents and branch",
+        "APIs, and merges. A protected branch cannot be deleted. Its fields, in Forgejo's names:",
+        "",
+        "| field | type | what it does |",
+        "|---|---|---|",
+    ]
+    for name, (kind, text) in HELP.items():
+        lines.append(f"| `{name}` | {kind} | {text} |")
     return "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import falcon
 
+from floorless import protections
 from floorless.access import Level
 from floorless.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
@@ -53,34 +54,9 @@ _STATUS_BODY = {
     "context": Field("string", "what says so, e.g. ci/build"),
 }
 _PROTECTION_FIELDS = {
-    "enable_push": Field("boolean", "whoever may write may push to the branch"),
-    "enable_push_whitelist": Field("boolean", "only push_whitelist_usernames may push"),
-    "push_whitelist_usernames": Field("array", "who may push, with enable_push_whitelist"),
-    "push_whitelist_teams": Field("array", "floorless has no teams: empty"),
-    "push_whitelist_deploy_keys": Field("boolean", "taken, changes nothing"),
-    "enable_force_push": Field("boolean", "whoever may push may rewrite the branch"),
-    "enable_force_push_allowlist": Field("boolean", "only the allowlist may force-push"),
-    "force_push_allowlist_usernames": Field("array", "who may force-push"),
-    "force_push_allowlist_teams": Field("array", "floorless has no teams: empty"),
-    "force_push_allowlist_deploy_keys": Field("boolean", "taken, changes nothing"),
-    "enable_merge_whitelist": Field("boolean", "only merge_whitelist_usernames may merge"),
-    "merge_whitelist_usernames": Field("array", "who may merge, with enable_merge_whitelist"),
-    "merge_whitelist_teams": Field("array", "floorless has no teams: empty"),
-    "enable_status_check": Field("boolean", "merges wait for the required status checks"),
-    "status_check_contexts": Field("array", "the contexts (globs) that must succeed"),
-    "required_approvals": Field("integer", "approvals a merge needs"),
-    "enable_approvals_whitelist": Field("boolean", "only the listed people's approvals count"),
-    "approvals_whitelist_username": Field("array", "whose approvals count"),
-    "approvals_whitelist_teams": Field("array", "floorless has no teams: empty"),
-    "block_on_rejected_reviews": Field("boolean", "a request for changes holds the merge"),
-    "block_on_official_review_requests": Field("boolean", "taken, changes nothing"),
-    "block_on_outdated_branch": Field("boolean", "a head behind its base is not merged"),
-    "dismiss_stale_approvals": Field("boolean", "approvals of an earlier head do not count"),
-    "ignore_stale_approvals": Field("boolean", "approvals of an earlier head do not count"),
-    "require_signed_commits": Field("boolean", "not supported: false"),
-    "protected_file_patterns": Field("string", "globs (;) of files no push may change"),
-    "unprotected_file_patterns": Field("string", "globs (;) of files anyone may push"),
-    "apply_to_admins": Field("boolean", "administrators are held by the rule too"),
+    name: Field(kind, text.replace("`", ""))
+    for name, (kind, text) in protections.HELP.items()
+    if name != "rule_name"
 }
 STATUS_SCHEMAS: dict[str, dict[str, str]] = {
     "CommitStatus": {
@@ -377,7 +353,6 @@ class _ProtectionApi(GitApi):
                 "user should be an owner or a collaborator with admin write of a repository"
             )
         return view
-
 
     def fields(self, data: dict[str, Any]) -> dict[str, Any]:
         """The rule's fields from a request body; a wrong one is Forgejo's 422."""
