@@ -332,3 +332,68 @@ def test_an_issue_page_costs_the_same_whatever_it_carries(
     lists = [statements(ben.get(f"/ann/plans/issues?label={quote(x)}")) for x in ("", "label 1")]
     assert lists[1] - lists[0] <= 1  # a filter counts what it matches: one statement more
     del plain
+
+
+def test_ten_thousand_labels_are_paged_on_the_page_in_the_api_and_in_the_picker(
+    client: testing.TestClient, forge: Forge
+) -> None:
+    """A repository with 10,000 labels served a 13.8 MB labels page, and every issue page
+    offered each label: now the labels page shows 50 a page (and searches them by name), the
+    API a page of them from the database, and the sidebar's picker 30 with a search."""
+    forge.db.executemany(
+        "INSERT INTO labels (owner, name, label, color, description) VALUES (?, ?, ?, ?, ?)",
+        [("ann", "plans", f"label {n:05d}", "#ededed", f"number {n}") for n in range(10_000)],
+    )
+    ben, cat = person(client, "ben"), person(client, "cat")
+
+    page = ben.get("/ann/plans/labels")
+    assert page.status_code == 200 and len(page.content) < 200_000
+    assert page.text.count('<li id="label-') == 50 and "10000 labels" in page.text
+    assert "label 00000" in page.text and "label 00050" not in page.text
+    assert "Page 1 of 200" in page.text and 'href="/ann/plans/labels?page=2"' in page.text
+    last = cat.get("/ann/plans/labels?page=200").text
+    assert last.count('<li id="label-') == 50 and "label 09999" in last and 'rel="next"' not in last
+    assert "No labels on this page" in cat.get("/ann/plans/labels?page=201").text
+    found = cat.get("/ann/plans/labels", query_string="q=label+0999")
+    assert found.text.count('<li id="label-') == 10 and "10 labels matching" in found.text
+    assert 'href="/ann/plans/labels?q=label%200999&amp;page=2"' not in found.text
+    many = cat.get("/ann/plans/labels", query_string="q=label+09&page=2").text
+    assert "label 09050" in many and 'href="/ann/plans/labels?q=label%2009&amp;page=3"' in many
+    for bad in ("0", "-1", "abc", "9" * 30):
+        assert cat.get("/ann/plans/labels", query_string=f"page={bad}").status_code == 400
+
+    answer = client.simulate_get("/api/v1/repos/ann/plans/labels")
+    assert answer.status_code == 200 and answer.headers["x-total-count"] == "10000"
+    assert [label["name"] for label in answer.json] == [f"label {n:05d}" for n in range(30)]
+    assert 'page=334>; rel="last"' in answer.headers["link"]
+    answer = client.simulate_get(
+        "/api/v1/repos/ann/plans/labels", params={"page": 200, "limit": 50}
+    )
+    assert [label["name"] for label in answer.json][-1] == "label 09999"
+    assert 'rel="next"' not in answer.headers["link"] and 'rel="prev"' in answer.headers["link"]
+    beyond = client.simulate_get(
+        "/api/v1/repos/ann/plans/labels", params={"page": 201, "limit": 50}
+    )
+    assert beyond.json == [] and beyond.headers["x-total-count"] == "10000"
+    named = client.simulate_get("/api/v1/repos/ann/plans/labels/LABEL%2009999")
+    assert named.status_code == 200 and named.json["description"] == "number 9999"
+
+    # the picker: 30 labels and a search; what it finds is put on, and shown as carried
+    number = open_issue(ben, "ann/plans", "Which label?")
+    issue = ben.get(f"/ann/plans/issues/{number}")
+    assert issue.status_code == 200 and len(issue.content) < 200_000
+    assert issue.text.count('name="action" value="label"') == 30
+    assert 'name="find_label"' in issue.text and "30 of 10000 labels" in issue.text
+    assert 'name="find_label"' not in cat.get(f"/ann/plans/issues/{number}").text  # a reader
+    searched = ben.get(f"/ann/plans/issues/{number}", query_string="find_label=label+09999")
+    assert searched.text.count('name="action" value="label"') == 1
+    assert "1 of 1 label matching" in searched.text
+    wanted = re.search(r'name="label" value="(\d+)"', searched.text)
+    assert wanted is not None
+    done = triage(ben, "ann/plans", number, action="label", label=wanted.group(1))
+    assert done.status_code == 303
+    after = ben.get(f"/ann/plans/issues/{number}").text
+    # carried: a chip in the sidebar and in the event, and offered to take off beside the 30
+    assert after.count('name="action" value="label"') == 31
+    assert 'aria-pressed="true">✓ label 09999' in after
+    assert after.count('data-color="#ededed"') == 2 and "added the" in after

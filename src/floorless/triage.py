@@ -16,14 +16,17 @@ from __future__ import annotations
 import datetime
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from floorless.accounts import Account
 from floorless.db import Database, Row
 from floorless.errors import BadRequest, NotFound
-from floorless.issues import Issue, Issues
+from floorless.issues import Issue, Issues, _like
 
 LABEL_MAX = 50  # characters of a label's name, as Forgejo allows
+LABELS_PER_PAGE = 50  # labels on a page of the labels page
+LOOKUP_CHUNK = 500  # ids or names looked up in one statement (databases bound their count)
 TITLE_MAX = 255  # of a milestone's title
 DESCRIPTION_MAX = 2000
 _COLOR = re.compile(r"#[0-9a-fA-F]{6}")
@@ -151,23 +154,65 @@ class Triage:
     # -- labels -------------------------------------------------------------------------------
 
     def labels(self, owner: str, name: str) -> list[Label]:
-        """The repository's labels by name (one statement)."""
+        """The repository's labels by name (one statement): all of them, however many, so
+        only for work that needs every one; a page shows ``listing``'s."""
         rows = self.db.query(
             "SELECT * FROM labels WHERE owner = ? AND name = ? ORDER BY lower(label), id",
             (owner, name),
         )
         return [_label(row) for row in rows]
 
-    def listing(self, owner: str, name: str) -> list[Label]:
-        """The repository's labels with how many open issues and pull requests carry each."""
-        rows = self.db.query(
-            "SELECT l.*, (SELECT COUNT(*) FROM issue_labels il JOIN issues i"
-            " ON i.id = il.issue_id WHERE il.label_id = l.id AND i.state = 'open')"
-            " AS open_issues FROM labels l WHERE l.owner = ? AND l.name = ?"
-            " ORDER BY lower(l.label), l.id",
-            (owner, name),
+    def listing(
+        self,
+        owner: str,
+        name: str,
+        offset: int = 0,
+        limit: int = LABELS_PER_PAGE,
+        q: str = "",
+        counted: bool = False,
+    ) -> tuple[list[Label], int]:
+        """A page of the repository's labels by name, those whose name holds ``q`` (any case)
+        when it is given, and how many there are in all; with ``counted``, how many open
+        issues and pull requests carry each. Two statements, whatever the number."""
+        where, params = "l.owner = ? AND l.name = ?", [owner, name]
+        if q:
+            where += " AND lower(l.label) LIKE ? ESCAPE '!'"
+            params.append("%" + _like(q.lower()) + "%")
+        total = self.db.one(
+            f"SELECT COUNT(*) AS total FROM labels l WHERE {where}",  # noqa: S608
+            params,
         )
-        return [_label(row) for row in rows]
+        count = (
+            ", (SELECT COUNT(*) FROM issue_labels il JOIN issues i ON i.id = il.issue_id"
+            " WHERE il.label_id = l.id AND i.state = 'open') AS open_issues"
+            if counted
+            else ""
+        )
+        rows = self.db.query(
+            f"SELECT l.*{count} FROM labels l WHERE {where}"  # noqa: S608
+            " ORDER BY lower(l.label), l.id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [_label(row) for row in rows], int(total["total"]) if total else 0
+
+    def labels_named(
+        self, owner: str, name: str, ids: Iterable[int] = (), names: Iterable[str] = ()
+    ) -> list[Label]:
+        """The repository's labels among ``ids`` or ``names`` (any case), by name: a
+        statement for each ``LOOKUP_CHUNK`` of them, however many labels it has."""
+        wanted_ids, wanted = sorted(set(ids)), sorted({n.lower() for n in names})
+        found: dict[int, Label] = {}
+        for column, values in (("id", wanted_ids), ("lower(label)", wanted)):
+            for start in range(0, len(values), LOOKUP_CHUNK):
+                chunk: list[object] = list(values[start : start + LOOKUP_CHUNK])
+                marks = ", ".join("?" * len(chunk))
+                rows = self.db.query(
+                    f"SELECT * FROM labels WHERE owner = ? AND name = ?"  # noqa: S608
+                    f" AND {column} IN ({marks})",
+                    [owner, name, *chunk],
+                )
+                found.update((int(row["id"]), _label(row)) for row in rows)
+        return sorted(found.values(), key=lambda label: (label.name.lower(), label.id))
 
     def label(self, owner: str, name: str, label_id: int) -> Label:
         row = self.db.one(
@@ -222,6 +267,41 @@ class Triage:
         )
         if row is not None and int(row["id"]) != other_than:
             raise BadRequest(f"there is already a label {label!r}")
+
+    def labels_around(self, issue: Issue, names: Iterable[str]) -> tuple[list[Label], list[Label]]:
+        """The labels ``issue`` carries, and those of its repository named by ``names`` (any
+        case; the labels its timeline's events name), each by name: one statement for them
+        all (and one more for each further ``LOOKUP_CHUNK`` names)."""
+        wanted = sorted({n.lower() for n in names})
+        carried: dict[int, Label] = {}
+        named: dict[int, Label] = {}
+        start = 0
+        while True:
+            chunk: list[object] = list(wanted[start : start + LOOKUP_CHUNK])
+            clauses = ["l.id IN (SELECT label_id FROM issue_labels WHERE issue_id = ?)"]
+            params: list[object] = [issue.id, issue.owner, issue.name, issue.id]
+            if start:
+                clauses, params = [], [issue.id, issue.owner, issue.name]
+            if chunk:
+                clauses.append(f"lower(l.label) IN ({', '.join('?' * len(chunk))})")
+                params += chunk
+            rows = self.db.query(
+                "SELECT l.*, EXISTS (SELECT 1 FROM issue_labels il WHERE il.issue_id = ?"  # noqa: S608
+                " AND il.label_id = l.id) AS carried FROM labels l"
+                f" WHERE l.owner = ? AND l.name = ? AND ({' OR '.join(clauses)})",
+                params,
+            )
+            for row in rows:
+                label = _label(row)
+                (carried if row["carried"] else named)[label.id] = label
+            start += LOOKUP_CHUNK
+            if start >= len(wanted):
+                break
+
+        def by_name(found: dict[int, Label]) -> list[Label]:
+            return sorted(found.values(), key=lambda label: (label.name.lower(), label.id))
+
+        return by_name(carried), by_name(named)
 
     def labels_of(self, issue_ids: list[int]) -> dict[int, list[Label]]:
         """The labels of each of ``issue_ids``, by name, in one statement."""

@@ -336,8 +336,9 @@ def triage(repo: Named, number: int) -> str:
     return f"{home(repo)}/issues/{number}/triage"
 
 
-def labels(repo: Named) -> str:
-    return f"{home(repo)}/labels"
+def labels(repo: Named, q: str = "", page: int = 1) -> str:
+    """The labels page: those whose name holds ``q``, a page of them at a time."""
+    return f"{home(repo)}/labels" + query({"q": q or None, "page": page if page > 1 else None})
 
 
 def milestones(repo: Named, state: str = "open") -> str:

@@ -161,7 +161,9 @@ class IssueResource(Resource):
     def labels_named(self, repo: Repo, wanted: Sequence[int | str]) -> list[Label]:
         """The repository's labels ``wanted`` names, by id or by name; 422 for one it has
         not (nothing is written then)."""
-        labels = self.forge.triage.labels(repo.owner, repo.name)
+        ids = [item for item in wanted if isinstance(item, int)]
+        names = [item for item in wanted if isinstance(item, str)]
+        labels = self.forge.triage.labels_named(repo.owner, repo.name, ids, names)
         by_id = {label.id: label for label in labels}
         by_name = {label.name.lower(): label for label in labels}
         found: dict[int, Label] = {}
@@ -286,8 +288,8 @@ class RepoIssues(IssueResource):
         names = {part.strip().lower() for part in text.split(",") if part.strip()}
         if not names:
             return ()
-        labels = self.forge.triage.labels(repo.owner, repo.name)
-        return tuple(label.id for label in labels if label.name.lower() in names)
+        labels = self.forge.triage.labels_named(repo.owner, repo.name, names=names)
+        return tuple(label.id for label in labels)
 
     def _milestones(self, repo: Repo, text: str) -> tuple[int, ...]:
         """Milestone titles or ids as ids; unknown ones are left out (as Forgejo)."""
@@ -690,11 +692,12 @@ class Labels(IssueResource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         found, _ = self.sorting(req, owner, repo)
-        labels = self.forge.triage.labels(found.owner, found.name)
         paging = self.paging(req)
-        chosen = labels[paging.offset : paging.offset + paging.limit]
+        chosen, total = self.forge.triage.listing(
+            found.owner, found.name, paging.offset, paging.limit
+        )
         public = self.public(req)
-        self.paged(req, resp, self.forge, paging, len(labels))
+        self.paged(req, resp, self.forge, paging, total)
         self.send(resp, [label_json(label, found, public) for label in chosen])
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
@@ -726,9 +729,8 @@ class OneLabel(IssueResource):
         triage = self.forge.triage
         if _NUMBER.fullmatch(id):
             return triage.label(repo.owner, repo.name, int(id))
-        for label in triage.labels(repo.owner, repo.name):
-            if label.name.lower() == id.lower():
-                return label
+        for label in triage.labels_named(repo.owner, repo.name, names=[id]):
+            return label
         raise NotFound("label does not exist")
 
     def on_get(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import falcon
@@ -23,6 +23,7 @@ from floorless.forge import Forge
 from floorless.git import objects
 from floorless.issues import Entry, Issue
 from floorless.references import names_others
+from floorless.triage import LABEL_MAX, Label
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import link_references, render_markdown
@@ -36,6 +37,7 @@ QUERY_MAX = 200
 TIMELINE_FIRST = 30
 TIMELINE_LAST = 30
 TIMELINE_MORE = 100
+PICKER_LABELS = 30  # labels offered by an issue's sidebar at once; more are searched for
 
 
 def issue_number(text: str) -> int:
@@ -54,6 +56,11 @@ def _shown(req: falcon.Request) -> int:
     return max(TIMELINE_FIRST, int(value))
 
 
+def _find_label(req: falcon.Request) -> str:
+    """What the sidebar's label picker is narrowed to (``?find_label=``)."""
+    return " ".join((req.get_param("find_label") or "").split())[:LABEL_MAX]
+
+
 def _cursor(req: falcon.Request, name: str) -> int | None:
     value = req.get_param(name)
     if value is None or value == "":
@@ -63,23 +70,47 @@ def _cursor(req: falcon.Request, name: str) -> int | None:
     return int(value)
 
 
-def sidebar(forge: Forge, view: RepoView, issue: Issue, viewer: Viewer) -> dict[str, Any]:
+def sidebar(
+    forge: Forge,
+    view: RepoView,
+    issue: Issue,
+    viewer: Viewer,
+    timeline: Sequence[Entry] = (),
+    find: str = "",
+) -> dict[str, Any]:
     """What ``_issue_sidebar.html`` shows of ``issue`` (or a pull request's issue) and lets
-    ``viewer`` change: pass it to the template as ``sidebar``. Five statements."""
+    ``viewer`` change: pass it to the template as ``sidebar``. Six statements, whatever the
+    number of labels: the labels it carries and those ``timeline``'s events name, and a
+    picker of at most ``PICKER_LABELS`` others (those whose name holds ``find``, when it is
+    given; a repository with more offers that search)."""
     repo = view.repo
     policy = forge.policy
     triage = forge.triage
-    labels = triage.labels(repo.owner, repo.name)
+    named = {entry.body[1:] for entry in timeline if entry.kind == "label"}
+    carried, mentioned = triage.labels_around(issue, named)
     assignees = triage.assignees_of([issue.id]).get(issue.id, [])
-    on = {label.id for label in triage.labels_of([issue.id]).get(issue.id, [])}
     may_label = policy.may_label(viewer, view.level)
     may_assign = policy.may_assign(viewer, view.level)
+    picker: list[Label] = []
+    choices = 0
+    if may_label:
+        picker, choices = triage.listing(repo.owner, repo.name, 0, PICKER_LABELS, find)
+    on = {label.id for label in carried}
+    offered = {label.id: label for label in [*picker, *carried]}
     return {
         "issue": issue,
         "action": urls.triage(repo, issue.number),
-        "labels": [label for label in labels if label.id in on],
-        "all_labels": [(label, label.id in on) for label in labels],
-        "by_name": {label.name.lower(): label for label in labels},
+        "labels": carried,
+        "all_labels": [
+            (label, label.id in on)
+            for label in sorted(offered.values(), key=lambda x: (x.name.lower(), x.id))
+        ],
+        "find": find,
+        "find_url": urls.numbered(repo, issue.number, issue.is_pull) + "#labels",
+        "choices": choices,
+        "offered": len(picker),
+        "searchable": choices > PICKER_LABELS or bool(find),
+        "by_name": {label.name.lower(): label for label in [*mentioned, *carried, *picker]},
         "assignees": assignees,
         "assignable": policy.assignable(repo) if may_assign else [],
         "milestone": triage.milestone_of(issue),
@@ -274,7 +305,7 @@ class IssueDetail(IssueView):
     same conversation for a pull request, with its own template, header and URLs."""
 
     template = "issue.html"
-    query = ("shown",)
+    query = ("shown", "find_label")
 
     def find(self, req: falcon.Request, view: RepoView, number: str) -> Issue:
         """The issue; a pull request's number is sent to the pull request's page (as Forgejo
@@ -352,7 +383,7 @@ class IssueDetail(IssueView):
             form=form or {},
             error=error,
             here=urls.exact_path(req),
-            sidebar=sidebar(self.forge, view, issue, viewer),
+            sidebar=sidebar(self.forge, view, issue, viewer, timeline, _find_label(req)),
             action=self.target(view, issue),
             **more,
         )

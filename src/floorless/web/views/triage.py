@@ -18,11 +18,13 @@ import re
 import falcon
 
 from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.triage import LABELS_PER_PAGE
 from floorless.web import auth, urls
 from floorless.web.context import RepoView, repo_view
-from floorless.web.views.issues import STATES, IssueView, issue_number
+from floorless.web.views.issues import QUERY_MAX, STATES, IssueView, issue_number
 
 _ID = re.compile(r"[0-9]{1,12}")
+MAX_PAGE = 1_000_000  # a page past any list, and an offset every database can hold
 
 
 def _id(text: str, what: str) -> int:
@@ -80,7 +82,8 @@ class TriageChange(IssueView):
 
 
 class Labels(IssueView):
-    """``/{owner}/{repo}/labels``: the labels with their open issues; writers create, edit
+    """``/{owner}/{repo}/labels``: the labels with their open issues, ``LABELS_PER_PAGE`` a
+    page (``?page=``), those whose name holds ``?q=`` when it is given; writers create, edit
     and delete them (``action`` create, edit, delete)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
@@ -91,11 +94,31 @@ class Labels(IssueView):
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, error: str = ""
     ) -> None:
+        raw = req.get_param("page") or "1"
+        if not _ID.fullmatch(raw) or not 1 <= int(raw) <= MAX_PAGE:
+            raise BadRequest("page is a whole number from 1")
+        page = int(raw)
+        q = " ".join((req.get_param("q") or "").split())[:QUERY_MAX]
+        labels, total = self.forge.triage.listing(
+            view.repo.owner,
+            view.repo.name,
+            (page - 1) * LABELS_PER_PAGE,
+            LABELS_PER_PAGE,
+            q,
+            counted=True,
+        )
+        pages = max(1, -(-total // LABELS_PER_PAGE))
         self.page(
             resp,
             view,
             "labels.html",
-            labels=self.forge.triage.listing(view.repo.owner, view.repo.name),
+            labels=labels,
+            total=total,
+            query=q,
+            page=page,
+            pages=pages,
+            prev_url=urls.labels(view.repo, q, page - 1) if page > 1 else None,
+            next_url=urls.labels(view.repo, q, page + 1) if page < pages else None,
             may_manage=self.forge.policy.may_label(auth.viewer_of(req), view.level),
             error=error,
         )
