@@ -8,6 +8,7 @@ the merge's webhook."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +42,8 @@ class Site:
 
     def begin(self) -> None:
         self.forge = start_forge(self.tmp_path / "repos", self.tmp_path / "data")
+        # one sweep, at start: whatever merges later was let through by what was heard
+        self.forge.automerge.sweep_seconds = math.inf
         app = httpx.WSGITransport(app=create_app(self.forge))
         self.http = httpx.Client(transport=app, base_url=BASE)
         self.running = True
@@ -315,3 +318,31 @@ def test_a_merge_that_fails_drops_the_schedule_with_a_timeline_event(site: Site)
     assert kinds(site, ann) == ["pull_scheduled_merge", "pull_cancel_scheduled_merge"]
     page = site.http.get(f"/{repo.full_name}/pulls/1")
     assert "had the scheduled auto merge of this pull request fail" in page.text
+
+
+def test_an_approval_lets_a_scheduled_merge_through(site: Site) -> None:
+    ann, ben = token_for(site.http, "ann"), token_for(site.http, "ben")
+    site.api(ann).repository.repo_create_branch_protection(
+        "ann", "plans", rule_name="main", required_approvals=1
+    )
+    assert schedule(site, ann).status_code == 201  # ann opened it: another must approve
+    site.settle()
+    assert not merged(site)
+    site.api(ben).repository.repo_create_pull_review(
+        "ann", "plans", 1, event="APPROVED", body="Fine by me."
+    )
+    wait_for(lambda: merged(site))
+    assert site.forge.pulls.get("ann", "plans", 1).merged_by == "ann"
+
+
+def test_someone_the_rule_does_not_let_merge_is_refused_not_scheduled(site: Site) -> None:
+    ann, ben = token_for(site.http, "ann"), token_for(site.http, "ben")
+    site.api(ann).repository.repo_create_branch_protection(
+        "ann", "plans", rule_name="main", enable_status_check=True,
+        status_check_contexts=["ci/build"], enable_merge_whitelist=True,
+        merge_whitelist_usernames=["ann"],
+    )  # fmt: skip
+    refused = schedule(site, ben)
+    assert refused.status_code == 405 and "who may merge" in error_of(refused)
+    assert scheduled(site) == 0
+    assert schedule(site, ann).status_code == 201

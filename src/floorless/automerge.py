@@ -123,6 +123,7 @@ class AutoMerge:
         self.merger = merger
         self.snapshot = snapshot
         self.last_sweep = 0.0  # (monotonic) 0: not yet, so a starting forge sweeps at once
+        self.sweep_seconds = SWEEP_SECONDS
         self._jobs = Jobs(
             "automerge", log, (FloorlessError, pygit2.GitError, OSError, KeyError, ValueError)
         )
@@ -235,9 +236,9 @@ class AutoMerge:
         return len(rows)
 
     def tick(self) -> None:
-        """From the maintenance loop: sweep when ``SWEEP_SECONDS`` have passed since the
+        """From the maintenance loop: sweep when ``sweep_seconds`` have passed since the
         last sweep (at once on the first call)."""
-        if not self.last_sweep or time.monotonic() - self.last_sweep >= SWEEP_SECONDS:
+        if not self.last_sweep or time.monotonic() - self.last_sweep >= self.sweep_seconds:
             self.sweep()
 
     # -- trying one -------------------------------------------------------------------------

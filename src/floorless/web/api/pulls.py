@@ -556,7 +556,7 @@ class PullMerge(PullApi):
                 force=bool(body.get("force_merge")) and not scheduling,
             )
         except DisallowedToMerge:
-            if not scheduling:
+            if not scheduling or not self._may_ever_merge(view, pull, account):
                 raise
             automerge.schedule(pull, account, style, message, delete_branch, url)
             resp.status = falcon.HTTP_201
@@ -568,6 +568,15 @@ class PullMerge(PullApi):
             raise NotAllowed(str(exc)) from exc
         resp.status = falcon.HTTP_200
         resp.text = None
+
+    def _may_ever_merge(self, view: RepoView, pull: Pull, account: Account) -> bool:
+        """Whether the base's rule lets ``account`` merge at all, whatever its checks say: a
+        rule listing who may merge refuses the others (Forgejo's 405) rather than schedule
+        a merge that could never be done."""
+        rule = self.forge.protections.for_branch(view.repo, pull.base_branch)
+        if rule is None or not rule.enable_merge_whitelist:
+            return True
+        return account.name.lower() in (n.lower() for n in rule.merge_whitelist_usernames)
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
