@@ -22,7 +22,24 @@ from pygit2.enums import ConfigLevel, ObjectType
 from floorless.errors import GitCommandError
 
 _GIT = shutil.which("git") or "git"
-HOOKS = ("pre-receive", "update", "proc-receive")
+
+
+def hook_scripts(python: str) -> dict[str, str]:
+    """The hooks a push through floorless runs (``floorless.hooks``): two in Python, and the
+    update hook, once per ref, in the shell (it reads the pre-receive hook's refusals)."""
+    return {
+        "pre-receive": f'#!/bin/sh\nexec "{python}" -m floorless.hooks.pre_receive\n',
+        "proc-receive": f'#!/bin/sh\nexec "{python}" -m floorless.hooks.proc_receive\n',
+        "update": (
+            "#!/bin/sh\n"
+            '# refused by the pre-receive hook: leave "$1" alone\n'
+            '[ -n "$FLOORLESS_HOOK_DIR" ] || exit 1\n'
+            'if grep -qxF -e "$1" "$FLOORLESS_HOOK_DIR/refused" 2>/dev/null; then exit 1; fi\n'
+            "exit 0\n"
+        ),
+    }
+
+
 _configured_libgit2 = False
 _lock = threading.Lock()
 
@@ -52,9 +69,8 @@ class GitEnvironment:
         if not self.config.exists():
             self.config.write_text("")
         self.hooks.mkdir(parents=True, exist_ok=True)
-        for name in HOOKS:  # floorless.hooks: every push through floorless runs them
-            hook = self.hooks / name
-            script = f'#!/bin/sh\nexec "{sys.executable}" -m floorless.hooks {name} "$@"\n'
+        for name, script in hook_scripts(sys.executable).items():
+            hook = self.hooks / name  # floorless.hooks: every push through floorless runs them
             if not hook.exists() or hook.read_text() != script:
                 scratch = hook.with_name(f"{name}.new")
                 scratch.write_text(script)

@@ -51,66 +51,89 @@ class Request:
 def read_request(body: Iterator[bytes]) -> Request:
     """Read the updates, options and the pack's header from ``body``; BadRequest when they
     are malformed."""
-    buffer = bytearray()
-    at = 0
+    reader = _Reader(body)
     found = Request()
-    options = False
-    sections = 0  # flushes seen: 1 after the updates, 2 after the push options
-    first = True
-
-    def need(size: int) -> bool:
-        while len(buffer) < at + size:
-            piece = next(body, None)
-            if piece is None:
-                return False
-            buffer.extend(piece)
-            if len(buffer) > MAX_PREFIX:
-                raise BadRequest("the push's updates never end")
-        return True
-
+    if reader.empty():
+        found.rest = iter(())
+        return found  # an empty body: git answers it
+    section = reader.section()
     head = bytearray()
-    while sections < (2 if options else 1):
-        if not need(4):
-            if at == len(buffer) and not found.updates and sections == 0 and not head:
-                break  # an empty body: git answers it
-            raise BadRequest("malformed git request: the push commands never end")
-        try:
-            size = int(bytes(buffer[at : at + 4]), 16)
-        except ValueError as exc:
-            raise BadRequest("malformed git request: bad pkt-line length") from exc
-        if size == 0:
-            head += FLUSH
-            at += 4
-            sections += 1
-            continue
-        if size < 5 or not need(size):
-            raise BadRequest("malformed git request: bad pkt-line length")
-        payload = bytes(buffer[at + 4 : at + size])
-        at += size
-        if sections == 1:
-            head += pkt(payload)  # a push option
-            continue
+    for payload in section:
         line, nul, caps = payload.rstrip(b"\n").partition(b"\0")
         if line.startswith(b"shallow "):
             head += pkt(payload)
             continue
-        if first and nul:
-            first = False
+        if not found.updates and nul:
             found.capabilities = caps.split()
-            options = b"push-options" in found.capabilities
             kept = b" ".join(c for c in found.capabilities if c not in SIDE_BANDS)
             payload = line + b"\0" + kept + b"\n"
         parts = line.decode("utf-8", "replace").split(" ", 2)
         if len(parts) != 3:
-            raise BadRequest("malformed git request: an update is not 'old new ref'")
+            raise BadRequest("git refused the request: a push's update is not 'old new ref'")
         found.updates.append((parts[0], parts[1], parts[2]))
         head += pkt(payload)
-    if need(12) and buffer[at : at + 4] == b"PACK":
-        found.pack_count = int.from_bytes(buffer[at + 8 : at + 12], "big")
+    head += FLUSH
+    if found.updates and b"push-options" in found.capabilities:
+        for option in reader.section():
+            head += pkt(option)
+        head += FLUSH
+    found.pack_count = reader.pack_count()
     found.head = bytes(head)
-    tail = bytes(buffer[at:])
-    found.rest = _chain(tail, body)
+    found.rest = _chain(reader.left(), body)
     return found
+
+
+class _Reader:
+    """pkt-lines read from a body as they arrive."""
+
+    def __init__(self, body: Iterator[bytes]) -> None:
+        self.body = body
+        self.buffer = bytearray()
+        self.at = 0
+
+    def need(self, size: int) -> bool:
+        while len(self.buffer) < self.at + size:
+            piece = next(self.body, None)
+            if piece is None:
+                return False
+            self.buffer.extend(piece)
+            if len(self.buffer) > MAX_PREFIX:
+                raise BadRequest("malformed git request: the push commands never end")
+        return True
+
+    def empty(self) -> bool:
+        return not self.need(1)
+
+    def section(self) -> list[bytes]:
+        """The payloads up to the next flush."""
+        found: list[bytes] = []
+        while True:
+            if not self.need(4):
+                raise BadRequest("malformed git request: the push commands never end")
+            raw = bytes(self.buffer[self.at : self.at + 4])
+            try:
+                size = int(raw, 16)
+            except ValueError as exc:
+                raise BadRequest("malformed git request: bad pkt-line length") from exc
+            if not raw.isalnum():
+                raise BadRequest("malformed git request: bad pkt-line length")
+            if size == 0:
+                self.at += 4
+                return found
+            if size < 5 or size > 65520:
+                raise BadRequest(f"malformed git request: pkt-line length {size}")
+            if not self.need(size):
+                raise BadRequest("malformed git request: the push commands never end")
+            found.append(bytes(self.buffer[self.at + 4 : self.at + size]))
+            self.at += size
+
+    def pack_count(self) -> int | None:
+        if self.need(12) and self.buffer[self.at : self.at + 4] == b"PACK":
+            return int.from_bytes(self.buffer[self.at + 8 : self.at + 12], "big")
+        return None
+
+    def left(self) -> bytes:
+        return bytes(self.buffer[self.at :])
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

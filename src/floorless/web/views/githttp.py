@@ -29,7 +29,7 @@ from pathlib import Path
 import falcon
 
 import floorless
-from floorless import hooks
+from floorless import branchrules, hooks
 from floorless.access import Level
 from floorless.errors import (
     BadRequest,
@@ -103,6 +103,7 @@ def hook_environment(
     return {
         hooks.ENV_DATABASE: database,
         hooks.ENV_ACCOUNT: str(account_id),
+        hooks.ENV_ACTOR: viewer.name,
         hooks.ENV_REPO: repo.full_name,
         hooks.ENV_URL: public_url(forge.settings, req),
         hooks.ENV_LEVEL: str(int(forge.policy.level(viewer, repo))),
@@ -244,6 +245,7 @@ class Service(GitView):
         try:
             if request.pack_count is not None:
                 (work / hooks.PACK_COUNT).write_text(str(request.pack_count))
+            (work / hooks.RULES).write_text(branchrules.dump(self.forge.protections.rules(found)))
             checker = protocol.PktChecker(commands_only=True)
             stream = itertools.chain([request.head], request.rest)
             output = self.start(req, found, stream, checker, work)
