@@ -9,13 +9,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from falcon import testing
 from gitfixtures import git
 from pyforgejo import BranchProtection
 from pyforgejo.core.api_error import ApiError
+from test_accounts import csrf_of
 from test_api_core import api, token_for
 from test_merge import commit, settle
-from test_merge_web import fill, open_pull, tip
-from test_statuses import forge, http  # noqa: F401 (fixtures)
+from test_merge_web import fill, open_pull, person, tip
+from test_statuses import client, forge, http  # noqa: F401 (fixtures)
 
 from floorless.forge import Forge
 
@@ -143,3 +145,37 @@ def test_an_outdated_head_who_may_merge_and_protected_files(
         "ann", "plans", 1, do="merge", force_merge=True
     )
     assert forge.pulls.get("ann", "plans", 1).merged and tip(forge) != before
+
+
+def test_the_settings_page_sets_who_may_push_and_what_a_merge_needs(
+    forge: Forge,  # noqa: F811
+    client: testing.TestClient,  # noqa: F811
+) -> None:
+    ann = person(client, "ann")
+    page = ann.get("/ann/plans/settings")
+    made = ann.post(
+        "/ann/plans/settings",
+        {"action": "protect", "rule": "release/*", "push": "listed", "push_users": "ben\r\n",
+         "force_push": "none", "required_approvals": "2", "approvers": "ben\r\ncat",
+         "dismiss_stale_approvals": "on", "block_on_rejected_reviews": "on",
+         "protected_file_patterns": "*.lock", "unprotected_file_patterns": "docs/**",
+         "apply_to_admins": "on"},
+        csrf_of(page.text),
+    )  # fmt: skip
+    assert made.status_code == 303, made.text[:300]
+    rule = forge.protections.get(forge.registry.get("ann", "plans"), "release/*")
+    assert rule.enable_push and rule.enable_push_whitelist
+    assert rule.push_whitelist_usernames == ("ben",) and not rule.enable_force_push
+    assert rule.required_approvals == 2 and rule.approvals_whitelist_username == ("ben", "cat")
+    assert rule.enable_approvals_whitelist and rule.dismiss_stale_approvals
+    assert rule.block_on_rejected_reviews and not rule.block_on_outdated_branch
+    assert rule.protected_file_patterns == "*.lock" and rule.apply_to_admins
+    page = ann.get("/ann/plans/settings")
+    assert 'name="push" value="listed" checked' in page.text
+    assert 'value="*.lock"' in page.text and 'name="required_approvals"' in page.text
+    unknown = ann.post(
+        "/ann/plans/settings",
+        {"action": "protect", "rule": "release/*", "push": "listed", "push_users": "nobody"},
+        csrf_of(page.text),
+    )  # fmt: skip
+    assert unknown.status_code == 400 and "nobody" in unknown.text
