@@ -278,3 +278,13 @@ def test_the_rule_reads_back_in_forgejos_shape(repo: Repo) -> None:
     assert status == 422 and "nobody-here" in str(answer)
     status, _ = api(repo.site, "GET", f"/repos/alice/proj/branch_protections/{branch}", WRITER)
     assert status == 403
+
+
+def test_nobody_pushes_to_refs_pull(repo: Repo) -> None:
+    """refs/pull/N/head is where the forge keeps each pull request's head: a push there
+    (even by the owner) would change what a pull request shows."""
+    work = repo.clone(OWNER)
+    commit(work, "spoof.txt", "spoof\n", "Spoof")
+    refused = git("push", "origin", "HEAD:refs/pull/1/head", cwd=work, check=False)
+    assert refused.returncode != 0 and "refs/pull/ is the forge's own" in refused.stderr
+    assert "refs/pull/" not in heads(repo)

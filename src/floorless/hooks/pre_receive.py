@@ -60,7 +60,9 @@ def judge(
     (``pushgate.refused``)."""
     reasons: dict[str, str] = {}
     for command in updates:
-        if level < WRITE and not command.ref.startswith(PREFIX):
+        if command.ref.startswith("refs/pull/"):
+            reasons[command.ref] = "refs/pull/ is the forge's own: open a pull request instead"
+        elif level < WRITE and not command.ref.startswith(PREFIX):
             reasons[command.ref] = (
                 f"you may read {repo} but not push to it; propose the change with"
                 f" git push origin HEAD:refs/for/<branch>/<topic>"
