@@ -16,8 +16,9 @@ all describe one repository at one path, so they are kept and dropped together:
   ref moved by an API) is taken in; ``RepoState.check()`` is the background check for
   changes made behind floorless's back: file status first, refs read only when it moved.
 - ``RepoState.reopen()`` drops the handle alone, when a pack it may map is gone (``git gc``
-  here, or a repack by another host): the snapshot, graph, marks and answers name objects by
-  id and stay valid.
+  here, or a repack by another host) or a file it may map shrank under it (a fault that
+  ``git/sigbus.py`` turned into an error): the snapshot, graph, marks and answers name
+  objects by id and stay valid.
 
 Caches bounded across repositories (the handle count, the page cache's bytes, the answers'
 bytes) stay shared: their entries for one repository are dropped by that repository's
@@ -26,6 +27,7 @@ bytes) stay shared: their entries for one repository are dropped by that reposit
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from pathlib import Path
@@ -34,9 +36,12 @@ from typing import Protocol
 import pygit2
 
 from floorless.errors import FloorlessError
+from floorless.git import sigbus
 from floorless.git.refs import Fingerprint, RefSnapshot, read_snapshot, ref_fingerprint
 from floorless.git.repo import HandlePool, Packs, read_packs
 from floorless.repos import Repo
+
+log = logging.getLogger(__name__)
 
 
 class Part(Protocol):
@@ -62,6 +67,9 @@ class RepoState:
         self._generation = 0
         self.forgotten = False
         self.gc_due = False  # its refs moved since its last garbage collection
+        # faults past the end of a mapped file absorbed in this process when last checked:
+        # any since may have been in a file this handle maps (its own, or a lender's)
+        self._faults = sigbus.faults()
 
     # -- the handle ---------------------------------------------------------------------------
 
@@ -124,7 +132,14 @@ class RepoState:
         with self._lock:
             packs = self._packs
         now = read_packs(self.path, packs)
-        if now is not None and now is not packs:
+        faults = sigbus.faults()
+        if faults != self._faults:  # it may map the file: reopen, to see it as it is now
+            self._faults = faults
+            if files := sigbus.news():
+                log.warning("a mapped file shrank under a read: %s", ", ".join(files))
+            log.info("%s: handle reopened after a mapped file shrank", self.repo.full_name)
+            self.reopen(now)
+        elif now is not None and now is not packs:
             if packs is not None and packs.let_go(now):
                 self.reopen(now)
             else:

@@ -80,8 +80,9 @@ def serve(
             f" --password-stdin{options}"
         )
     # ``processes`` worker processes (one by default), which granian starts again should one
-    # die (a pack file truncated under a mapped handle raises SIGBUS, which no Python code can
-    # catch); the listening socket stays open meanwhile, so clients wait rather than fail.
+    # die. On Linux each worker listens on a socket of its own, so while a lone worker starts
+    # again connections are refused: a pack file truncated under libgit2's mapping (SIGBUS)
+    # fails one request instead (git/sigbus.py, installed by each worker).
     # Each worker builds its own forge (web/asgi.py): on PostgreSQL each is a node as on
     # several machines: one indexes a repository under its lease while the others read what
     # it stores, and a push through one is told to the others before it returns.

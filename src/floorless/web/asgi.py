@@ -12,6 +12,7 @@ import logging
 from floorless import heap
 from floorless.config import Settings
 from floorless.forge import Forge
+from floorless.git import sigbus
 from floorless.web.app import create_app
 from floorless.web.gateway import Gateway, Limits
 
@@ -22,6 +23,8 @@ def application() -> Gateway:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     settings = Settings.load()
+    # a pack truncated under libgit2's mapping fails a request, not the worker (SIGBUS)
+    sigbus.guard()
     forge = Forge(settings)
     forge.start()
     atexit.register(forge.stop)
