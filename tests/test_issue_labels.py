@@ -397,3 +397,6 @@ def test_ten_thousand_labels_are_paged_on_the_page_in_the_api_and_in_the_picker(
     assert after.count('name="action" value="label"') == 31
     assert 'aria-pressed="true">✓ label 09999' in after
     assert after.count('data-color="#ededed"') == 2 and "added the" in after
+    timeline = client.simulate_get(f"/api/v1/repos/ann/plans/issues/{number}/timeline").json
+    (event,) = [entry for entry in timeline if entry["type"] == "label"]
+    assert event["label"]["id"] == int(wanted.group(1)) and event["label"]["name"] == "label 09999"

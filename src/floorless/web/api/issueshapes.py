@@ -192,12 +192,14 @@ _REF_TYPES = {"commit": "commit_ref", "pull": "pull_ref", "issue": "issue_ref"}
 
 
 class Sorting:
-    """The repository's labels and milestones by name, for a page of a timeline (whose
-    events name them): two statements for the page. One deleted since is shown by its name
-    alone (id 0), as the event recorded it."""
+    """The labels a page of a timeline names (only those: a repository may have thousands)
+    and the repository's milestones, by name: two statements for the page at most. One
+    deleted since is shown by its name alone (id 0), as the event recorded it."""
 
-    def __init__(self, forge: Forge, repo: Repo) -> None:
-        self.labels = {x.name.lower(): x for x in forge.triage.labels(repo.owner, repo.name)}
+    def __init__(self, forge: Forge, repo: Repo, entries: Iterable[Entry]) -> None:
+        names = {entry.body[1:] for entry in entries if entry.kind == "label"}
+        named = forge.triage.labels_named(repo.owner, repo.name, names=names)
+        self.labels = {x.name.lower(): x for x in named}
         self.milestones = {
             m.title.lower(): m for m in forge.triage.milestones(repo.owner, repo.name)
         }
