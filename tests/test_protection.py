@@ -225,7 +225,8 @@ def test_what_a_rule_lets_each_person_do(
 @pytest.mark.parametrize("way", ["delete by git", "delete by the API"])
 @pytest.mark.parametrize("admins", [False, True])
 def test_a_protected_branch_is_never_deleted(repo: Repo, who: str, way: str, admins: bool) -> None:
-    branch = repo.branch({"enable_push": True, "enable_force_push": True, "apply_to_admins": admins})
+    rule = {"enable_push": True, "enable_force_push": True, "apply_to_admins": admins}
+    branch = repo.branch(rule)
     assert not WAYS[way](repo, who, branch)
     assert f"refs/heads/{branch}\n" in heads(repo)
 
@@ -241,7 +242,7 @@ def test_a_refused_push_says_why(repo: Repo) -> None:
     git("reset", "-q", "--hard", "HEAD~2", cwd=work)
     commit(work, "y.txt", "y\n", "Y")
     forced = git("push", "-f", "origin", branch, cwd=work, check=False)
-    assert f"protected from force push" in forced.stderr or "protected branch" in forced.stderr
+    assert "protected from force push" in forced.stderr or "protected branch" in forced.stderr
     status, answer = api(repo.site, "DELETE", f"/repos/alice/proj/branches/{branch}", WRITER)
     assert status == 403 and f"branch {branch} is protected from deletion" in str(answer)
 
