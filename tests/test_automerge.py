@@ -346,3 +346,16 @@ def test_someone_the_rule_does_not_let_merge_is_refused_not_scheduled(site: Site
     assert refused.status_code == 405 and "who may merge" in error_of(refused)
     assert scheduled(site) == 0
     assert schedule(site, ann).status_code == 201
+
+
+def test_a_merge_by_hand_ends_the_schedule_without_an_event(site: Site) -> None:
+    ann, ben = token_for(site.http, "ann"), token_for(site.http, "ben")
+    protect(site, ann, ["ci/build"])
+    assert schedule(site, ben).status_code == 201
+    # the owner, an administrator the rule does not bind, forces the merge now
+    site.api(ann).repository.repo_merge_pull_request(
+        "ann", "plans", 1, do="merge", force_merge=True
+    )
+    assert merged(site) and scheduled(site) == 0
+    assert kinds(site, ann) == ["pull_scheduled_merge", "merge_pull"]
+    assert site.http.delete(PULL, headers={"Authorization": f"token {ben}"}).status_code == 404
