@@ -420,7 +420,8 @@ class Merger:
 
     def _delete_head(self, repo: Repo, pull: Pull, actor: Account, head: str) -> None:
         """Delete the merged head branch, if it is still where it was merged from, the
-        merger may push to its repository, and no open pull request is based on it."""
+        merger may push to its repository, no open pull request is based on it, and no rule
+        protects it."""
         if pull.agit:
             return
         try:
@@ -434,6 +435,9 @@ class Merger:
         based = self.forge.pulls.open_with_base(head_repo.owner, head_repo.name)
         if any(other.base_branch == pull.head_branch for other in based):
             return
+        if self.forge.protections.for_branch(head_repo, pull.head_branch) is not None:
+            log.info("%s: protected head branch %s kept", head_repo.full_name, pull.head_branch)
+            return  # a protected branch is never deleted, by a merge neither
         try:
             branch = f"refs/heads/{pull.head_branch}"
             self.forge.git.run(head_repo.path, ["update-ref", "-d", branch, head])

@@ -28,14 +28,13 @@ def hook_scripts(python: str) -> dict[str, str]:
     """The hooks a push through floorless runs (``floorless.hooks``): two in Python, and the
     update hook, once per ref, in the shell (it reads the pre-receive hook's refusals)."""
     return {
-        "pre-receive": f'#!/bin/sh\nexec "{python}" -m floorless.hooks.pre_receive\n',
-        "proc-receive": f'#!/bin/sh\nexec "{python}" -m floorless.hooks.proc_receive\n',
+        "pre-receive": f'#!/bin/sh\nexec "{python}" -P -m floorless.hooks.pre_receive\n',
+        "proc-receive": f'#!/bin/sh\nexec "{python}" -P -m floorless.hooks.proc_receive\n',
         "update": (
             "#!/bin/sh\n"
-            '# refused by the pre-receive hook: leave "$1" alone\n'
+            '# only what the pre-receive hook allowed moves: "$1" is the ref\n'
             '[ -n "$FLOORLESS_HOOK_DIR" ] || exit 1\n'
-            'if grep -qxF -e "$1" "$FLOORLESS_HOOK_DIR/refused" 2>/dev/null; then exit 1; fi\n'
-            "exit 0\n"
+            'exec grep -qxF -e "$1" "$FLOORLESS_HOOK_DIR/allowed"\n'
         ),
     }
 

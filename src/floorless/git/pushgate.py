@@ -6,19 +6,21 @@ not the same as being readable: a deleted branch's commits stay in the store unt
 collection, and what a parent gained after it went private is there too. So a push that sent
 nothing but named such an id would make it readable, and git's answer (``missing necessary
 objects`` or ``ok``) would tell whether it exists. This module is the rule the forge's
-pre-receive hook applies instead (``hooks.py``):
+pre-receive hook applies instead (``hooks/pre_receive.py``):
 
 - Every object the new tips reach must either have been **sent in the push** or be reachable
-  from an **allowed tip**: the repository's own refs, and the refs of each repository it
-  borrows from whose contents the pusher may read now. ``git rev-list --objects NEW --not
-  ALLOWED`` lists what the allowed tips do not reach; each listed object must be in the push's
-  pack (git's quarantine directory, before it joins the store).
+  from an **allowed tip**, else the whole push is refused. The allowed tips are the
+  repository's own refs, and the refs of each repository it borrows from whose contents the
+  pusher may read now. ``git rev-list --objects NEW --not ALLOWED`` lists what the allowed
+  tips do not reach; each listed object must be in the push's pack (git's quarantine
+  directory, before it joins the store).
 - A thin pack's deltas name bases the pusher says the repository has; ``git index-pack
   --fix-thin`` copies each base from the store into the pack. A base is therefore never
   counted as sent (the pack's first ``count`` objects, by offset, are what the client sent;
   the rest are bases), and each must be in the trees of the commits the push builds on (the
-  parents of its new commits, which the first rule already holds to allowed ones). Otherwise
-  a delta could copy a hidden blob into a new one, or the base itself could be pointed at.
+  parents of its new commits, which the first rule already holds to allowed ones), as a blob
+  or a tree: a gitlink names a commit, it does not reach it. Otherwise a delta could copy a
+  hidden blob into a new one, or the base itself could be pointed at.
 
 Both refusals are worded as git words a missing object, so that no answer tells an object
 that is hidden from one that does not exist (``pushreport.py`` makes the whole answer the
@@ -40,6 +42,7 @@ from pygit2.enums import ObjectType
 
 MISSING = "missing necessary objects"
 TREE_ENTRIES_MAX = 5_000_000  # entries read looking for a thin pack's bases
+LIST_SECONDS = 600.0  # the longest the push's objects may take to list
 _IDX_MAGIC = b"\xfftOc"
 
 
@@ -95,18 +98,24 @@ def pushed(quarantine: Path | None, count: int | None, hash_size: int) -> Pushed
     return Pushed(frozenset(sent), frozenset(bases - sent))
 
 
-def listed(git_dir: Path, tips: Iterable[str], allowed: Iterable[str]) -> list[bytes] | None:
+def listed(
+    git_dir: Path, tips: Iterable[str], allowed: Iterable[str], timeout: float = LIST_SECONDS
+) -> list[bytes] | None:
     """The objects ``tips`` reach that ``allowed`` do not (raw ids), by ``git rev-list
     --objects`` in the hook's environment (which sees the quarantine); None when some object
     is missing."""
     lines = [*tips, *(f"^{tip}" for tip in allowed)]
-    proc = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "rev-list", "--objects", "--stdin"],
-        input=("\n".join(lines) + "\n").encode(),
-        capture_output=True,
-        env=os.environ,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "rev-list", "--objects", "--stdin"],
+            input=("\n".join(lines) + "\n").encode(),
+            capture_output=True,
+            env=os.environ,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return None
     if proc.returncode != 0:
         return None
     found = []
@@ -125,9 +134,16 @@ def refused(
     allowed: Sequence[str],
     push: Pushed,
 ) -> tuple[dict[str, str], bool]:
-    """The updates (ref -> new id, hex) that would point at what the push neither sent nor
-    may reach, each with git's reason; and whether the pack's thin bases are all allowed
-    (when not, the whole push is to be refused as git refuses a pack it cannot complete).
+    """The updates (ref -> new id, hex) refused for what they point at, each with git's
+    reason; and whether the pack's thin bases are all allowed (when not, the whole push is
+    to be refused as git refuses a pack it cannot complete).
+
+    One object the push neither sent nor may reach refuses every update of the push, not
+    only its own: then nothing of the pack is kept (no delta made from a hidden base lands
+    in the store), ``atomic`` or not makes no difference, and the answer is the same whether
+    the object is hidden or does not exist at all (git refuses the update of a missing
+    object itself, before the hook, but it too is among those the hook is given). One
+    ``git rev-list`` for the whole push, whatever the number of updates.
 
     ``handle`` reads the store and the quarantine (``Repository`` with the quarantine added
     as an alternate)."""
@@ -135,18 +151,9 @@ def refused(
     if not tips:
         return {}, True
     everything = listed(git_dir, tips, allowed)
-    reasons: dict[str, str] = {}
     if everything is None or not push.sent.issuperset(everything):
-        for ref, new in updates.items():  # which of them: one by one
-            if set(new) == {"0"}:
-                continue
-            mine = listed(git_dir, [new], allowed)
-            if mine is None or not push.sent.issuperset(mine):
-                reasons[ref] = MISSING
-        if not reasons:  # together they fail, alone none does: refuse all
-            reasons = {ref: MISSING for ref, new in updates.items() if set(new) != {"0"}}
-        everything = [o for o in everything or () if o in push.sent]
-    return reasons, bases_allowed(handle, everything, push)
+        return {ref: MISSING for ref in updates}, True
+    return {}, bases_allowed(handle, everything, push)
 
 
 def bases_allowed(handle: pygit2.Repository, new: Sequence[bytes], push: Pushed) -> bool:
@@ -191,7 +198,7 @@ def bases_allowed(handle: pygit2.Repository, new: Sequence[bytes], push: Pushed)
                     return False
                 if entry.type == ObjectType.TREE:
                     stack.append(entry.id)
-                else:
+                elif entry.type == ObjectType.BLOB:  # a gitlink names, it does not reach
                     wanted.discard(entry.id.raw)
         if not wanted:
             return True

@@ -24,6 +24,7 @@ from floorless.errors import BadRequest
 
 SIDE_BANDS = (b"side-band-64k", b"side-band")
 MAX_PREFIX = 64 << 20  # bytes of updates and options before the pack
+MAX_UPDATES = 10_000  # refs one push may update (git.git has about 1,000)
 FLUSH = b"0000"
 
 
@@ -67,10 +68,17 @@ def read_request(body: Iterator[bytes]) -> Request:
             found.capabilities = caps.split()
             kept = b" ".join(c for c in found.capabilities if c not in SIDE_BANDS)
             payload = line + b"\0" + kept + b"\n"
-        parts = line.decode("utf-8", "replace").split(" ", 2)
+        elif nul:  # capabilities belong to the first update alone: git would read them
+            payload = line + b"\n"
+        try:
+            parts = line.decode("utf-8").split(" ", 2)
+        except UnicodeDecodeError as exc:
+            raise BadRequest("a ref name pushed through floorless must be UTF-8") from exc
         if len(parts) != 3:
             raise BadRequest("git refused the request: a push's update is not 'old new ref'")
         found.updates.append((parts[0], parts[1], parts[2]))
+        if len(found.updates) > MAX_UPDATES:
+            raise BadRequest(f"a push updates at most {MAX_UPDATES} refs: push them in parts")
         head += pkt(payload)
     head += FLUSH
     if found.updates and b"push-options" in found.capabilities:

@@ -12,7 +12,7 @@ repository's own hooks never run), runs three hooks (``git/env.py`` writes them)
   it (``branchrules.py``). It fails the whole push, so that nothing it sent is kept, when
   every update is refused.
 - ``update REF OLD NEW``, once per ref git is about to move: a shell script that fails (and
-  git leaves that ref alone) when the pre-receive hook refused that ref (``REFUSED``). The
+  git leaves that ref alone) unless the pre-receive hook allowed that ref (``ALLOWED``). The
   forge rewrites git's report so the pusher reads the verdict's reason
   (``git/pushreport.py``).
 - ``proc-receive`` (``proc_receive.py``), for updates of ``refs/for/*`` (the AGit flow): a
@@ -64,7 +64,8 @@ ENV_BORROWED = "FLOORLESS_HOOK_BORROWED"  # git dirs, one a line, whose refs are
 PACK_COUNT = "pack-count"  # the objects the push's pack announced (the forge writes it)
 RULES = "rules.json"  # the repository's protection rules (the forge writes them)
 VERDICTS = "verdicts.json"  # the pre-receive hook's refusals
-REFUSED = "refused"  # the refused refs, one a line, for the update hook
+ALLOWED = "allowed"  # the refs git may move, one a line, for the update hook
+UPDATES = "updates"  # how many updates the push's request holds (the forge writes it)
 MESSAGES = "messages"  # lines for the pusher, sent on git's side band
 CHANGES = "changes.json"  # pull requests the push opened or moved
 WRITE, ADMIN = 2, 3  # access.Level's numbers
@@ -82,15 +83,15 @@ def work_dir() -> Path | None:
     return Path(value) if value else None
 
 
-def verdicts() -> dict[str, str]:
-    """The pre-receive hook's refusals (ref -> reason)."""
+def verdicts() -> dict[str, str] | None:
+    """The pre-receive hook's refusals (ref -> reason); None when it has written none."""
     folder = work_dir()
     if folder is None:
-        return {}
+        return None
     try:
         found = json.loads((folder / VERDICTS).read_text())
     except (OSError, ValueError):
-        return {}
+        return None
     refs = found.get("refs", {}) if isinstance(found, dict) else {}
     return {str(k): str(v) for k, v in refs.items()}
 

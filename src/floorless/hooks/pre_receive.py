@@ -19,14 +19,15 @@ from floorless.branchrules import Rule, load, move_of, pick, push_refusal
 from floorless.git import pushgate
 from floorless.hooks import (
     ADMIN,
+    ALLOWED,
     ENV_ACTOR,
     ENV_BORROWED,
     ENV_LEVEL,
     ENV_REPO,
     PACK_COUNT,
     PREFIX,
-    REFUSED,
     RULES,
+    UPDATES,
     VERDICTS,
     WRITE,
     Command,
@@ -103,10 +104,13 @@ def judge(
 
 def main(stdin: bytes) -> int:
     updates = []
-    for line in stdin.decode("utf-8", "replace").splitlines():
+    text = stdin.decode("utf-8", "surrogateescape")
+    for line in (line for line in text.split("\n") if line):
         parts = line.split(" ", 2)
-        if len(parts) == 3:
-            updates.append(Command(*parts))
+        if len(parts) != 3 or parts[2] != parts[2].encode("utf-8", "replace").decode():
+            sys.stderr.write("floorless: an update git gave the hook cannot be read\n")
+            return 1  # (the forge refuses ref names that are not UTF-8 before git starts)
+        updates.append(Command(*parts))
     git_dir = Path(os.environ.get("GIT_DIR", ".")).resolve()
     folder = work_dir()
     if folder is None or ENV_REPO not in os.environ:
@@ -129,9 +133,16 @@ def main(stdin: bytes) -> int:
         rules,
         os.environ[ENV_REPO],
     )
+    try:
+        expected = int((folder / UPDATES).read_text())
+    except (OSError, ValueError):
+        expected = -1
+    if expected != len(updates):  # git left some out: refuse all, as for a missing object
+        reasons = {c.ref: pushgate.MISSING for c in updates}
     (folder / VERDICTS).write_text(json.dumps({"refs": reasons, "unusable_pack": not bases_ok}))
-    (folder / REFUSED).write_text("".join(ref + "\n" for ref in reasons))
-    if not bases_ok or (updates and all(c.ref in reasons for c in updates)):
+    allowed = [c.ref for c in updates if c.ref not in reasons and bases_ok]
+    (folder / ALLOWED).write_text("".join(ref + "\n" for ref in allowed))
+    if not bases_ok or (updates and not allowed):
         return 1  # nothing of the push is kept
     return 0
 

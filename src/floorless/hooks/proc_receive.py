@@ -205,8 +205,9 @@ def proc_receive(stdin: BinaryIO, stdout: BinaryIO) -> int:
             receiver.pulls.issues.on_change.append(record_change)
             refused = verdicts()
             for command in commands:
-                if command.ref in refused:
-                    answers.append(f"ng {command.ref} {refused[command.ref]}")
+                if refused is None or command.ref in refused:
+                    reason = "refused" if refused is None else refused[command.ref]
+                    answers.append(f"ng {command.ref} {reason}")
                     continue
                 answers += receiver.receive(command, options)
             if receiver.messages:

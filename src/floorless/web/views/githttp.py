@@ -243,6 +243,7 @@ class Service(GitView):
         request = pushreport.read_request(body)
         work = Path(tempfile.mkdtemp(prefix="push-", dir=self.forge.git.tmp))
         try:
+            (work / hooks.UPDATES).write_text(str(len(request.updates)))
             if request.pack_count is not None:
                 (work / hooks.PACK_COUNT).write_text(str(request.pack_count))
             (work / hooks.RULES).write_text(branchrules.dump(self.forge.protections.rules(found)))
