@@ -203,12 +203,12 @@ def _holder(nodes: Nodes, repo_id: int) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _hold_pushes(repo: Path) -> Path:
-    """Make pushes to ``repo`` stop in the middle: its objects received, no ref moved yet
-    (a ``pre-receive`` hook waits, a minute at most, for a file that never comes). The file
-    that tells the hook has started."""
-    entered = repo / "push-entered"
-    hook = repo / "hooks/pre-receive"
+def _hold_pushes(node: Server) -> Path:
+    """Make pushes through ``node`` stop in the middle: their objects received, no ref moved
+    yet (its pre-receive hook, floorless's own in its runtime directory, is made to wait, a
+    minute at most, for a file that never comes). The file that tells the hook has started."""
+    entered = node.data / "push-entered"
+    hook = node.data / "run" / "hooks" / "pre-receive"
     hook.write_text(
         f"#!/bin/sh\ntouch '{entered}'\nfor i in $(seq 600); do sleep 0.1; done\nexit 1\n"
     )
@@ -252,7 +252,6 @@ def test_a_node_killed_mid_push_and_mid_index_loses_nothing(
         (work / "heavy.bin").write_bytes(os.urandom(4 * 1024 * 1024))
         git("add", "heavy.bin", cwd=work)
         git("commit", "-q", "-m", "Heavy", cwd=work)
-        entered = _hold_pushes(repos / "alice/pub.git")
 
         # a long history appears; node A is asked for it first, takes its lease, indexes it
         history = repos / "big/history.git"
@@ -263,9 +262,10 @@ def test_a_node_killed_mid_push_and_mid_index_loses_nothing(
             found = conn.execute("SELECT id FROM repos WHERE name = 'history'").fetchone()
         assert found is not None
         repo_id = int(found[0])
+        url = nodes.url(a, "alice/pub", "alice")
+        entered = _hold_pushes(a)  # after the admin commands, which write the hooks again
         pushing = subprocess.Popen(
-            ["git", "-c", "credential.helper=", "push", "-q",
-             nodes.url(a, "alice/pub", "alice"), "heavy"],
+            ["git", "-c", "credential.helper=", "push", "-q", url, "heavy"],
             cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )  # fmt: skip
@@ -300,8 +300,7 @@ def test_a_node_killed_mid_push_and_mid_index_loses_nothing(
         assert "refs/heads/heavy" not in remote  # never acknowledged
         for path in (repos / "alice/pub.git", history):
             git("--git-dir", str(path), "fsck", "--no-progress")
-        # and B takes the push A never finished
-        (repos / "alice/pub.git/hooks/pre-receive").unlink()
+        # and B (whose hooks are its own) takes the push A never finished
         git("push", "-q", nodes.url(b, "alice/pub", "alice"), "heavy", cwd=work)
         assert "refs/heads/heavy" in git("ls-remote", nodes.url(b, "alice/pub")).stdout
 
