@@ -6,38 +6,17 @@ is set through the API as Forgejo's clients set it, on a branch of its own."""
 from __future__ import annotations
 
 import base64
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from serving import serving
 from test_git_http import PASSWORD, Site, commit, git
+from test_push_gate import api
 
 pytestmark = pytest.mark.network
 
 WRITER, ADMIN, OWNER, OTHER = "wendy", "adam", "alice", "walt"
-
-
-def api(site: Site, method: str, path: str, user: str, body: object = None) -> tuple[int, object]:
-    request = urllib.request.Request(
-        f"{site.server.url}/api/v1{path}",
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"token {site.token(user)}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            text = response.read().decode()
-            return response.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as exc:
-        text = exc.read().decode()
-        try:
-            return exc.code, json.loads(text)
-        except ValueError:
-            return exc.code, text
 
 
 class Repo:

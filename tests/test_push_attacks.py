@@ -8,13 +8,12 @@ an id that does not exist."""
 
 from __future__ import annotations
 
-import base64
 import urllib.error
 import urllib.request
 
 import pytest
 from conftest import wait_for
-from test_git_http import Site, git
+from test_git_http import git
 from test_protection import OWNER, WRITER, Repo, repo  # noqa: F401 (the fixture)
 from test_protection import api as papi
 from test_push_gate import (  # noqa: F401 (the world fixture)
@@ -25,27 +24,13 @@ from test_push_gate import (  # noqa: F401 (the world fixture)
     object_id,
     pack,
     pkt,
+    raw_push,
     receive_pack,
     varint,
     world,
 )
 
 pytestmark = pytest.mark.network
-
-
-def raw_push(site: Site, repo_name: str, user: str, lines: list[bytes], data: bytes) -> bytes:
-    """Like receive_pack, but the update lines are bytes, given whole (capabilities and all)."""
-    request = urllib.request.Request(
-        f"{site.server.url}/{repo_name}.git/git-receive-pack",
-        data=b"".join(pkt(line + b"\n") for line in lines) + b"0000" + data,
-        headers={
-            "Content-Type": "application/x-git-receive-pack-request",
-            "Authorization": "Basic "
-            + base64.b64encode(f"{user}:{site.token(user)}".encode()).decode(),
-        },
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return bytes(response.read())
 
 
 def fork_main(world: World) -> tuple[str, str, str]:

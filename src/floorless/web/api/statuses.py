@@ -79,52 +79,12 @@ STATUS_SCHEMAS: dict[str, dict[str, str]] = {
         "commit_url": "string",
         "url": "string",
     },
-    "BranchProtection": {
+    "BranchProtection": {  # every field of protections.HELP, as protection_json answers
+        "branch_name": "string",
         **{
-            k: "string"
-            for k in (
-                "branch_name",
-                "rule_name",
-                "protected_file_patterns",
-                "unprotected_file_patterns",
-            )
+            name: "[string]" if kind == "array" else kind
+            for name, (kind, _) in protections.HELP.items()
         },
-        **{
-            k: "[string]"
-            for k in (
-                "push_whitelist_usernames",
-                "push_whitelist_teams",
-                "force_push_allowlist_usernames",
-                "force_push_allowlist_teams",
-                "merge_whitelist_usernames",
-                "merge_whitelist_teams",
-                "status_check_contexts",
-                "approvals_whitelist_username",
-                "approvals_whitelist_teams",
-            )
-        },
-        **{
-            k: "boolean"
-            for k in (
-                "enable_push",
-                "enable_push_whitelist",
-                "push_whitelist_deploy_keys",
-                "enable_force_push",
-                "enable_force_push_allowlist",
-                "force_push_allowlist_deploy_keys",
-                "enable_merge_whitelist",
-                "enable_status_check",
-                "enable_approvals_whitelist",
-                "block_on_rejected_reviews",
-                "block_on_official_review_requests",
-                "block_on_outdated_branch",
-                "dismiss_stale_approvals",
-                "ignore_stale_approvals",
-                "require_signed_commits",
-                "apply_to_admins",
-            )
-        },
-        "required_approvals": "integer",
         "created_at": "date-time",
         "updated_at": "date-time",
     },
