@@ -56,6 +56,7 @@ from typing import Any, Protocol
 import pygit2
 
 from floorless.errors import BadRequest
+from floorless.git.merge import is_ancestor, paths_between
 
 RULE_MAX = 255
 CONTEXTS_MAX = 50  # required contexts of one rule
@@ -286,30 +287,19 @@ def move_of(
     (when asked) the paths it changes."""
     deleted = not new or set(new) == {"0"}
     created = not old or set(old) == {"0"}
-    forced = not deleted and not created and old != new and not _descends(handle, new, old)
+    forced = not deleted and not created and not _descends(handle, new, old)
 
     def changed() -> list[str]:
-        if deleted or created:
-            return []
-        try:
-            before = handle[old].peel(pygit2.Tree)
-            after = handle[new].peel(pygit2.Tree)
-            diff = before.diff_to_tree(after)
-        except (KeyError, ValueError, pygit2.GitError):
-            return []
-        paths: set[str] = set()
-        for delta in diff.deltas:
-            paths.update(p for p in (delta.old_file.path, delta.new_file.path) if p)
-        return sorted(paths)
+        return [] if deleted or created else paths_between(handle, old, new)
 
     return Move(branch, actor, is_admin, deleted, forced, changed)
 
 
 def _descends(handle: pygit2.Repository, new: str, old: str) -> bool:
     try:
-        return bool(handle.descendant_of(pygit2.Oid(hex=new), pygit2.Oid(hex=old)))
+        return is_ancestor(handle, old, new)
     except (KeyError, ValueError, pygit2.GitError):
-        return False
+        return False  # an object that cannot be read: treated as rewritten history
 
 
 def push_refusal(rule: Rule | None, move: Move) -> str | None:

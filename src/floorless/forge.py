@@ -470,33 +470,32 @@ class Forge:
     def check_public(self, repo: Repo) -> None:
         """Refuse to make ``repo`` public when it is a fork of a private repository (at any
         remove): ``Policy.may_publish``."""
-        ancestors: list[Repo | None] = []
-        names = repo.parent
-        while names is not None and len(ancestors) < 100:
-            try:
-                found: Repo | None = self.registry.get(*names)
-            except NotFound:
-                found = None
-            ancestors.append(found)
-            names = found.parent if found is not None else None
-        if not self.policy.may_publish(ancestors):
+        if not self.policy.may_publish(self.ancestors(repo)):
             raise Forbidden("a fork of a private repository stays private")
 
-    def readable_lenders(self, viewer: Viewer, repo: Repo) -> list[Repo]:
-        """The repositories whose objects ``repo`` borrows (its parent, the parent's parent,
-        ...) that ``viewer`` may read now: a push into ``repo`` may build on their refs
-        (``git/pushgate.py``), and on nothing else they hold."""
-        found: list[Repo] = []
+    def ancestors(self, repo: Repo) -> list[Repo | None]:
+        """The repositories ``repo`` was forked from, nearest first, the objects of each
+        borrowed by the one before; None for one that is gone (and ends the line)."""
+        found: list[Repo | None] = []
         names = repo.parent
         while names is not None and len(found) < 100:
             try:
-                lender = self.registry.get(*names)
+                lender: Repo | None = self.registry.get(*names)
             except NotFound:
-                break
-            if self.policy.level(viewer, lender) >= Level.READ:
-                found.append(lender)
-            names = lender.parent
+                lender = None
+            found.append(lender)
+            names = lender.parent if lender is not None else None
         return found
+
+    def readable_lenders(self, viewer: Viewer, repo: Repo) -> list[Repo]:
+        """The repositories whose objects ``repo`` borrows (``ancestors``) that ``viewer``
+        may read now: a push into ``repo`` may build on their refs (``git/pushgate.py``),
+        and on nothing else they hold."""
+        return [
+            lender
+            for lender in self.ancestors(repo)
+            if lender is not None and self.policy.level(viewer, lender) >= Level.READ
+        ]
 
     def _borrowed(
         self, parent_name: tuple[str, str], kind: int, oid: bytes, budget: int | None

@@ -315,9 +315,7 @@ class Merger:
         base = self._tip(handle, f"refs/heads/{pull.base_branch}")
         outdated = False
         if rule.block_on_outdated_branch and base:
-            outdated = base != head and not handle.descendant_of(
-                pygit2.Oid(hex=head), pygit2.Oid(hex=base)
-            )
+            outdated = not engine.is_ancestor(handle, base, head)
         protected: list[str] = []
         if rule.protected_file_patterns and base and rule.bound(level >= Level.ADMIN):
             protected = matching_files(

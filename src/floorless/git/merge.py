@@ -70,12 +70,21 @@ def changed_paths(handle: pygit2.Repository, base: str, head: str) -> list[str]:
     changes, as the pull request's files tab shows)."""
     try:
         since = merge_base(handle, base, head)
-        before = commit(handle, since).tree
     except (KeyError, ValueError, pygit2.GitError):
         return []
-    diff = before.diff_to_tree(commit(handle, head).tree)
+    return paths_between(handle, since, head) if since else []
+
+
+def paths_between(handle: pygit2.Repository, old: str, new: str) -> list[str]:
+    """The paths that differ between the trees of ``old`` and ``new`` (commits, hex),
+    sorted; none when either cannot be read."""
+    try:
+        before = commit(handle, old).tree
+        after = commit(handle, new).tree
+    except (KeyError, ValueError, pygit2.GitError, MergeRefused):
+        return []
     paths: set[str] = set()
-    for delta in diff.deltas:
+    for delta in before.diff_to_tree(after).deltas:
         paths.update(p for p in (delta.old_file.path, delta.new_file.path) if p)
     return sorted(paths)
 

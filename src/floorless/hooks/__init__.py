@@ -83,17 +83,34 @@ def work_dir() -> Path | None:
     return Path(value) if value else None
 
 
-def verdicts() -> dict[str, str] | None:
-    """The pre-receive hook's refusals (ref -> reason); None when it has written none."""
-    folder = work_dir()
-    if folder is None:
-        return None
+@dataclass(frozen=True)
+class Verdicts:
+    """What the pre-receive hook decided: the refused refs with their reasons, and whether
+    the pack's thin bases could not be used (the whole push then reads as a pack git could
+    not complete)."""
+
+    refs: dict[str, str]
+    unusable_pack: bool
+
+
+def read_verdicts(folder: Path) -> Verdicts | None:
+    """The pre-receive hook's verdicts in the push's work directory; None when it wrote
+    none (it did not run, or failed)."""
     try:
         found = json.loads((folder / VERDICTS).read_text())
     except (OSError, ValueError):
         return None
-    refs = found.get("refs", {}) if isinstance(found, dict) else {}
-    return {str(k): str(v) for k, v in refs.items()}
+    if not isinstance(found, dict):
+        return None
+    refs = found.get("refs", {})
+    return Verdicts({str(k): str(v) for k, v in refs.items()}, bool(found.get("unusable_pack")))
+
+
+def verdicts() -> dict[str, str] | None:
+    """The refusals (ref -> reason) of this push's pre-receive hook, for a later hook."""
+    folder = work_dir()
+    found = read_verdicts(folder) if folder is not None else None
+    return None if found is None else found.refs
 
 
 def tell(lines: Sequence[str]) -> None:

@@ -7,6 +7,7 @@ level), since it runs once per push. See ``floorless.hooks`` for the three hooks
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -31,6 +32,7 @@ from floorless.hooks import (
     VERDICTS,
     WRITE,
     Command,
+    Verdicts,
     work_dir,
 )
 
@@ -139,7 +141,8 @@ def main(stdin: bytes) -> int:
         expected = -1
     if expected != len(updates):  # git left some out: refuse all, as for a missing object
         reasons = {c.ref: pushgate.MISSING for c in updates}
-    (folder / VERDICTS).write_text(json.dumps({"refs": reasons, "unusable_pack": not bases_ok}))
+    verdicts = Verdicts(reasons, unusable_pack=not bases_ok)
+    (folder / VERDICTS).write_text(json.dumps(dataclasses.asdict(verdicts)))
     allowed = [c.ref for c in updates if c.ref not in reasons and bases_ok]
     (folder / ALLOWED).write_text("".join(ref + "\n" for ref in allowed))
     if not bases_ok or (updates and not allowed):

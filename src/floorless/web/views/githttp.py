@@ -264,11 +264,8 @@ class Service(GitView):
             shutil.rmtree(work, ignore_errors=True)
 
     def answer(self, found: Repo, request: pushreport.Request, report: bytes, work: Path) -> bytes:
-        try:
-            verdicts = json.loads((work / hooks.VERDICTS).read_text())
-        except (OSError, ValueError):
-            verdicts = {}
-        refusals = {str(k): str(v) for k, v in verdicts.get("refs", {}).items()}
+        verdicts = hooks.read_verdicts(work) or hooks.Verdicts({}, unusable_pack=False)
+        refusals = verdicts.refs
         try:
             messages = (work / hooks.MESSAGES).read_text(encoding="utf-8").splitlines()
         except OSError:
@@ -278,7 +275,7 @@ class Service(GitView):
         lines = pushreport.rewrite(
             pushreport.parse_report(report),
             refusals,
-            bool(verdicts.get("unusable_pack")),
+            verdicts.unusable_pack,
             [u[2] for u in request.updates],
         )
         if b"report-status" not in request.capabilities and not any(
