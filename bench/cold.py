@@ -242,7 +242,7 @@ def _cold_page(git_dir: Path, url_path: str, work: Path) -> _Page:
     and to the end, the page, and the processes it started."""
     from falcon import testing
 
-    from floorless.config import Settings
+    from floorless.core.config import Settings
     from floorless.forge import Forge
     from floorless.web.app import create_app
 

@@ -188,7 +188,7 @@ def measure(repo: Path, commit: str, warm: str | None = None, runs: int = 5) -> 
     """``git show --stat`` and floorless's cold commit page for ``commit`` of ``repo``."""
     from falcon import testing
 
-    from floorless.config import Settings
+    from floorless.core.config import Settings
     from floorless.forge import Forge
     from floorless.web import markup
     from floorless.web.app import create_app

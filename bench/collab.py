@@ -102,7 +102,7 @@ def fill(
 ) -> dict[str, int]:
     """Accounts, issues, pull requests and comments, through floorless's services; the
     numbers of the long issue and the long pull request."""
-    from floorless.config import Settings
+    from floorless.core.config import Settings
     from floorless.forge import Forge
 
     forge = Forge(Settings.load(environ={}, data=data, repos=repos))

@@ -32,7 +32,7 @@ from falcon import testing
 
 from bench.measure import percentile, timing_spawns
 from bench.repos import fast_import
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

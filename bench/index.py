@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from bench.repos import git_env
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 
 

@@ -33,8 +33,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from bench.measure import percentile
 from bench.repos import ensure, git_env
-from floorless import forks
-from floorless.config import Settings
+from floorless.collab import forks
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

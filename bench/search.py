@@ -181,7 +181,7 @@ def change_three(git_dir: Path, branch: str) -> str:
 
 
 def run(options: argparse.Namespace, log=print) -> SearchBench:  # type: ignore[no-untyped-def]
-    from floorless.config import Settings
+    from floorless.core.config import Settings
     from floorless.forge import Forge
     from floorless.search import query as code
 

@@ -80,7 +80,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 CONTROL_DIR = ".slowfs"
-BACKGROUND_PREFIX = "fl-bg-"  # floorless.background.PREFIX; bench/ does not import floorless
+BACKGROUND_PREFIX = "fl-bg-"  # floorless.core.background.PREFIX; bench/ does not import floorless
 FSNAME = "slowfs"
 MOUNT_TIMEOUT = 20.0
 UNMOUNT_TIMEOUT = 10.0
@@ -742,7 +742,7 @@ def read_counts(mountpoint: Path) -> dict[str, int]:
 
 def request_ops(mount: Mount) -> int:
     """Operations served since the last reset, less those floorless's background threads made
-    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.background``) and
+    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.core.background``) and
     those the kernel sends on its own (thread 0: the release after a last close, whose open
     is counted with the thread that made it): the filesystem work that requests cost. For
     any other server this is every operation but the kernel's."""

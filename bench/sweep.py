@@ -314,8 +314,8 @@ def run(args: argparse.Namespace) -> SweepResult:
 def housekeeping(git_dir: Path, runtime: Path) -> None:
     """floorless's housekeeping of ``git_dir``'s packs, as its scheduled collection runs it
     (one ``git gc``, in floorless's isolated git environment)."""
-    from floorless.garbage import collect
     from floorless.git.env import GitEnvironment
+    from floorless.repos.garbage import collect
 
     env = GitEnvironment(runtime)
     env.prepare()

@@ -21,7 +21,7 @@ import pytest
 from falcon import testing
 from gitfixtures import build_all
 
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

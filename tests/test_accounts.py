@@ -340,7 +340,7 @@ def test_admin_commands_answer_bad_input_clearly(tmp_path: Path) -> None:
 
 
 def test_organisations_own_repositories_their_members_share(forge: Forge) -> None:
-    from floorless.access import Level, Viewer
+    from floorless.accounts.access import Level, Viewer
 
     ann, ben = forge.accounts.get("ann"), forge.accounts.get("ben")
     carl = forge.accounts.create_user("carl", "carl@example.org", PASSWORD)

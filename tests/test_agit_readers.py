@@ -107,6 +107,8 @@ def test_agit_refuses_unrelated_histories_and_the_anonymous(site: Site, tmp_path
     assert site.http.get("/api/v1/repos/ann/plans/pulls?state=all").json() == []
     anonymous = push(stranger, site.url + "/ann/plans.git", "HEAD:refs/for/main/other")
     assert anonymous.returncode != 0
-    assert "401" in anonymous.stderr or "Authentication failed" in anonymous.stderr or (
-        "could not read Username" in anonymous.stderr
+    assert (
+        "401" in anonymous.stderr
+        or "Authentication failed" in anonymous.stderr
+        or ("could not read Username" in anonymous.stderr)
     )

@@ -573,7 +573,7 @@ def test_levels_for_a_page_agree_with_the_policy_one_by_one(forge: Forge) -> Non
             repos.append(repo)
     forge.policy.set_collaborator(repos[1], ben, "write")
     forge.policy.set_collaborator(repos[7], ben, "read")
-    from floorless.access import ANONYMOUS, Viewer
+    from floorless.accounts.access import ANONYMOUS, Viewer
 
     viewers = [ANONYMOUS, Viewer(team), Viewer(forge.accounts.require("root"))]
     for who in (ann, ben):

@@ -906,7 +906,7 @@ def test_a_commits_json_is_made_once_and_kept_by_its_links_and_id(
     """A commit's JSON never changes for the same forge URL, repository and commit: asked
     again, every commit of the answer is the one kept; asked through another host name, its
     URLs are that host's, not the kept ones."""
-    from floorless.web.api import gitshapes
+    from floorless.forgejo import git as gitshapes
 
     url = f"{DEMO}/commits?sha=main&limit=5"
     first = get_json(client, url)[1]

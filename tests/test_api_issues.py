@@ -18,11 +18,11 @@ from pyforgejo.types import Milestone as ForgejoMilestone
 from test_api_core import BASE, api, basic, error_of, forge, http, token_for  # noqa: F401
 from test_spawns import counting
 
-from floorless import timing
-from floorless.access import Viewer
+from floorless.accounts.access import Viewer
+from floorless.collab.issues import Search
+from floorless.core import timing
 from floorless.forge import Forge
-from floorless.issues import Search
-from floorless.web.api.issueshapes import (
+from floorless.forgejo.issues import (
     SCHEMAS,
     IssueFacts,
     comment_json,

@@ -23,9 +23,9 @@ from test_api_core import BASE, api, error_of, token_for
 from test_merge import commit, push, settle, tip
 from test_spawns import counting
 
-from floorless import forks
+from floorless.collab import forks
+from floorless.collab.pulls import Features
 from floorless.forge import Forge
-from floorless.pulls import Features
 from floorless.web.app import create_app
 
 PULLS = "/api/v1/repos/ann/plans/pulls"

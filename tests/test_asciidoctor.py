@@ -20,10 +20,10 @@ from gitfixtures import FastImportStream, _init_bare
 from serving import serving
 from test_spawns import counting, spawn_timing
 
-from floorless import asciidoctor
-from floorless.asciidoctor import Asciidoctor
 from floorless.forge import Forge
+from floorless.web import asciidoctor
 from floorless.web.app import create_app
+from floorless.web.asciidoctor import Asciidoctor
 
 SECRET = "TOP-SECRET-4242"  # in a file beside the repositories, never in a page
 

@@ -24,7 +24,7 @@ from test_api_core import BASE, api, error_of, token_for
 from test_merge import commit, settle
 from test_merge_web import fill, open_pull, tip
 
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

@@ -208,8 +208,8 @@ def test_operations_are_counted_and_the_stats_file_is_not(fuse, dirs):
 
 def test_operations_are_told_apart_by_calling_thread(fuse, dirs):
     """A request thread's operations count as a request's; floorless's background threads'
-    (named by floorless.background) do not."""
-    from floorless import background
+    (named by floorless.core.background) do not."""
+    from floorless.core import background
 
     assert slowfs.BACKGROUND_PREFIX == background.PREFIX
     source, mnt = dirs

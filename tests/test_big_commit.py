@@ -18,7 +18,7 @@ from pygments.lexers import find_lexer_class_for_filename, get_all_lexers
 from test_pages import server_timing
 from test_spawns import counting, get
 
-from floorless import timing
+from floorless.core import timing
 from floorless.forge import Forge
 from floorless.web import diffrows, markup
 from floorless.web.app import create_app

@@ -19,7 +19,7 @@ from gitfixtures import git, git_env, git_text
 from test_spawns import counting
 
 from floorless.forge import Forge
-from floorless.repos import Repo
+from floorless.repos.registry import Repo
 from floorless.search import grams
 from floorless.search.index import MAX_SEGMENTS, pack_numbers, unpack_numbers
 from floorless.web.app import create_app

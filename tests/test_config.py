@@ -11,8 +11,8 @@ from conftest import database_for
 
 from floorless.cli import main
 from floorless.cli.settings import reference_markdown
-from floorless.config import SETTINGS, Settings
-from floorless.errors import ConfigError
+from floorless.core.config import SETTINGS, Settings
+from floorless.core.errors import ConfigError
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 

@@ -24,7 +24,7 @@ from falcon import testing
 from gitfixtures import build_one
 from serving import serving
 
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

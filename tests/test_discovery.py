@@ -11,7 +11,7 @@ from falcon import testing
 from gitfixtures import build_checkout, build_one, git
 
 from floorless.cli import main
-from floorless.discovery import discover, git_dir_of
+from floorless.repos.discovery import discover, git_dir_of
 from floorless.web.app import create_app
 
 

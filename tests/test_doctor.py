@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from gitfixtures import build_one
 
 from floorless.cli import main
+from floorless.core.errors import DiagnosisError
 from floorless.doctor.appini import FORGEJO, GITEA, parse_ini, resolve_layout
 from floorless.doctor.measure import config_files, find_repository
 from floorless.doctor.mounts import (
@@ -32,7 +33,6 @@ from floorless.doctor.mounts import (
     mount_of,
     parse_mountinfo,
 )
-from floorless.errors import DiagnosisError
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # bench/ sits beside src/, outside the installed package

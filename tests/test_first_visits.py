@@ -26,13 +26,13 @@ from gitfixtures import git_text
 
 import floorless.git.changed
 import floorless.git.lastchanged
-import floorless.indexer
-from floorless.config import Settings
+import floorless.index.indexer
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git.changed import path_log
 from floorless.git.env import GitEnvironment
-from floorless.indexer import VIEWED_PAUSE, IndexJob
-from floorless.repos import Repo
+from floorless.index.indexer import VIEWED_PAUSE, IndexJob
+from floorless.repos.registry import Repo
 from floorless.web.app import create_app
 
 SLICE = 500
@@ -62,7 +62,7 @@ def _slices(forge: Forge, repo: Repo, count: int) -> None:
         for _ in range(count):
             assert not forge.indexer.work(job)
     finally:
-        floorless.indexer._close(job)
+        floorless.index.indexer._close(job)
 
 
 def _hold_an_answer(forge: Forge, key: str) -> threading.Event:
@@ -170,7 +170,7 @@ def test_a_column_asked_entry_by_entry_stops_once_the_index_has_caught_up(
     root = Path(repo.path)
     tip = git_text(root, "rev-parse", "main").strip()
     names = git_text(root, "ls-tree", "--name-only", tip).split()
-    assert 2 < len(names) <= floorless.indexer.ONE_BY_ONE
+    assert 2 < len(names) <= floorless.index.indexer.ONE_BY_ONE
     asked: list[bytes] = []
     real = floorless.git.lastchanged.path_log
 
@@ -183,7 +183,7 @@ def test_a_column_asked_entry_by_entry_stops_once_the_index_has_caught_up(
                 while not forge.indexer.work(job):
                     pass
             finally:
-                floorless.indexer._close(job)
+                floorless.index.indexer._close(job)
         return real(git, git_dir, start, path, *more)
 
     monkeypatch.setattr(floorless.git.lastchanged, "path_log", path_log)
@@ -247,7 +247,7 @@ def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) 
     try:
         assert not indexer.work(job)
     finally:
-        floorless.indexer._close(job)
+        floorless.index.indexer._close(job)
     assert indexer.commits_indexed == 1  # cut short, not SLICE
     release.set()
     wait_for(lambda: not indexer._paused(time.monotonic()))
@@ -294,7 +294,7 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
     ``test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known``.)"""
     asked: list[tuple[object, ...]] = []
     monkeypatch.setattr(forge.indexer, "_defer", lambda key, *args, **kwargs: asked.append(key))
-    monkeypatch.setattr(floorless.indexer, "ONE_BY_ONE", 0)  # none is small enough
+    monkeypatch.setattr(floorless.index.indexer, "ONE_BY_ONE", 0)  # none is small enough
     repo = _repo(forge)
     tip = git_text(Path(repo.path), "rev-parse", "main").strip()
     client = testing.TestClient(create_app(forge))
@@ -310,7 +310,7 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
         assert client.simulate_get(f"/big/one/-/last/{tip}/side").status_code == 202
         assert [key[0] for key in asked] == ["last"]
     finally:
-        floorless.indexer._close(job)
+        floorless.index.indexer._close(job)
 
 
 def _hold_a_pause(forge: Forge) -> threading.Event:
@@ -372,7 +372,7 @@ def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
     """A root too wide to ask git entry by entry (git.git's has about 450 entries) is not
     left waiting for the index: from the first request, git diffs every commit's root, in
     PARTS processes side by side, and its answer is exact before the index knows a commit."""
-    monkeypatch.setattr(floorless.indexer, "ONE_BY_ONE", 0)  # none is small enough
+    monkeypatch.setattr(floorless.index.indexer, "ONE_BY_ONE", 0)  # none is small enough
     spawned: list[list[str]] = []
     real_popen = GitEnvironment.popen
 
@@ -414,7 +414,7 @@ def test_the_commits_of_the_index_make_way_for_a_viewed_answer(
 ) -> None:
     """The index's first slice (every commit's id and parents) waits while git answers what
     a page waits for, as its later slices do: that answer needs none of them."""
-    monkeypatch.setattr(floorless.indexer, "MAKE_WAY_EVERY", 100)
+    monkeypatch.setattr(floorless.index.indexer, "MAKE_WAY_EVERY", 100)
     indexer = forge.indexer
     repo = _repo(forge)
     release = _hold_an_answer(forge, "viewed")
@@ -428,7 +428,7 @@ def test_the_commits_of_the_index_make_way_for_a_viewed_answer(
     finally:
         release.set()
         working.join(60)
-        floorless.indexer._close(job)
+        floorless.index.indexer._close(job)
     assert not working.is_alive()
     graph = indexer.graph(repo.id)
     assert graph is not None

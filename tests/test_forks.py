@@ -17,7 +17,7 @@ from falcon import testing
 from test_accounts import PASSWORD, Browser, csrf_of
 from test_spawns import counting
 
-from floorless import forks
+from floorless.collab import forks
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

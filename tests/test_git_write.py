@@ -11,7 +11,7 @@ import pygit2
 import pytest
 from gitfixtures import build_empty, build_one, git, git_text
 
-from floorless.errors import Conflict, NotFound
+from floorless.core.errors import Conflict, NotFound
 from floorless.git.env import GitEnvironment
 from floorless.git.write import (
     Change,

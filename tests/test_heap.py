@@ -16,13 +16,14 @@ from conftest import start_forge, wait_for, wait_indexed
 from gitfixtures import build_history, build_one
 from serving import serving
 
-from floorless import heap, reviews
-from floorless.caches import approximate_size
-from floorless.config import Settings
+from floorless.collab import reviews
+from floorless.core import heap
+from floorless.core.caches import approximate_size
+from floorless.core.config import Settings
 from floorless.db import store
+from floorless.forgejo import git as gitshapes
 from floorless.git import env
-from floorless.repos import Repo
-from floorless.web.api import gitshapes
+from floorless.repos.registry import Repo
 
 
 def test_libgit2_memory_is_bounded_by_the_settings(tmp_path: Path) -> None:

@@ -34,11 +34,11 @@ from gitfixtures import (
     history_path,
 )
 
-import floorless.indexer
-from floorless.config import Settings
+import floorless.index.indexer
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git.history import CommitGraph
-from floorless.repos import Repo
+from floorless.repos.registry import Repo
 from floorless.web.app import create_app
 from floorless.web.views.commits import libgit2_page
 
@@ -655,7 +655,7 @@ def test_long_path_walk_is_deferred_then_served_from_the_index(
     """A path changed rarely in a long history needs a long walk: the page answers at once
     that it is being prepared (and refreshes), the walk runs in the background, and the same
     page then comes from the stored answer without walking again."""
-    monkeypatch.setattr(floorless.indexer, "INLINE_BUDGET", 100)
+    monkeypatch.setattr(floorless.index.indexer, "INLINE_BUDGET", 100)
     client = testing.TestClient(create_app(forge))  # its own page cache: nothing rendered yet
     # from a commit no other test starts a walk at: the forge keeps the walks it made
     start = git_text(fixture_root / HISTORY, "rev-parse", "main~1")

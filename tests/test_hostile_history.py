@@ -27,7 +27,7 @@ from conftest import start_forge, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START
 
-from floorless import dates
+from floorless.core import dates
 from floorless.forge import Forge
 from floorless.git.objects import decode_text
 from floorless.web.app import create_app

@@ -20,12 +20,12 @@ from conftest import wait_for
 from falcon import testing
 from gitfixtures import git, git_text
 
-import floorless.indexer
-from floorless.config import Settings
-from floorless.errors import DatabaseUnavailable
+import floorless.index.indexer
+from floorless.core.config import Settings
+from floorless.core.errors import DatabaseUnavailable
 from floorless.forge import Forge
-from floorless.indexer import IndexJob
-from floorless.repos import Repo
+from floorless.index.indexer import IndexJob
+from floorless.repos.registry import Repo
 from floorless.web.app import create_app
 
 SLICE = 500  # commits a slice indexes here: the large fixture takes about 22 slices
@@ -136,7 +136,7 @@ def test_a_stopped_index_goes_on_where_it_stopped(repos: Path, tmp_path: Path) -
     job = IndexJob(repo, first.state(repo).snapshot())
     for _ in range(5):  # the commits, then four slices of changed paths
         assert not first.indexer.work(job)
-    floorless.indexer._close(job)
+    floorless.index.indexer._close(job)
     assert first.indexer.commits_indexed == 4 * SLICE
     first.stop()
     first.db.close()
@@ -196,7 +196,7 @@ def test_pages_say_how_far_the_index_is(forge: Forge, monkeypatch: pytest.Monkey
         for _ in range(2):  # the commits, then one slice of changed paths
             assert not forge.indexer.work(job)
     finally:
-        floorless.indexer._close(job)
+        floorless.index.indexer._close(job)
     known = len(forge.indexer.graph(repo.id) or ())
     client = testing.TestClient(create_app(forge))
     page = client.simulate_get("/big/one/commits/branch/main/rare.txt")
@@ -215,7 +215,7 @@ def test_an_index_the_database_failed_waits_and_goes_on(
 ) -> None:
     """A slice the database could not take (it was unreachable) is no failure of the
     repository: the job waits, starts again from what was stored, and the index completes."""
-    store = floorless.indexer.write_changes
+    store = floorless.index.indexer.write_changes
     failed: list[int] = []
 
     def unreachable_once(*args: object, **kwargs: object) -> None:
@@ -224,8 +224,8 @@ def test_an_index_the_database_failed_waits_and_goes_on(
             raise DatabaseUnavailable("the database cannot be reached; try again shortly")
         store(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(floorless.indexer, "write_changes", unreachable_once)
-    monkeypatch.setattr(floorless.indexer, "DATABASE_RETRY", 0.1)
+    monkeypatch.setattr(floorless.index.indexer, "write_changes", unreachable_once)
+    monkeypatch.setattr(floorless.index.indexer, "DATABASE_RETRY", 0.1)
     repo = _repo(forge, "big", "one")
     _queue(forge, repo)
     forge.indexer.start()

@@ -19,9 +19,9 @@ from test_issues import open_issue, person
 from test_query_counts import statements
 from test_spawns import counting
 
+from floorless.collab.pulls import Features
+from floorless.collab.triage import Label
 from floorless.forge import Forge
-from floorless.pulls import Features
-from floorless.triage import Label
 from floorless.web.app import create_app
 
 

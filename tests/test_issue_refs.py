@@ -16,8 +16,8 @@ from gitfixtures import git, git_text
 from test_accounts import PASSWORD
 from test_issues import person
 
+from floorless.collab.references import Ref, closings, mentions
 from floorless.forge import Forge
-from floorless.references import Ref, closings, mentions
 from floorless.web.app import create_app
 
 

@@ -16,8 +16,8 @@ from conftest import start_forge
 from falcon import testing
 from test_accounts import PASSWORD, Browser, csrf_of
 
+from floorless.collab.issues import BODY_MAX, PER_PAGE, TITLE_MAX
 from floorless.forge import Forge
-from floorless.issues import BODY_MAX, PER_PAGE, TITLE_MAX
 from floorless.web.app import create_app
 
 

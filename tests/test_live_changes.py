@@ -16,10 +16,10 @@ from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START, build_one, build_solo, git, git_text, git_text_input
 
-import floorless.repos
-import floorless.state
+import floorless.repos.registry
+import floorless.repos.state
 from floorless.cli import main
-from floorless.errors import NotFound
+from floorless.core.errors import NotFound
 from floorless.web.app import create_app
 
 
@@ -59,9 +59,11 @@ def repos(repos_copy: Path) -> Path:
 def live(repos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ref_reads, scans = _Calls(), _Calls()
     monkeypatch.setattr(
-        floorless.state, "read_snapshot", ref_reads.wrap(floorless.state.read_snapshot)
+        floorless.repos.state, "read_snapshot", ref_reads.wrap(floorless.repos.state.read_snapshot)
     )
-    monkeypatch.setattr(floorless.repos, "discover", scans.wrap(floorless.repos.discover))
+    monkeypatch.setattr(
+        floorless.repos.registry, "discover", scans.wrap(floorless.repos.registry.discover)
+    )
     forge = start_forge(repos, tmp_path / "data", ref_check_interval=0.2, rescan_interval=0.5)
     try:
         yield forge, testing.TestClient(create_app(forge)), ref_reads, scans

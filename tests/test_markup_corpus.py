@@ -17,9 +17,9 @@ from falcon import testing
 from gitfixtures import FastImportStream, _init_bare
 from test_spawns import counting
 
-from floorless.asciidoctor import Asciidoctor
 from floorless.web import documents
 from floorless.web.app import create_app
+from floorless.web.asciidoctor import Asciidoctor
 from floorless.web.markup import render_markdown, slug
 
 

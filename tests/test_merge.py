@@ -20,12 +20,12 @@ from conftest import database_for, start_forge, wait_for
 from gitfixtures import _run, git, git_text
 from test_accounts import PASSWORD
 
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Conflict
+from floorless.accounts.accounts import Account
+from floorless.collab.pulls import Features, Pull
+from floorless.core.errors import BadRequest, Conflict
 from floorless.forge import Forge
 from floorless.git import merge as engine
-from floorless.pulls import Features, Pull
-from floorless.repos import Repo
+from floorless.repos.registry import Repo
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from serving import serving
 from test_accounts import PASSWORD, Browser, csrf_of
 from test_merge import commit, settle
 
-from floorless.access import Viewer
+from floorless.accounts.access import Viewer
+from floorless.collab.pulls import Features, Pull
 from floorless.forge import Forge
-from floorless.pulls import Features, Pull
 from floorless.web.app import create_app
 from floorless.web.context import RepoView
 from floorless.web.render import Renderer

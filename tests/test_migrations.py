@@ -18,10 +18,10 @@ import pytest
 from conftest import database_for, patience, start_forge
 from falcon import testing
 
+from floorless.core.errors import ConfigError
 from floorless.db import Database, open_database
 from floorless.db.migrations import migrate, version
 from floorless.db.schema import MIGRATIONS, SCHEMA_VERSION, Migration
-from floorless.errors import ConfigError
 from floorless.web.app import create_app
 
 SCHEMAS = Path(__file__).parent / "schemas"

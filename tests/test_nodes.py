@@ -30,7 +30,7 @@ from test_git_http import PASSWORD, commit, git
 
 from floorless.db import open_database
 from floorless.db.notices import CHANNEL
-from floorless.indexrows import load
+from floorless.index.rows import load
 
 pytestmark = [
     pytest.mark.network,

@@ -289,7 +289,7 @@ def test_every_cached_page_reads_only_the_parameters_its_view_declares(
 
 
 def test_the_key_holds_the_exact_bytes_of_the_parameters_read_and_nothing_else(forge):
-    from floorless.access import ANONYMOUS
+    from floorless.accounts.access import ANONYMOUS
     from floorless.web.pages import PageCache
 
     repo = forge.registry.get("alice", "demo")

@@ -27,12 +27,12 @@ from conftest import wait_for
 from falcon import testing
 from gitfixtures import EPOCH_START, FastImportStream, git, git_text
 
-import floorless.indexer
-from floorless.config import Settings
-from floorless.errors import RepositoryBroken
+import floorless.index.indexer
+from floorless.core.config import Settings
+from floorless.core.errors import RepositoryBroken
 from floorless.forge import Forge
 from floorless.git.history import LogWalk
-from floorless.repos import Repo
+from floorless.repos.registry import Repo
 from floorless.web.app import create_app
 
 SIZES = (3, 4, 5)
@@ -255,9 +255,9 @@ def served(
     is finished in the background while the page refreshes)."""
     with pytest.MonkeyPatch.context() as patch:
         if request.param != "kept":
-            patch.setattr(floorless.indexer, "WALK_MEMORY_BYTES", 0)
+            patch.setattr(floorless.index.indexer, "WALK_MEMORY_BYTES", 0)
         if request.param == "background":
-            patch.setattr(floorless.indexer, "INLINE_BUDGET", 4)
+            patch.setattr(floorless.index.indexer, "INLINE_BUDGET", 4)
         served = serve(histories, tmp_path_factory.mktemp("pagination-data"))
         # pages finished in the background take a poll each: fewer sizes there
         served.sizes = {"kept": SIZES, "not kept": SIZES[::2], "background": SIZES[-1:]}[

@@ -11,9 +11,9 @@ import pytest
 from conftest import start_forge
 from test_accounts import PASSWORD
 
-from floorless.errors import BadRequest, NotFound
+from floorless.collab.pulls import Features
+from floorless.core.errors import BadRequest, NotFound
 from floorless.forge import Forge
-from floorless.pulls import Features
 
 
 @pytest.fixture

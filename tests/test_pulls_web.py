@@ -17,8 +17,8 @@ from falcon import testing
 from test_accounts import PASSWORD, Browser
 from test_spawns import counting
 
+from floorless.collab.pulls import Features
 from floorless.forge import Forge
-from floorless.pulls import Features
 from floorless.web.app import create_app
 
 WHEN = 1_700_000_000

@@ -227,9 +227,7 @@ def test_agit_cannot_open_a_pull_request_of_a_deleted_commit(world: World) -> No
     assert status == 200
     try:
         answers = [
-            receive_pack(
-                site, "alice/proj", "carol", [f"{ZERO} {oid} refs/for/main/peek"], pack()
-            )
+            receive_pack(site, "alice/proj", "carol", [f"{ZERO} {oid} refs/for/main/peek"], pack())
             for oid in (world.secret, MADE_UP)
         ]
         assert answers[0] == answers[1]

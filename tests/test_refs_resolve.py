@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from floorless.errors import BadRequest, UnknownRevision
+from floorless.core.errors import BadRequest, UnknownRevision
 from floorless.git.refs import MAX_PATH, RefSnapshot, Resolved, Tag, check_path, resolve
 
 

@@ -17,8 +17,8 @@ from gitfixtures import build_many_refs, git, git_text, many_refs_branch, many_r
 from test_spawns import counting
 
 from floorless.forge import Forge
-from floorless.repos import Repo
-from floorless.web import urls
+from floorless.forgejo import urls
+from floorless.repos.registry import Repo
 from floorless.web.app import create_app
 from floorless.web.views.refswitch import SHOWN
 

@@ -17,10 +17,10 @@ from falcon import testing
 from gitfixtures import EPOCH_START, build_one, build_solo, git, git_text, git_text_input
 
 import floorless
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
-from floorless.repos import Repo
-from floorless.state import RepoState
+from floorless.repos.registry import Repo
+from floorless.repos.state import RepoState
 from floorless.web.app import create_app
 from floorless.web.pages import PageCache
 

@@ -16,11 +16,11 @@ from conftest import start_forge, wait_for, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START, _init_bare, git, git_text, git_text_input
 
-from floorless import indexer as indexer_module
-from floorless.config import Settings
+from floorless.core.config import Settings
+from floorless.core.timing import spawn_counter
 from floorless.forge import Forge
-from floorless.timing import spawn_counter
-from floorless.web import urls
+from floorless.forgejo import urls
+from floorless.index import indexer as indexer_module
 from floorless.web.app import create_app
 from floorless.web.markup import highlight_lines, render_markdown
 

@@ -16,11 +16,11 @@ from falcon import testing
 from markupsafe import Markup
 from test_accounts import PASSWORD, Browser, csrf_of
 
-from floorless.accounts import Account
-from floorless.errors import BadRequest
+from floorless.accounts.accounts import Account
+from floorless.collab.pulls import Pull
+from floorless.collab.reviews import COUNTING, Anchors
+from floorless.core.errors import BadRequest
 from floorless.forge import Forge
-from floorless.pulls import Pull
-from floorless.reviews import COUNTING, Anchors
 from floorless.web.app import create_app
 
 BASE = {
@@ -483,7 +483,7 @@ def test_comments_go_under_the_rows_of_their_lines(setup: Setup, split: bool) ->
 
 
 def test_reading_reviews_takes_the_same_statements_for_one_comment_or_many(setup: Setup) -> None:
-    from floorless import timing
+    from floorless.core import timing
 
     forge = setup.forge
     cat = account(forge, "cat")
@@ -551,7 +551,7 @@ def test_a_real_push_outdates_comments_on_changed_lines_only(setup: Setup, tmp_p
 def test_review_routes_are_not_found_when_pull_requests_are_off(
     setup: Setup, client: testing.TestClient
 ) -> None:
-    from floorless.pulls import Features
+    from floorless.collab.pulls import Features
 
     setup.forge.pulls.set_features("ann", "plans", Features(pulls=False))
     cat = person(client, "cat")

@@ -18,7 +18,7 @@ from gitfixtures import git_text
 from test_accounts import PASSWORD, Browser
 from test_spawns import counting
 
-from floorless.errors import BadRequest
+from floorless.core.errors import BadRequest
 from floorless.forge import Forge
 from floorless.web import markup
 from floorless.web.app import create_app

@@ -23,8 +23,8 @@ from test_merge_web import fill, open_pull, person, post_merge, tip
 from test_query_counts import statements
 from test_spawns import counting
 
+from floorless.collab.protections import DisallowedToMerge, _compile
 from floorless.forge import Forge
-from floorless.protections import DisallowedToMerge, _compile
 from floorless.web.app import create_app
 
 API = "/api/v1/repos"

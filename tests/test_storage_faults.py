@@ -27,7 +27,7 @@ from conftest import copy_test_database, start_forge, wait_indexed
 from falcon import testing
 from gitfixtures import EPOCH_START, build_checkout, build_one, build_solo, git, git_text_input
 
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 

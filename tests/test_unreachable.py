@@ -19,7 +19,7 @@ from pygit2.enums import ObjectType
 from serving import Server, serving
 from test_git_http import PASSWORD, commit, git, rev
 
-from floorless.errors import BadRequest
+from floorless.core.errors import BadRequest
 from floorless.git.history import CommitGraph
 from floorless.git.protocol import pkt_line
 from floorless.git.reach import (

@@ -1,4 +1,4 @@
-"""One URL module: every link is built by ``floorless.web.urls`` and keeps the exact bytes of
+"""One URL module: every link is built by ``floorless.forgejo.urls`` and keeps the exact bytes of
 refs and paths; every link a page shows answers; templates join no URL pieces themselves;
 and object ids are recognised at either hash's length (SHA-1 and SHA-256)."""
 
@@ -20,12 +20,12 @@ from conftest import start_forge, wait_indexed
 from falcon import testing
 from gitfixtures import DEMO_INVALID_UTF8_PATH, git, git_text
 
-from floorless.errors import BadRequest, UnknownRevision
+from floorless.core.errors import BadRequest, UnknownRevision
+from floorless.forgejo import urls
 from floorless.git import oid
 from floorless.git.blame import BlameGroup, IncrementalParser
 from floorless.git.reach import requested_ids
 from floorless.git.refs import RefSnapshot, Tag, resolve
-from floorless.web import urls
 from floorless.web.app import create_app
 from floorless.web.views.commits import Cursor
 

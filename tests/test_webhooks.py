@@ -29,7 +29,7 @@ from test_api_core import BASE, api, error_of, token_for
 
 from floorless.forge import Forge
 from floorless.web.app import create_app
-from floorless.webhooks import MAX_ATTEMPTS, HostRules, Webhooks, branch_matches
+from floorless.webhooks.delivery import MAX_ATTEMPTS, HostRules, Webhooks, branch_matches
 
 pytestmark = pytest.mark.network
 FAST = {"webhook_timeout": 0.5, "webhook_retry_seconds": 0.05}
@@ -537,7 +537,7 @@ TRANSITIONS = [
 def test_an_ipv6_transition_address_is_the_ipv4_address_it_carries(address: str, kind: str) -> None:
     import ipaddress
 
-    from floorless.webhooks import kind_of
+    from floorless.webhooks.delivery import kind_of
 
     ip = ipaddress.ip_address(address)
     assert kind_of(ip) == kind
@@ -833,7 +833,7 @@ def test_issue_and_pull_request_events_from_web_and_api_alike(
 def test_review_and_fork_events_and_the_log_kept_short(
     site: Site, receiver: Receiver, tmp_path: Path
 ) -> None:
-    import floorless.webhooks as webhooks
+    import floorless.webhooks.delivery as webhooks
 
     site.hook(
         "ann/plans",

@@ -4,7 +4,7 @@
 directory, migrates the database, scans for repositories and starts the background threads
 (the indexer, and the maintenance loop that re-checks refs and rescans the directory).
 
-What is kept in memory about a repository is its ``RepoState`` (``floorless.state``): the
+What is kept in memory about a repository is its ``RepoState`` (``floorless.repos.state``): the
 forge reaches it by the repository's row, calls its ``forget()`` whenever the repository is
 deleted, renamed, replaced or gone, and its ``refs_moved()`` after floorless moved a ref.
 
@@ -26,38 +26,39 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless import dates, forks
-from floorless.access import Level, Policy, Viewer
-from floorless.accounts import Accounts, SecretKey
-from floorless.asciidoctor import Asciidoctor
-from floorless.automerge import AutoMerge
-from floorless.background import Jobs
-from floorless.background import start as start_thread
-from floorless.config import Settings
+from floorless.accounts.access import Level, Policy, Viewer
+from floorless.accounts.accounts import Accounts, SecretKey
+from floorless.collab import forks
+from floorless.collab.automerge import AutoMerge
+from floorless.collab.issues import Change, Issues
+from floorless.collab.merging import Merger
+from floorless.collab.protections import Protections
+from floorless.collab.pulls import Pull, Pulls
+from floorless.collab.references import References
+from floorless.collab.reviews import Reviews
+from floorless.collab.statuses import Statuses
+from floorless.collab.triage import Triage
+from floorless.core import dates
+from floorless.core.background import Jobs
+from floorless.core.background import start as start_thread
+from floorless.core.config import Settings
+from floorless.core.errors import FloorlessError, Forbidden, NotFound
 from floorless.db import open_database
 from floorless.db.leases import Leases, node_name
 from floorless.db.notices import Notices
-from floorless.errors import FloorlessError, Forbidden, NotFound
-from floorless.garbage import collect
 from floorless.git import reach
 from floorless.git.env import GitEnvironment
 from floorless.git.lenient import read_commit
 from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
-from floorless.indexer import Indexer
-from floorless.issues import Change, Issues
-from floorless.merging import Merger
-from floorless.protections import Protections
-from floorless.pulls import Pull, Pulls
-from floorless.references import References
-from floorless.repos import Registry, Repo, ScanResult, _renamed_path, check_name
-from floorless.reviews import Reviews
+from floorless.index.indexer import Indexer
+from floorless.repos.garbage import collect
+from floorless.repos.registry import Registry, Repo, ScanResult, _renamed_path, check_name
+from floorless.repos.state import RepoState, RepoStates
 from floorless.search.index import CodeIndex
-from floorless.state import RepoState, RepoStates
-from floorless.statuses import Statuses
-from floorless.triage import Triage
-from floorless.webhooks import Webhooks
+from floorless.web.asciidoctor import Asciidoctor
+from floorless.webhooks.delivery import Webhooks
 
 log = logging.getLogger(__name__)
 

@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 import click
 
-from floorless import timing
 from floorless.cli.options import load_settings, location_options
+from floorless.core import timing
+from floorless.core.errors import FloorlessError
 from floorless.db import Database, open_database
 from floorless.db import copy as dbcopy
 from floorless.db.migrations import SCHEMA_VERSION, version
-from floorless.errors import FloorlessError
 from floorless.forge import Forge
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from floorless.cli.options import location_options
-from floorless.config import Settings
+from floorless.core.config import Settings
+from floorless.core.errors import ConfigError, DiagnosisError
 from floorless.doctor import Options, diagnose_floorless, diagnose_forge
 from floorless.doctor.appini import FORGEJO, GITEA, resolve_layout
 from floorless.doctor.report import EXIT_UNKNOWN, to_json, to_text
-from floorless.errors import ConfigError, DiagnosisError
 
 
 @click.command()

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
-from floorless.config import Settings
-from floorless.errors import ConfigError
+from floorless.core.config import Settings
+from floorless.core.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from floorless.errors import DiagnosisError
+from floorless.core.errors import DiagnosisError
 from floorless.probe import Client, plan, run
 from floorless.probe.discover import CLASSES
 from floorless.probe.report import EXIT_UNKNOWN, exit_code, to_json, to_text

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from floorless.config import SETTINGS
-from floorless.protections import HELP
+from floorless.collab.protections import HELP
+from floorless.core.config import SETTINGS
 
 
 def reference_markdown() -> str:

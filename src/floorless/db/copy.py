@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from floorless.core.errors import ConfigError
 from floorless.db.migrations import SCHEMA_VERSION, migrate, version
 from floorless.db.store import Database, Row, open_database
-from floorless.errors import ConfigError
 
 BATCH = 500
 

@@ -25,9 +25,9 @@ import socket
 import threading
 import time
 
-from floorless import background
+from floorless.core import background
+from floorless.core.errors import FloorlessError
 from floorless.db.store import Database
-from floorless.errors import FloorlessError
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
+from floorless.core.errors import ConfigError
 from floorless.db.schema import MIGRATIONS, SCHEMA_VERSION, Migration, render
 from floorless.db.store import Database
-from floorless.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

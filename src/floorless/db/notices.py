@@ -35,7 +35,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from floorless import background
+from floorless.core import background
 from floorless.db.store import ALIVE, Database
 
 log = logging.getLogger(__name__)

@@ -83,7 +83,7 @@ _BASELINE = (
         UNIQUE (owner, name)
     )""",
     "CREATE INDEX IF NOT EXISTS repos_updated ON repos (updated_at)",
-    # The history index (``floorless/indexrows.py``): packed binary rows, one per batch of
+    # The history index (``floorless/index/rows.py``): packed binary rows, one per batch of
     # commits and one per slice of indexing. Version 4 kept a row of JSON per commit: those
     # tables are dropped, and the index is built again (at git's speed, in the background).
     "DROP TABLE IF EXISTS index_commits",

@@ -41,10 +41,10 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from floorless import timing
-from floorless.caches import Cache, approximate_size
+from floorless.core import timing
+from floorless.core.caches import Cache, approximate_size
+from floorless.core.errors import BadRequest, DatabaseUnavailable
 from floorless.db.schema import REMEMBERED, TRIGGERED
-from floorless.errors import BadRequest, DatabaseUnavailable
 
 log = logging.getLogger(__name__)
 

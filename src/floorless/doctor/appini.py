@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from floorless.errors import DiagnosisError
+from floorless.core.errors import DiagnosisError
 
 FORGEJO = "forgejo"
 GITEA = "gitea"

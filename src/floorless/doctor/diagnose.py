@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.doctor.appini import ForgeLayout, ResolvedPath
 from floorless.doctor.measure import (
     FileTiming,

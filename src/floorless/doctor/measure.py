@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from floorless.core.errors import DiagnosisError
 from floorless.doctor.mounts import FLAGGED, Mount, mount_of
-from floorless.errors import DiagnosisError
 
 CHILD_TIMEOUT = 60.0
 MIN_RUNS = 3

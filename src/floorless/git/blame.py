@@ -27,7 +27,7 @@ from typing import IO
 
 import pygit2
 
-from floorless.errors import Busy, GitCommandError
+from floorless.core.errors import Busy, GitCommandError
 from floorless.git import objects
 from floorless.git.env import GitEnvironment
 from floorless.git.lenient import AnyCommit

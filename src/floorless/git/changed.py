@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-from floorless.errors import GitCommandError
+from floorless.core.errors import GitCommandError
 from floorless.git.env import GitEnvironment
 
 _ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import SortMode
 
-from floorless import timing
+from floorless.core import timing
 from floorless.git.lenient import read_commit
 from floorless.git.objects import CommitInfo, commit_info
 

@@ -33,8 +33,8 @@ from typing import NamedTuple
 import pygit2
 from pygit2.enums import DeltaStatus, DiffFind, DiffOption
 
-from floorless import dates, timing
-from floorless.errors import NotFound
+from floorless.core import dates, timing
+from floorless.core.errors import NotFound
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.objects import commit_info

@@ -19,17 +19,18 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import ConfigLevel, ObjectType
 
-from floorless.errors import GitCommandError
+from floorless.core.errors import GitCommandError
 
 _GIT = shutil.which("git") or "git"
 
 
 def hook_scripts(python: str) -> dict[str, str]:
-    """The hooks a push through floorless runs (``floorless.hooks``): two in Python, and the
-    update hook, once per ref, in the shell (it reads the pre-receive hook's refusals)."""
+    """The hooks a push through floorless runs (``floorless.collab.githooks``): two in Python,
+    and the update hook, once per ref, in the shell (it reads the pre-receive hook's refusals)."""
+    hooks = "floorless.collab.githooks"
     return {
-        "pre-receive": f'#!/bin/sh\nexec "{python}" -P -m floorless.hooks.pre_receive\n',
-        "proc-receive": f'#!/bin/sh\nexec "{python}" -P -m floorless.hooks.proc_receive\n',
+        "pre-receive": f'#!/bin/sh\nexec "{python}" -P -m {hooks}.pre_receive\n',
+        "proc-receive": f'#!/bin/sh\nexec "{python}" -P -m {hooks}.proc_receive\n',
         "update": (
             "#!/bin/sh\n"
             '# only what the pre-receive hook allowed moves: "$1" is the ref\n'
@@ -69,7 +70,9 @@ class GitEnvironment:
             self.config.write_text("")
         self.hooks.mkdir(parents=True, exist_ok=True)
         for name, script in hook_scripts(sys.executable).items():
-            hook = self.hooks / name  # floorless.hooks: every push through floorless runs them
+            hook = (
+                self.hooks / name
+            )  # floorless.collab.githooks: every push through floorless runs them
             if not hook.exists() or hook.read_text() != script:
                 scratch = hook.with_name(f"{name}.new")
                 scratch.write_text(script)

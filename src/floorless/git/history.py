@@ -21,7 +21,7 @@ the next page goes on from where the last stopped, visiting what that page shows
 the simplification passes over), as a single walk would. The walk is defined by its start
 commits and path alone, so a page is named by those and a count of the commits before it,
 and a walk no longer kept is walked again, deterministically, from its start: see
-``floorless.indexer`` (where walks are kept) and ``floorless.web.views.commits`` (the cursor).
+``floorless.index.indexer`` (where walks are kept) and ``floorless.web.views.commits`` (the cursor).
 
 ``CommitGraph`` is the in-memory form of the index: dense integer ids, parents, committer times
 and, per parent, the ids of the paths that differ (every changed file and each directory above
@@ -51,7 +51,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from floorless.caches import Cache
+from floorless.core.caches import Cache
 
 N = TypeVar("N")
 

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from floorless.errors import FloorlessError
+from floorless.core.errors import FloorlessError
 from floorless.git.changed import (
     ChangeStream,
     answered,

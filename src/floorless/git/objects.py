@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pygit2
 
-from floorless import dates, timing
-from floorless.caches import Cache
-from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
+from floorless.core import dates, timing
+from floorless.core.caches import Cache
+from floorless.core.errors import NotFound, RepositoryBroken, UnknownRevision
 from floorless.git.lenient import AnyCommit, LenientSignature, read_commit
 from floorless.git.oid import is_abbreviation
 

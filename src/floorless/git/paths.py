@@ -11,8 +11,8 @@ from __future__ import annotations
 import pygit2
 from pygit2.enums import FileMode
 
-from floorless import timing
-from floorless.errors import RepositoryBroken
+from floorless.core import timing
+from floorless.core.errors import RepositoryBroken
 
 
 def tree_paths(

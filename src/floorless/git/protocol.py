@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pygit2
 
-from floorless.errors import BadRequest, GitCommandError
+from floorless.core.errors import BadRequest, GitCommandError
 from floorless.git.env import GitEnvironment
 
 SERVICES = ("git-upload-pack", "git-receive-pack")
@@ -107,8 +107,8 @@ class PktChecker:
 def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list[str]:
     """git's arguments to serve one POST of ``service`` (after the ``--git-dir``).
 
-    A push runs floorless's hooks (``hooks``, its hooks directory: ``floorless.hooks``) and
-    never a repository's own. It never stores ``refs/for/*``: git hands those updates to the
+    A push runs floorless's hooks (``hooks``, its hooks directory: ``floorless.collab.githooks``)
+    and never a repository's own. It never stores ``refs/for/*``: git hands those updates to the
     ``proc-receive`` hook (the AGit flow), which reads the push options git is told to
     accept. Its pack is always indexed (never unpacked to loose objects), so that the
     pre-receive hook can tell the objects the client sent from the bases git added to a thin

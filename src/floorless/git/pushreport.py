@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from floorless.errors import BadRequest
+from floorless.core.errors import BadRequest
 
 SIDE_BANDS = (b"side-band-64k", b"side-band")
 MAX_PREFIX = 64 << 20  # bytes of updates and options before the pack

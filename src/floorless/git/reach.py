@@ -1,7 +1,7 @@
 """Reachability: which commits the refs reach, what else an unreachable commit may have left
 behind, and which objects a fetch request asks for by id.
 
-These are the git-level pieces of "unreachable means gone" (``floorless/reachability.py``
+These are the git-level pieces of "unreachable means gone" (``floorless/index/reachability.py``
 holds the per-repository state built from them):
 
 - ``mark_reachable`` marks, over the index's ``CommitGraph``, every commit the given tips
@@ -34,7 +34,7 @@ from typing import IO
 
 import pygit2
 
-from floorless.errors import BadRequest
+from floorless.core.errors import BadRequest
 from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph
 from floorless.git.lenient import AnyCommit, read_commit

@@ -1,6 +1,6 @@
 """Refs: snapshots read once and kept in memory, and the longest-prefix ``ref/path`` resolver.
 
-A page never reads ref files: it asks the repository's state (``floorless.state``), which
+A page never reads ref files: it asks the repository's state (``floorless.repos.state``), which
 keeps the snapshot that a push through floorless invalidates at once and that a background
 check, stat-first (``ref_fingerprint``), refreshes every ``ref_check_interval`` seconds for
 changes made behind floorless's back.
@@ -18,7 +18,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
+from floorless.core.errors import BadRequest, RepositoryBroken, UnknownRevision
 from floorless.git.lenient import read_commit
 from floorless.git.oid import is_abbreviation, is_full
 

@@ -27,8 +27,8 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
-from floorless import heap, timing
-from floorless.errors import RepositoryBroken
+from floorless.core import heap, timing
+from floorless.core.errors import RepositoryBroken
 
 
 def open_repository(path: Path) -> pygit2.Repository:

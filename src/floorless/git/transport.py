@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Protocol
 
-from floorless.errors import BadRequest, Busy, TooLarge
+from floorless.core.errors import BadRequest, Busy, TooLarge
 from floorless.git.env import GitEnvironment
 from floorless.git.protocol import PktChecker
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pygit2
 
-from floorless.errors import BadRequest, Conflict, FloorlessError, NotFound
+from floorless.core.errors import BadRequest, Conflict, FloorlessError, NotFound
 from floorless.git import objects
 from floorless.git.env import GitEnvironment
 from floorless.git.refs import MAX_PATH

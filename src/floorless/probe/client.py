@@ -12,7 +12,7 @@ from email.message import Message
 from urllib.parse import urljoin, urlsplit
 
 from floorless import __version__
-from floorless.errors import DiagnosisError
+from floorless.core.errors import DiagnosisError
 
 MAX_REDIRECTS = 5
 MAX_BODY = 64 * 1024 * 1024

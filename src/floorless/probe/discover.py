@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urljoin, urlsplit
 
-from floorless.errors import DiagnosisError
+from floorless.core.errors import DiagnosisError
 from floorless.probe.client import Client, Response, check_url
 
 FLOORLESS = "floorless"

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from floorless.errors import DiagnosisError
+from floorless.core.errors import DiagnosisError
 from floorless.probe.client import Client
 from floorless.probe.discover import Page, Plan
 

@@ -36,12 +36,12 @@ import psycopg
 import pygit2
 from pygit2.enums import FileMode
 
-from floorless.background import Jobs
-from floorless.caches import Cache
+from floorless.core.background import Jobs
+from floorless.core.caches import Cache
+from floorless.core.errors import FloorlessError
 from floorless.db import Database
-from floorless.errors import FloorlessError
 from floorless.git.refs import RefSnapshot
-from floorless.repos import Repo
+from floorless.repos.registry import Repo
 from floorless.search.grams import file_grams
 
 log = logging.getLogger(__name__)

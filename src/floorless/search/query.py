@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import pygit2
 import regex as rx  # (not ``regex``: a query's field and parse's flag have that name)
 
-from floorless.errors import BadRequest
-from floorless.repos import Repo
+from floorless.core.errors import BadRequest
+from floorless.repos.registry import Repo
 from floorless.search import grams
 from floorless.search.grams import AllOf, AnyOf, Grams, Plan
 from floorless.search.index import CodeIndex, Indexed

@@ -6,11 +6,11 @@ import functools
 
 import falcon
 
-from floorless import timing
+from floorless.core import timing
+from floorless.core.metrics import Metrics
 from floorless.forge import Forge
-from floorless.metrics import Metrics
+from floorless.forgejo import payloads as hookpayloads
 from floorless.web import auth, errors, headers
-from floorless.web.api import hookpayloads
 from floorless.web.api.routes import api_routes
 from floorless.web.compression import CompressionMiddleware
 from floorless.web.pages import page_etag

@@ -9,8 +9,8 @@ from __future__ import annotations
 import atexit
 import logging
 
-from floorless import heap
-from floorless.config import Settings
+from floorless.core import heap
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git import sigbus
 from floorless.web.app import create_app

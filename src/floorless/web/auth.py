@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 import falcon
 
-from floorless.access import ANONYMOUS, Viewer
-from floorless.accounts import TOKEN_PREFIX, Account
-from floorless.caches import Cache
-from floorless.errors import Forbidden, Unauthorized
+from floorless.accounts.access import ANONYMOUS, Viewer
+from floorless.accounts.accounts import TOKEN_PREFIX, Account
+from floorless.core.caches import Cache
+from floorless.core.errors import Forbidden, Unauthorized
 from floorless.forge import Forge
 from floorless.web.proxies import Proxies
 from floorless.web.throttle import Failures, SigninThrottle

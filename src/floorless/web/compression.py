@@ -38,7 +38,7 @@ from typing import NamedTuple, Protocol
 import brotli
 import falcon
 
-from floorless.caches import Cache
+from floorless.core.caches import Cache
 from floorless.web.auth import CSRF_FIELD
 
 MIN_BYTES = 1024  # smaller bodies gain less than the header and the work cost

@@ -10,16 +10,16 @@ import falcon
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless.access import Level
+from floorless.accounts.access import Level
+from floorless.core.errors import DatabaseUnavailable, NotFound, RepositoryBroken, UnknownRevision
 from floorless.db.store import UNREACHABLE
-from floorless.errors import DatabaseUnavailable, NotFound, RepositoryBroken, UnknownRevision
 from floorless.forge import Forge
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import RefSnapshot, Resolved, resolve
-from floorless.reachability import PAGE_BUDGET
-from floorless.repos import Repo
-from floorless.web import urls
+from floorless.index.reachability import PAGE_BUDGET
+from floorless.repos.registry import Repo
 from floorless.web.auth import viewer_of
 
 KINDS = urls.KINDS

@@ -11,7 +11,7 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import (
+from floorless.core.errors import (
     DatabaseUnavailable,
     FloorlessError,
     GitCommandError,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from floorless.statuses import Status, combined
+from floorless.collab.statuses import Status, combined
 
 SYMBOLS = {"success": "✓", "failure": "✗", "error": "✗", "pending": "●", "warning": "!"}
 WORDS = {

@@ -16,7 +16,7 @@ valid only while the stamp is the same. What else ages, the relative dates,
 ages at most ``page_cache_seconds``. Only pages whose content is final say so
 (``req.context.final_page``): not a tree whose last-commit column the index has yet to fill.
 The cache holds at most ``page_cache_bytes`` of pages, least recently used leaving first; a
-repository's pages leave with it when its state is forgotten (``floorless.state``: the app
+repository's pages leave with it when its state is forgotten (``floorless.repos.state``: the app
 attaches its page cache to the forge's repository states).
 """
 
@@ -31,11 +31,11 @@ from urllib.parse import unquote_plus, unquote_to_bytes
 
 import falcon
 
-from floorless.access import Viewer
-from floorless.caches import Cache
+from floorless.accounts.access import Viewer
+from floorless.core.caches import Cache
+from floorless.forgejo import urls
 from floorless.git.refs import RefSnapshot
-from floorless.repos import Repo
-from floorless.web import urls
+from floorless.repos.registry import Repo
 
 Key = tuple[object, ...]
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import jinja2
 
-from floorless import dates, timing
-from floorless.caches import Cache, approximate_size
-from floorless.config import Settings
-from floorless.web import auth, marks, urls
+from floorless.core import dates, timing
+from floorless.core.caches import Cache, approximate_size
+from floorless.core.config import Settings
+from floorless.forgejo import urls
+from floorless.web import auth, marks
 from floorless.web.languages import Languages
 from floorless.web.pages import PageCache
 

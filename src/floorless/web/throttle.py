@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from floorless.core.errors import Throttled
 from floorless.db import Database
-from floorless.errors import Throttled
 
 _MAX_PLACES = 32  # addresses remembered per person, the least recently seen dropped first
 

@@ -20,11 +20,11 @@ from urllib.parse import urlencode
 
 import falcon
 
-from floorless.access import Level, Viewer
-from floorless.accounts import Account
-from floorless.errors import BadRequest, FloorlessError, TooLarge, Unauthorized
+from floorless.accounts.access import Level, Viewer
+from floorless.accounts.accounts import Account
+from floorless.core.errors import BadRequest, FloorlessError, TooLarge, Unauthorized
 from floorless.forge import Forge
-from floorless.repos import Repo
+from floorless.repos.registry import Repo
 from floorless.web.auth import Authenticator, viewer_of
 from floorless.web.context import find_repo
 from floorless.web.views.base import public_url

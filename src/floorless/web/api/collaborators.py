@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import falcon
 
-from floorless.access import ROLES, Level, Viewer
-from floorless.accounts import Account
-from floorless.errors import Forbidden, NotFound
-from floorless.repos import Repo
+from floorless.accounts.access import ROLES, Level, Viewer
+from floorless.accounts.accounts import Account
+from floorless.core.errors import Forbidden, NotFound
+from floorless.forgejo.people import people, user_json
+from floorless.repos.registry import Repo
 from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
-from floorless.web.api.models import people, user_json
 from floorless.web.views.base import public_url
 
 _SIGNED_IN_LIST = Operation(

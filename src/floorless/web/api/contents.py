@@ -12,10 +12,10 @@ from typing import ClassVar
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest, NotFound
+from floorless.core.errors import BadRequest, NotFound
+from floorless.forgejo import git as shapes
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web.api import gitshapes as shapes
 from floorless.web.api.base import Field, Operation
 from floorless.web.api.files import ChangeFiles, FileContents
 from floorless.web.api.gitbase import (

@@ -21,16 +21,16 @@ from typing import Any, ClassVar
 import falcon
 import pygit2
 
-from floorless import dates
-from floorless.access import Level
-from floorless.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
+from floorless.accounts.access import Level
+from floorless.core import dates
+from floorless.core.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
 from floorless.forge import Forge
+from floorless.forgejo import git as shapes
+from floorless.forgejo import payloads as hookpayloads
+from floorless.forgejo import urls
 from floorless.git import objects, write
 from floorless.git.write import Change, Unprocessable, check_branch_name, check_write_path
-from floorless.repos import Repo
-from floorless.web import urls
-from floorless.web.api import gitshapes as shapes
-from floorless.web.api import hookpayloads
+from floorless.repos.registry import Repo
 from floorless.web.api.base import Field, Operation
 from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
 from floorless.web.auth import viewer_of
@@ -210,7 +210,7 @@ def guard(
     new: bytes | None,
 ) -> None:
     """Refuse a move of ``branch`` by the caller that its protection rule refuses a push
-    (``Protections.guard``, the rule ``floorless.hooks`` applies to git pushes)."""
+    (``Protections.guard``, the rule ``floorless.collab.githooks`` applies to git pushes)."""
     viewer = viewer_of(req)
     forge.protections.guard(
         view.repo,

@@ -1,6 +1,6 @@
 """A repository's forks: listed (those the caller may see), and made.
 
-A fork is made by ``floorless.forks.fork_for``, as the web's fork form makes one: into the
+A fork is made by ``floorless.collab.forks.fork_for``, as the web's fork form makes one: into the
 caller's name or an organisation they own, as private as its parent, its objects borrowed
 (refs written, no process). Forgejo answers the new repository with 202 (its fork used to
 be made in the background); so does floorless, though the fork is complete when it answers.
@@ -12,9 +12,9 @@ from dataclasses import replace
 
 import falcon
 
-from floorless import forks
+from floorless.collab import forks
+from floorless.forgejo.people import person
 from floorless.web.api.base import Field, Operation, Unprocessable
-from floorless.web.api.models import person
 from floorless.web.api.repos import LIST, RepoResource
 
 

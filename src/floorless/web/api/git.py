@@ -16,14 +16,14 @@ import falcon
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless import timing
-from floorless.caches import Cache
-from floorless.errors import Conflict, NotFound
+from floorless.core import timing
+from floorless.core.caches import Cache
+from floorless.core.errors import Conflict, NotFound
+from floorless.forgejo import git as shapes
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.oid import is_full
 from floorless.git.refs import check_path
-from floorless.web import urls
-from floorless.web.api import gitshapes as shapes
 from floorless.web.api.base import PAGED, Field, Operation
 from floorless.web.api.files import CreateBranch, DeleteBranch
 from floorless.web.api.gitbase import (

@@ -15,14 +15,14 @@ import falcon
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless.access import Level
-from floorless.errors import BadRequest, NotFound, TooLarge, UnknownRevision
+from floorless.accounts.access import Level
+from floorless.core.errors import BadRequest, NotFound, TooLarge, UnknownRevision
+from floorless.forgejo import urls
+from floorless.forgejo.git import Links
 from floorless.git import objects
 from floorless.git.oid import is_abbreviation, is_full
 from floorless.git.refs import Resolved, check_path
-from floorless.web import urls
 from floorless.web.api.base import Resource, json_object, query_flag
-from floorless.web.api.gitshapes import Links
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import falcon
 
-from floorless.errors import BadRequest, Forbidden, NotFound
-from floorless.repos import Repo
-from floorless.web.api import hookpayloads
+from floorless.core.errors import BadRequest, Forbidden, NotFound
+from floorless.forgejo import payloads as hookpayloads
+from floorless.forgejo.people import person, rfc3339
+from floorless.repos.registry import Repo
 from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
-from floorless.web.api.models import person, rfc3339
 from floorless.web.views.base import public_url
-from floorless.webhooks import Hook
+from floorless.webhooks.delivery import Hook
 
 _CONFIG = "url (http or https), content_type (json or form), secret, http_method (POST by default)"
 _CREATE = {

@@ -25,14 +25,12 @@ from typing import Any, ClassVar
 
 import falcon
 
-from floorless.access import Level
-from floorless.accounts import Account
-from floorless.errors import Conflict, Forbidden, NotFound
-from floorless.issues import Comment, Issue, Search
-from floorless.repos import Repo
-from floorless.triage import Label, Milestone
-from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
-from floorless.web.api.issueshapes import (
+from floorless.accounts.access import Level
+from floorless.accounts.accounts import Account
+from floorless.collab.issues import Comment, Issue, Search
+from floorless.collab.triage import Label, Milestone
+from floorless.core.errors import Conflict, Forbidden, NotFound
+from floorless.forgejo.issues import (
     IssueFacts,
     Sorting,
     comment_json,
@@ -42,7 +40,9 @@ from floorless.web.api.issueshapes import (
     timeline_json,
     timeline_names,
 )
-from floorless.web.api.models import people
+from floorless.forgejo.people import people
+from floorless.repos.registry import Repo
+from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
 from floorless.web.views.base import public_url
 
 _NUMBER = re.compile(r"[0-9]{1,12}")

@@ -7,7 +7,7 @@ from typing import Any
 import falcon
 
 from floorless import __version__
-from floorless.errors import NotFound
+from floorless.core.errors import NotFound
 from floorless.web.api.base import DEFAULT_LIMIT, MAX_LIMIT, Operation, Resource
 
 # The Forgejo release whose API floorless answers as; clients that check a version before

@@ -16,11 +16,11 @@ from typing import Any
 import falcon
 
 from floorless import __version__
-from floorless.web import urls
+from floorless.forgejo import urls
+from floorless.forgejo.git import SCHEMAS as GIT_SCHEMAS
+from floorless.forgejo.issues import SCHEMAS as ISSUE_SCHEMAS
+from floorless.forgejo.pulls import SCHEMAS as PULL_SCHEMAS
 from floorless.web.api.base import JSON, Operation, Resource
-from floorless.web.api.gitshapes import SCHEMAS as GIT_SCHEMAS
-from floorless.web.api.issueshapes import SCHEMAS as ISSUE_SCHEMAS
-from floorless.web.api.pullshapes import SCHEMAS as PULL_SCHEMAS
 from floorless.web.api.statuses import STATUS_SCHEMAS
 from floorless.web.views.base import public_url
 

@@ -23,22 +23,22 @@ from typing import Any, ClassVar
 import falcon
 import pygit2
 
-from floorless.access import Level
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
+from floorless.accounts.access import Level
+from floorless.accounts.accounts import Account
+from floorless.collab.issues import clean_body, clean_title
+from floorless.collab.merging import NAMES
+from floorless.collab.protections import DisallowedToMerge
+from floorless.collab.pulls import Pull
+from floorless.collab.triage import Label, Milestone
+from floorless.core.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
+from floorless.forgejo import pulls as shapes
+from floorless.forgejo import urls
+from floorless.forgejo.git import Links
+from floorless.forgejo.git import commit as commit_json
 from floorless.git import merge as engine
 from floorless.git.compare import COMMITS_LIMIT
-from floorless.issues import clean_body, clean_title
-from floorless.merging import NAMES
-from floorless.protections import DisallowedToMerge
-from floorless.pulls import Pull
-from floorless.triage import Label, Milestone
-from floorless.web import urls
-from floorless.web.api import pullshapes as shapes
 from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
 from floorless.web.api.gitbase import GitApi, flag
-from floorless.web.api.gitshapes import Links
-from floorless.web.api.gitshapes import commit as commit_json
 from floorless.web.api.issues import IssueResource
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url

@@ -14,10 +14,11 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.access import Level
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Conflict, Forbidden, NotFound
-from floorless.repos import Repo
+from floorless.accounts.access import Level
+from floorless.accounts.accounts import Account
+from floorless.core.errors import BadRequest, Conflict, Forbidden, NotFound
+from floorless.forgejo.people import RepoFacts, org_json, person, repo_json
+from floorless.repos.registry import Repo
 from floorless.web.api.base import (
     PAGED,
     Field,
@@ -26,7 +27,6 @@ from floorless.web.api.base import (
     Unprocessable,
     query_flag,
 )
-from floorless.web.api.models import RepoFacts, org_json, person, repo_json
 from floorless.web.views.base import public_url
 
 _CREATE = {

@@ -16,11 +16,11 @@ from typing import Any, ClassVar
 
 import falcon
 
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Forbidden, NotFound
-from floorless.pulls import Pull
-from floorless.reviews import PullReviews, Review
-from floorless.web.api import pullshapes as shapes
+from floorless.accounts.accounts import Account
+from floorless.collab.pulls import Pull
+from floorless.collab.reviews import PullReviews, Review
+from floorless.core.errors import BadRequest, Forbidden, NotFound
+from floorless.forgejo import pulls as shapes
 from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
 from floorless.web.api.pulls import PullApi
 from floorless.web.context import RepoView

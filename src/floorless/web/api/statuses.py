@@ -18,18 +18,15 @@ from typing import Any, ClassVar
 
 import falcon
 
-from floorless import protections
-from floorless.access import Level
-from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.accounts.access import Level
+from floorless.collab import protections
+from floorless.collab.protections import Rule, clean_fields
+from floorless.collab.statuses import SORTS, STATES, Status, worst
+from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
-from floorless.git.oid import is_full
-from floorless.protections import Rule, clean_fields
-from floorless.statuses import SORTS, STATES, Status, worst
-from floorless.web import urls
-from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
-from floorless.web.api.gitbase import GitApi, resolve_ref
-from floorless.web.api.gitshapes import Links
-from floorless.web.api.models import (
+from floorless.forgejo import urls
+from floorless.forgejo.git import Links
+from floorless.forgejo.people import (
     Person,
     RepoFacts,
     people,
@@ -38,6 +35,9 @@ from floorless.web.api.models import (
     rfc3339,
     user_json,
 )
+from floorless.git.oid import is_full
+from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
+from floorless.web.api.gitbase import GitApi, resolve_ref
 from floorless.web.auth import Authenticator
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import falcon
 
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from floorless.accounts.accounts import Account
+from floorless.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from floorless.forgejo.people import people, person, scope_from, token_json, user_json
 from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
-from floorless.web.api.models import people, person, scope_from, token_json, user_json
 from floorless.web.views.base import public_url
 
 

@@ -15,11 +15,12 @@ from urllib.parse import quote, urlsplit
 
 import falcon
 
-from floorless.access import ANONYMOUS
-from floorless.accounts import Account
-from floorless.errors import BadRequest, FloorlessError, Throttled, TooLarge, Unauthorized
+from floorless.accounts.access import ANONYMOUS
+from floorless.accounts.accounts import Account
+from floorless.core.errors import BadRequest, FloorlessError, Throttled, TooLarge, Unauthorized
 from floorless.forge import Forge
-from floorless.web import auth, urls
+from floorless.forgejo import urls
+from floorless.web import auth
 from floorless.web.render import Renderer
 from floorless.web.views.base import View, admin_command
 

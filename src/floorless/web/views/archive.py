@@ -7,11 +7,11 @@ from urllib.parse import quote
 
 import falcon
 
-from floorless.errors import NotFound, RepositoryBroken, UnknownRevision
+from floorless.core.errors import NotFound, RepositoryBroken, UnknownRevision
 from floorless.forge import Forge
+from floorless.forgejo import urls
 from floorless.git import transport
 from floorless.git.refs import Resolved
-from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
 

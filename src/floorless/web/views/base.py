@@ -11,7 +11,7 @@ from typing import Any
 
 import falcon
 
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git.refs import Resolved
 from floorless.web.auth import viewer_of

@@ -22,13 +22,13 @@ import falcon
 import pygit2
 from markupsafe import Markup, escape
 
-from floorless import dates, timing
-from floorless.errors import GitCommandError, NotFound
+from floorless.core import dates, timing
+from floorless.core.errors import GitCommandError, NotFound
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.blame import BlameCommit, BlameGroup, BlameRun, ignored_revs, start_blame
 from floorless.git.refs import Resolved
-from floorless.repos import Repo
-from floorless.web import urls
+from floorless.repos.registry import Repo
 from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text

@@ -17,13 +17,14 @@ import falcon
 import pygit2
 from markupsafe import Markup
 
-from floorless import timing
-from floorless.config import Settings
-from floorless.errors import BadRequest, NotFound, UnknownRevision
+from floorless.core import timing
+from floorless.core.config import Settings
+from floorless.core.errors import BadRequest, NotFound, UnknownRevision
+from floorless.forgejo import urls
 from floorless.git import diff as gitdiff
 from floorless.git import objects, oid, transport
 from floorless.git.refs import Resolved
-from floorless.web import diffrows, urls
+from floorless.web import diffrows
 from floorless.web.context import RepoView, repo_view
 from floorless.web.diffrows import Options
 from floorless.web.marks import mark

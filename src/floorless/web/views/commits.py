@@ -2,7 +2,7 @@
 
 A branch's list walks the repository's objects; a path's history walks the in-memory index
 (git's default history simplification). Neither counts or skips the whole history: the walk
-is kept between pages and goes on where the last page stopped (``floorless.indexer``).
+is kept between pages and goes on where the last page stopped (``floorless.index.indexer``).
 
 The cursor is ``?after=START&skip=N``: the commit the list started from (the branch's tip
 when its first page was shown, so a push meanwhile shifts nothing) and how many commits the
@@ -33,13 +33,13 @@ from typing import cast
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest, RepositoryBroken, UnknownRevision
+from floorless.core.errors import BadRequest, RepositoryBroken, UnknownRevision
+from floorless.forgejo import urls
 from floorless.git import diff as gitdiff
 from floorless.git import objects
 from floorless.git.history import Page, log_page
 from floorless.git.oid import parse_full
 from floorless.git.refs import Resolved
-from floorless.web import urls
 from floorless.web.context import RepoView
 from floorless.web.marks import mark
 from floorless.web.views.base import RefPage

@@ -24,19 +24,20 @@ import falcon
 import pygit2
 from pygit2.enums import ObjectType, SortMode
 
-from floorless import timing
-from floorless.accounts import Account
-from floorless.caches import Cache
-from floorless.config import Settings
-from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.accounts.accounts import Account
+from floorless.collab.pulls import BRANCH_MAX, Pull
+from floorless.core import timing
+from floorless.core.caches import Cache
+from floorless.core.config import Settings
+from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
+from floorless.forgejo import urls
 from floorless.git import compare as gitcompare
 from floorless.git import diff as gitdiff
 from floorless.git import objects, transport
 from floorless.git.lenient import AnyCommit
-from floorless.pulls import BRANCH_MAX, Pull
-from floorless.repos import Repo
-from floorless.web import auth, diffrows, urls
+from floorless.repos.registry import Repo
+from floorless.web import auth, diffrows
 from floorless.web.context import RepoView, repo_view
 from floorless.web.diffrows import Options
 from floorless.web.render import text

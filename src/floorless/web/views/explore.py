@@ -8,11 +8,11 @@ import os
 import falcon
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from floorless.errors import BadRequest, NotFound
+from floorless.core.errors import BadRequest, NotFound
+from floorless.core.metrics import Metrics
+from floorless.core.timing import spawn_counter
 from floorless.forge import Forge
-from floorless.metrics import Metrics
-from floorless.timing import spawn_counter
-from floorless.web import urls
+from floorless.forgejo import urls
 from floorless.web.auth import viewer_of
 from floorless.web.proxies import Proxies, networks, within
 from floorless.web.views.base import View, admin_command

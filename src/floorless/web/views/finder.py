@@ -28,12 +28,12 @@ import falcon
 import pygit2
 from pygit2.enums import ObjectType
 
-from floorless.caches import Cache
-from floorless.errors import NotFound
+from floorless.core.caches import Cache
+from floorless.core.errors import NotFound
+from floorless.forgejo import urls
 from floorless.git.oid import is_full
 from floorless.git.paths import tree_paths
 from floorless.git.refs import Resolved
-from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.render import text
 from floorless.web.views.base import RefPage, View

@@ -2,7 +2,7 @@
 
 The repository is found as any page of it is, so a private one that the requester may not
 read answers 404 exactly as a missing one, before anything else is asked (not even whether
-they are signed in). Forking copies no objects (``floorless.forks``): the page runs no
+they are signed in). Forking copies no objects (``floorless.collab.forks``): the page runs no
 process; the POST writes refs alone.
 """
 
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import falcon
 
-from floorless import forks
-from floorless.accounts import Account
-from floorless.errors import FloorlessError, Forbidden
-from floorless.web import auth, urls
+from floorless.accounts.accounts import Account
+from floorless.collab import forks
+from floorless.core.errors import FloorlessError, Forbidden
+from floorless.forgejo import urls
+from floorless.web import auth
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.account import FormView
 

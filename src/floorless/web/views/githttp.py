@@ -29,9 +29,10 @@ from pathlib import Path
 import falcon
 
 import floorless
-from floorless import branchrules, hooks
-from floorless.access import Level
-from floorless.errors import (
+from floorless.accounts.access import Level
+from floorless.collab import branchrules
+from floorless.collab import githooks as hooks
+from floorless.core.errors import (
     BadRequest,
     FloorlessError,
     GitCommandError,
@@ -40,9 +41,9 @@ from floorless.errors import (
     Unsupported,
 )
 from floorless.forge import Forge
+from floorless.forgejo import payloads as hookpayloads
 from floorless.git import protocol, pushreport, reach, transport
-from floorless.repos import Repo
-from floorless.web.api import hookpayloads
+from floorless.repos.registry import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
 from floorless.web.views.base import View, public_url
@@ -82,7 +83,7 @@ class GitView(View):
         if account is not None:
             env["GIT_COMMITTER_NAME"] = account.name
             env["GIT_COMMITTER_EMAIL"] = account.email or f"{account.name}@floorless"
-            if repo is not None:  # for a push's hooks (floorless.hooks)
+            if repo is not None:  # for a push's hooks (floorless.collab.githooks)
                 env.update(hook_environment(self.forge, req, repo, account.id))
         return env
 
@@ -90,8 +91,8 @@ class GitView(View):
 def hook_environment(
     forge: Forge, req: falcon.Request, repo: Repo, account_id: int
 ) -> dict[str, str]:
-    """What ``floorless.hooks`` is told by the forge, never by the client: who pushes, with
-    which access, where, the repositories whose refs the pusher may build on besides this
+    """What ``floorless.collab.githooks`` is told by the forge, never by the client: who pushes,
+    with which access, where, the repositories whose refs the pusher may build on besides this
     one's (those it borrows objects from that the pusher may read now), the database, the
     public URL, and where floorless's own code is."""
     database = forge.settings.database  # the hook runs in the repository's directory

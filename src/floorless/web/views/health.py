@@ -14,7 +14,7 @@ import os
 
 import falcon
 
-from floorless.errors import DatabaseUnavailable
+from floorless.core.errors import DatabaseUnavailable
 from floorless.forge import Forge
 
 log = logging.getLogger(__name__)

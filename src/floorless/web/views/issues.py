@@ -16,15 +16,16 @@ from typing import Any, cast
 import falcon
 from markupsafe import Markup
 
-from floorless.access import Level, Viewer
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.accounts.access import Level, Viewer
+from floorless.accounts.accounts import Account
+from floorless.collab.issues import Entry, Issue
+from floorless.collab.references import names_others
+from floorless.collab.triage import LABEL_MAX, Label
+from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
+from floorless.forgejo import urls
 from floorless.git import objects
-from floorless.issues import Entry, Issue
-from floorless.references import names_others
-from floorless.triage import LABEL_MAX, Label
-from floorless.web import auth, urls
+from floorless.web import auth
 from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import link_references, render_markdown
 from floorless.web.views.account import FormView

@@ -8,10 +8,10 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import NotFound, RepositoryBroken
+from floorless.core.errors import NotFound, RepositoryBroken
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.oid import is_full
-from floorless.web import urls
 from floorless.web.context import repo_view
 from floorless.web.render import exact, reltime
 from floorless.web.views.base import View

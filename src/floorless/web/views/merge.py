@@ -19,13 +19,14 @@ from typing import Any
 
 import falcon
 
-from floorless.access import Viewer
-from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.accounts.access import Viewer
+from floorless.collab.merging import NAMES
+from floorless.collab.protections import checks, passing
+from floorless.collab.pulls import Pull
+from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
-from floorless.merging import NAMES
-from floorless.protections import checks, passing
-from floorless.pulls import Pull
-from floorless.web import auth, urls
+from floorless.forgejo import urls
+from floorless.web import auth
 from floorless.web.context import RepoView, repo_view
 from floorless.web.marks import mark
 from floorless.web.views.account import FormView

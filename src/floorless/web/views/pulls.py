@@ -20,11 +20,12 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest, NotFound
+from floorless.collab.issues import Entry, Issue
+from floorless.collab.pulls import Pull
+from floorless.core.errors import BadRequest, NotFound
+from floorless.forgejo import urls
 from floorless.git.compare import COMMITS_LIMIT
-from floorless.issues import Entry, Issue
-from floorless.pulls import Pull
-from floorless.web import auth, diffrows, urls
+from floorless.web import auth, diffrows
 from floorless.web.context import RepoView, repo_view
 from floorless.web.marks import mark
 from floorless.web.render import text

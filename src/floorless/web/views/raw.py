@@ -20,12 +20,12 @@ from urllib.parse import quote
 import falcon
 import pygit2
 
-from floorless import timing
-from floorless.errors import NotFound, RepositoryBroken
+from floorless.core import timing
+from floorless.core.errors import NotFound, RepositoryBroken
 from floorless.forge import Forge
+from floorless.forgejo import urls
 from floorless.git import objects, transport
 from floorless.git.oid import parse_full
-from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
 from floorless.web.views.source import image_type

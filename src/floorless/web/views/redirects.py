@@ -10,7 +10,7 @@ from __future__ import annotations
 import falcon
 
 from floorless.forge import Forge
-from floorless.web import urls
+from floorless.forgejo import urls
 from floorless.web.context import repo_view
 from floorless.web.render import Renderer
 from floorless.web.views.base import View

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import falcon
 
-from floorless.dates import moment
+from floorless.core.dates import moment
 from floorless.git import objects
 from floorless.web.context import repo_view
 from floorless.web.views.base import View

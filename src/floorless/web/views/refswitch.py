@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import falcon
 
-from floorless.errors import BadRequest
+from floorless.core.errors import BadRequest
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.refs import check_path
-from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View
 from floorless.web.views.source import query_bytes

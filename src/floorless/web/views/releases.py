@@ -13,9 +13,9 @@ from typing import cast
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest
+from floorless.core.errors import BadRequest
+from floorless.forgejo import urls
 from floorless.git.refs import Resolved
-from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.markup import render_markdown
 from floorless.web.views.base import View

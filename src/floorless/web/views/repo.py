@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import falcon
 
-from floorless.errors import NotFound
+from floorless.core.errors import NotFound
 from floorless.forge import Forge
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web import urls
 from floorless.web.context import RepoView, repo_view
 from floorless.web.render import Renderer
 from floorless.web.views.base import View

@@ -22,12 +22,13 @@ from typing import Any
 import falcon
 from markupsafe import Markup, escape
 
-from floorless.accounts import Account
-from floorless.errors import BadRequest, Forbidden, NotFound
+from floorless.accounts.accounts import Account
+from floorless.collab.pulls import Pull
+from floorless.collab.reviews import VERDICTS, Anchors, ReviewComment
+from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
-from floorless.pulls import Pull
-from floorless.reviews import VERDICTS, Anchors, ReviewComment
-from floorless.web import auth, urls
+from floorless.forgejo import urls
+from floorless.web import auth
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.issues import IssueView, issue_number
 

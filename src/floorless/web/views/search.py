@@ -15,10 +15,10 @@ from collections.abc import Callable
 import falcon
 import pygit2
 
-from floorless.errors import BadRequest, FloorlessError, NotFound
+from floorless.core.errors import BadRequest, FloorlessError, NotFound
+from floorless.forgejo import urls
 from floorless.search import query as code
 from floorless.search.index import Indexed
-from floorless.web import urls
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.base import View

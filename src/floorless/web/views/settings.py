@@ -13,17 +13,18 @@ from typing import Any
 
 import falcon
 
-from floorless.access import ROLES, Level
-from floorless.errors import BadRequest, FloorlessError, Forbidden, NotFound
-from floorless.protections import clean_fields
-from floorless.pulls import MERGE_STYLES, Features
-from floorless.repos import Repo
-from floorless.web import auth, urls
-from floorless.web.api import hookpayloads
-from floorless.web.api.models import person
+from floorless.accounts.access import ROLES, Level
+from floorless.collab.protections import clean_fields
+from floorless.collab.pulls import MERGE_STYLES, Features
+from floorless.core.errors import BadRequest, FloorlessError, Forbidden, NotFound
+from floorless.forgejo import payloads as hookpayloads
+from floorless.forgejo import urls
+from floorless.forgejo.people import person
+from floorless.repos.registry import Repo
+from floorless.web import auth
 from floorless.web.context import find_repo
 from floorless.web.views.account import FormView, login_url
-from floorless.webhooks import EVENTS, SENT, Hook
+from floorless.webhooks.delivery import EVENTS, SENT, Hook
 
 
 class Settings(FormView):

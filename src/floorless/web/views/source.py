@@ -10,11 +10,12 @@ import falcon
 import pygit2
 from markupsafe import Markup
 
-from floorless.errors import NotFound
+from floorless.core.errors import NotFound
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Resolved
-from floorless.web import documents, urls
+from floorless.web import documents
 from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines, numbered_rows
 from floorless.web.render import filesize, text

@@ -6,7 +6,7 @@ from importlib import resources
 
 import falcon
 
-from floorless.errors import NotFound
+from floorless.core.errors import NotFound
 from floorless.web.markup import stylesheet
 
 TYPES = {

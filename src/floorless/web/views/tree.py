@@ -9,11 +9,12 @@ from typing import Any
 
 import pygit2
 
-from floorless import timing
-from floorless.caches import Cache
+from floorless.core import timing
+from floorless.core.caches import Cache
+from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web import documents, urls
+from floorless.web import documents
 from floorless.web.context import RepoView
 from floorless.web.render import text
 

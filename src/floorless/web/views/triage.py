@@ -17,9 +17,10 @@ import re
 
 import falcon
 
-from floorless.errors import BadRequest, Forbidden, NotFound
-from floorless.triage import LABELS_PER_PAGE
-from floorless.web import auth, urls
+from floorless.collab.triage import LABELS_PER_PAGE
+from floorless.core.errors import BadRequest, Forbidden, NotFound
+from floorless.forgejo import urls
+from floorless.web import auth
 from floorless.web.context import RepoView, repo_view
 from floorless.web.views.issues import QUERY_MAX, STATES, IssueView, issue_number
 

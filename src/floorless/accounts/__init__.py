@@ -1,0 +1,3 @@
+"""Who is asking and what they may do: users, organisations, tokens and sessions, and the one
+access policy.
+"""

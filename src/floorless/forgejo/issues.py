@@ -1,0 +1,423 @@
+"""Issues, pull requests as issues, comments, labels and milestones as Forgejo's API shapes
+them (``Issue``, ``Comment``, ``Label``, ``Milestone``), a page of them at a time.
+
+What a page of issues shows besides their rows (labels, assignees, milestone, the people
+named, whether a pull request was merged) is read for the whole page by ``IssueFacts``: five
+statements at most whatever the page's length, never one per issue. Field names and types
+follow Forgejo's swagger; pyforgejo's models check them in the tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from floorless.accounts.access import Viewer
+from floorless.collab.issues import Comment, Entry, Issue
+from floorless.collab.triage import Label, Milestone
+from floorless.forge import Forge
+from floorless.forgejo import urls
+from floorless.forgejo.people import Person, people, rfc3339, user_json
+from floorless.repos.registry import Repo
+
+Json = dict[str, Any]
+
+# Forgejo's stand-in for an account that is gone (its ``user_model.NewGhostUser``)
+GHOST = Person(-1, "Ghost", "user", "", False, None)
+# Forgejo's marks of a work-in-progress pull request (its ``setting.Repository.PullRequest``)
+DRAFT_PREFIXES = ("wip:", "[wip]")
+
+
+def label_json(label: Label, repo: Repo, public: str) -> Json:
+    """Forgejo's ``Label``: its colour without the ``#``."""
+    return {
+        "id": label.id,
+        "name": label.name,
+        "exclusive": False,
+        "is_archived": False,
+        "color": label.color.removeprefix("#"),
+        "description": label.description,
+        "url": public + urls.api_repo(repo, "labels", str(label.id)),
+    }
+
+
+def milestone_json(milestone: Milestone) -> Json:
+    """Forgejo's ``Milestone``. Floorless keeps no time of a milestone's creation or change:
+    those are the epoch, as Forgejo writes an unknown time; ``closed_at`` is null."""
+    return {
+        "id": milestone.id,
+        "title": milestone.title,
+        "description": milestone.description,
+        "state": milestone.state,
+        "open_issues": milestone.open_issues,
+        "closed_issues": milestone.closed_issues,
+        "created_at": rfc3339(None),
+        "updated_at": rfc3339(None),
+        "closed_at": None,
+        "due_on": None if milestone.due_at is None else rfc3339(milestone.due_at),
+    }
+
+
+class IssueFacts:
+    """What the ``Issue`` JSON of a page of issues (and ``Comment`` JSON of a page of
+    comments) needs besides their rows, read for the page."""
+
+    def __init__(
+        self,
+        forge: Forge,
+        viewer: Viewer,
+        repo: Repo,
+        public: str,
+        issues: Sequence[Issue] = (),
+        names: Iterable[str] = (),
+    ) -> None:
+        self.forge = forge
+        self.viewer = viewer
+        self.repo = repo
+        self.public = public
+        ids = [issue.id for issue in issues]
+        self.labels = forge.triage.labels_of(ids)
+        self.assignees = forge.triage.assignees_of(ids)
+        self.milestones = forge.triage.milestones_of(ids)
+        pulls = [issue.id for issue in issues if issue.is_pull]
+        self.merges = forge.pulls.merges_of(pulls)
+        wanted = {issue.author for issue in issues if issue.author} | set(names)
+        for found in self.assignees.values():
+            wanted.update(found)
+        self.people = people(forge.db, wanted)
+
+    def user(self, name: str) -> Json:
+        """A person named on the page as Forgejo's ``User``; the ghost for one who is gone."""
+        who = self.people.get(name.lower(), GHOST) if name else GHOST
+        return user_json(who, self.viewer, self.public)
+
+    def page_url(self, number: int, is_pull: bool, comment: int | None = None) -> str:
+        if is_pull:
+            return self.public + urls.pull(self.repo, number, comment=comment)
+        return self.public + urls.issue(self.repo, number, comment)
+
+
+def issue_json(issue: Issue, facts: IssueFacts) -> Json:
+    """Forgejo's ``Issue`` (a pull request's too: then ``pull_request`` is set)."""
+    repo = facts.repo
+    assignees = [facts.user(name) for name in facts.assignees.get(issue.id, [])]
+    milestone = facts.milestones.get(issue.id)
+    html_url = facts.page_url(issue.number, issue.is_pull)
+    pull: Json | None = None
+    if issue.is_pull:
+        merged_at = facts.merges.get(issue.id)
+        pull = {
+            "merged": merged_at is not None,
+            "merged_at": None if merged_at is None else rfc3339(merged_at),
+            "draft": issue.title.lower().startswith(DRAFT_PREFIXES),
+            "html_url": html_url,
+        }
+    return {
+        "id": issue.id,
+        "url": facts.public + urls.api_repo(repo, "issues", str(issue.number)),
+        "html_url": html_url,
+        "number": issue.number,
+        "user": facts.user(issue.author),
+        "original_author": "",
+        "original_author_id": 0,
+        "title": issue.title,
+        "body": issue.body,
+        "ref": "",
+        "assets": [],
+        "labels": [
+            label_json(label, repo, facts.public) for label in facts.labels.get(issue.id, [])
+        ],
+        "milestone": None if milestone is None else milestone_json(milestone),
+        "assignee": assignees[0] if assignees else None,
+        "assignees": assignees,
+        "state": issue.state,
+        "is_locked": False,
+        "comments": issue.comments,
+        "created_at": rfc3339(issue.created_at),
+        "updated_at": rfc3339(issue.updated_at),
+        "closed_at": None if issue.closed_at is None else rfc3339(issue.closed_at),
+        "due_date": None,
+        "pull_request": pull,
+        "repository": {
+            "id": repo.id,
+            "name": repo.name,
+            "owner": repo.owner,
+            "full_name": repo.full_name,
+        },
+        "pin_order": 0,
+    }
+
+
+def comment_json(comment: Comment, facts: IssueFacts) -> Json:
+    """Forgejo's ``Comment``: ``issue_url`` (an issue's) or ``pull_request_url`` (a pull
+    request's) is the page it is on, the other is empty, as Forgejo has them."""
+    page = facts.page_url(comment.number, comment.is_pull)
+    return {
+        "id": comment.id,
+        "html_url": facts.page_url(comment.number, comment.is_pull, comment.id),
+        "pull_request_url": page if comment.is_pull else "",
+        "issue_url": "" if comment.is_pull else page,
+        "user": facts.user(comment.author),
+        "original_author": "",
+        "original_author_id": 0,
+        "body": comment.body,
+        "assets": [],
+        "created_at": rfc3339(comment.created_at),
+        "updated_at": rfc3339(comment.updated_at),
+    }
+
+
+# floorless's timeline events as Forgejo's comment types (``TimelineComment.type``)
+TIMELINE_TYPES = {
+    "comment": "comment",
+    "closed": "close",
+    "reopened": "reopen",
+    "title": "change_title",
+    "label": "label",
+    "milestone": "milestone",
+    "assigned": "assignees",
+    "unassigned": "assignees",
+    "pushed": "pull_push",
+    "force_pushed": "pull_push",
+    "merged": "merge_pull",
+    "head_deleted": "delete_branch",
+    "base_changed": "change_target_branch",
+    "automerge_scheduled": "pull_scheduled_merge",
+    "automerge_cancelled": "pull_cancel_scheduled_merge",
+    "review": "review",
+    "ref": "issue_ref",
+}
+_REF_TYPES = {"commit": "commit_ref", "pull": "pull_ref", "issue": "issue_ref"}
+
+
+class Sorting:
+    """The labels a page of a timeline names (only those: a repository may have thousands)
+    and the repository's milestones, by name: two statements for the page at most. One
+    deleted since is shown by its name alone (id 0), as the event recorded it."""
+
+    def __init__(self, forge: Forge, repo: Repo, entries: Iterable[Entry]) -> None:
+        names = {entry.body[1:] for entry in entries if entry.kind == "label"}
+        named = forge.triage.labels_named(repo.owner, repo.name, names=names)
+        self.labels = {x.name.lower(): x for x in named}
+        self.milestones = {
+            m.title.lower(): m for m in forge.triage.milestones(repo.owner, repo.name)
+        }
+
+    def label(self, name: str) -> Label:
+        return self.labels.get(name.lower()) or Label(0, name, "#000000")
+
+    def milestone(self, title: str) -> Json | None:
+        if not title:
+            return None
+        found = self.milestones.get(title.lower()) or Milestone(0, title, "", None, "open")
+        return milestone_json(found)
+
+
+def timeline_json(entry: Entry, issue: Issue, facts: IssueFacts, sorting: Sorting) -> Json:
+    """Forgejo's ``TimelineComment`` for an entry of ``issue``'s timeline: a comment, or an
+    event of the type Forgejo gives the same change, with what it names (a label, a
+    milestone, an assignee, a title, a commit)."""
+    kind = entry.kind
+    page = facts.page_url(issue.number, issue.is_pull)
+    anchor = f"#issuecomment-{entry.id}" if kind == "comment" else f"#event-{entry.id}"
+    shaped: Json = {
+        "id": entry.id,
+        "type": TIMELINE_TYPES.get(kind, kind),
+        "html_url": page + anchor,
+        "pull_request_url": page if issue.is_pull else "",
+        "issue_url": "" if issue.is_pull else page,
+        "user": facts.user(entry.who),
+        "body": "",
+        "created_at": rfc3339(entry.created_at),
+        "updated_at": rfc3339(entry.updated_at or entry.created_at),
+        "old_project_id": 0,
+        "project_id": 0,
+        "old_milestone": None,
+        "milestone": None,
+        "tracked_time": None,
+        "old_title": "",
+        "new_title": "",
+        "old_ref": "",
+        "new_ref": "",
+        "ref_issue": None,
+        "ref_comment": None,
+        "ref_action": "",
+        "ref_commit_sha": "",
+        "review_id": 0,
+        "label": None,
+        "assignee": None,
+        "assignee_team": None,
+        "removed_assignee": False,
+        "resolve_doer": None,
+        "dependent_issue": None,
+    }
+    if kind == "comment":
+        shaped["body"] = entry.body
+    elif kind == "title":
+        shaped["old_title"], shaped["new_title"] = entry.old_value, entry.body
+    elif kind == "label":  # "+name" put on, "-name" taken off: Forgejo's body "1" or ""
+        added = entry.body.startswith("+")
+        shaped["body"] = "1" if added else ""
+        shaped["label"] = label_json(sorting.label(entry.body[1:]), facts.repo, facts.public)
+    elif kind == "milestone":
+        shaped["old_milestone"] = sorting.milestone(entry.old_value)
+        shaped["milestone"] = sorting.milestone(entry.body)
+    elif kind in ("assigned", "unassigned"):
+        shaped["assignee"] = facts.user(entry.body)
+        shaped["removed_assignee"] = kind == "unassigned"
+    elif kind in ("pushed", "force_pushed"):  # the new head (and, forced, the old one)
+        commits = [entry.old_value, entry.body] if kind == "force_pushed" else [entry.body]
+        shaped["body"] = json.dumps(
+            {"is_force_push": kind == "force_pushed", "commit_ids": commits}
+        )
+    elif kind == "merged":
+        shaped["ref_commit_sha"] = entry.body
+    elif kind == "head_deleted":
+        shaped["old_ref"] = entry.body
+    elif kind == "base_changed":
+        shaped["old_ref"], shaped["new_ref"] = entry.old_value, entry.body
+    elif kind == "review":
+        shaped["review_id"] = int(entry.old_value) if entry.old_value.isdigit() else 0
+    elif kind == "ref":  # where it was mentioned: "owner/name#M" or "owner/name@commit"
+        shaped["type"] = _REF_TYPES.get(entry.old_value, "issue_ref")
+        shaped["body"] = entry.body
+        if entry.old_value == "commit":
+            shaped["ref_commit_sha"] = entry.body.partition("@")[2]
+    elif kind == "closed" and entry.old_value:  # closed by a commit or a pull request
+        by, _, where = entry.old_value.partition(":")
+        if by == "commit":
+            shaped["ref_commit_sha"] = where.partition("@")[2]
+    return shaped
+
+
+def timeline_names(entries: Iterable[Entry]) -> set[str]:
+    """The people a page of a timeline names: who acted, who was (un)assigned."""
+    names = {entry.who for entry in entries if entry.who}
+    names |= {e.body for e in entries if e.kind in ("assigned", "unassigned") and e.body}
+    return names
+
+
+SCHEMAS: dict[str, dict[str, str]] = {
+    "Label": {
+        "id": "integer",
+        "name": "string",
+        "exclusive": "boolean",
+        "is_archived": "boolean",
+        "color": "string",
+        "description": "string",
+        "url": "string",
+    },
+    "Milestone": {
+        "id": "integer",
+        "title": "string",
+        "description": "string",
+        "state": "string",
+        "open_issues": "integer",
+        "closed_issues": "integer",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+        "closed_at": "date-time",
+        "due_on": "date-time",
+    },
+    "PullRequestMeta": {
+        "merged": "boolean",
+        "merged_at": "date-time",
+        "draft": "boolean",
+        "html_url": "string",
+    },
+    "RepositoryMeta": {
+        "id": "integer",
+        "name": "string",
+        "owner": "string",
+        "full_name": "string",
+    },
+    "Attachment": {
+        "id": "integer",
+        "name": "string",
+        "size": "integer",
+        "download_count": "integer",
+        "created_at": "date-time",
+        "uuid": "string",
+        "browser_download_url": "string",
+        "type": "string",
+    },
+    "Issue": {
+        "id": "integer",
+        "url": "string",
+        "html_url": "string",
+        "number": "integer",
+        "user": "User",
+        "original_author": "string",
+        "original_author_id": "integer",
+        "title": "string",
+        "body": "string",
+        "ref": "string",
+        "assets": "[Attachment]",
+        "labels": "[Label]",
+        "milestone": "Milestone",
+        "assignee": "User",
+        "assignees": "[User]",
+        "state": "string",
+        "is_locked": "boolean",
+        "comments": "integer",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+        "closed_at": "date-time",
+        "due_date": "date-time",
+        "pull_request": "PullRequestMeta",
+        "repository": "RepositoryMeta",
+        "pin_order": "integer",
+    },
+    "TrackedTime": {  # never one: floorless keeps no time spent
+        "id": "integer",
+        "created": "date-time",
+        "time": "integer",
+        "user_name": "string",
+        "issue_id": "integer",
+    },
+    "TimelineComment": {
+        "id": "integer",
+        "type": "string",
+        "html_url": "string",
+        "pull_request_url": "string",
+        "issue_url": "string",
+        "user": "User",
+        "body": "string",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+        "old_project_id": "integer",
+        "project_id": "integer",
+        "old_milestone": "Milestone",
+        "milestone": "Milestone",
+        "tracked_time": "TrackedTime",
+        "old_title": "string",
+        "new_title": "string",
+        "old_ref": "string",
+        "new_ref": "string",
+        "ref_issue": "Issue",
+        "ref_comment": "Comment",
+        "ref_action": "string",
+        "ref_commit_sha": "string",
+        "review_id": "integer",
+        "label": "Label",
+        "assignee": "User",
+        "assignee_team": "Team",
+        "removed_assignee": "boolean",
+        "resolve_doer": "User",
+        "dependent_issue": "Issue",
+    },
+    "Comment": {
+        "id": "integer",
+        "html_url": "string",
+        "pull_request_url": "string",
+        "issue_url": "string",
+        "user": "User",
+        "original_author": "string",
+        "original_author_id": "integer",
+        "body": "string",
+        "assets": "[Attachment]",
+        "created_at": "date-time",
+        "updated_at": "date-time",
+    },
+}

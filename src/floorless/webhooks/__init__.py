@@ -1,0 +1,1 @@
+"""Webhooks: their settings, the delivery queue and log, the sending."""
