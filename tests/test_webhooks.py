@@ -29,7 +29,9 @@ from test_api_core import BASE, api, error_of, token_for
 
 from floorless.forge import Forge
 from floorless.web.app import create_app
-from floorless.webhooks.delivery import MAX_ATTEMPTS, HostRules, Webhooks, branch_matches
+from floorless.webhooks.hooks import branch_matches
+from floorless.webhooks.guard import HostRules
+from floorless.webhooks.delivery import MAX_ATTEMPTS, Webhooks
 
 pytestmark = pytest.mark.network
 FAST = {"webhook_timeout": 0.5, "webhook_retry_seconds": 0.05}
@@ -537,7 +539,7 @@ TRANSITIONS = [
 def test_an_ipv6_transition_address_is_the_ipv4_address_it_carries(address: str, kind: str) -> None:
     import ipaddress
 
-    from floorless.webhooks.delivery import kind_of
+    from floorless.webhooks.guard import kind_of
 
     ip = ipaddress.ip_address(address)
     assert kind_of(ip) == kind

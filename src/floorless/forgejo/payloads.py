@@ -31,7 +31,7 @@ from floorless.forgejo.people import Person, RepoFacts, person, repo_json, user_
 from floorless.forgejo.pulls import PullFacts, pull_json
 from floorless.git import objects
 from floorless.repos.registry import Repo
-from floorless.webhooks.delivery import Hook
+from floorless.webhooks.hooks import Hook
 
 log = logging.getLogger(__name__)
 

@@ -24,28 +24,35 @@ GitHub's ``X-Hub-Signature-256``), JSON or ``payload=`` form-encoded.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import logging
-import re
 import socket
-import ssl
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from floorless.core import background
 from floorless.core.config import Settings
 from floorless.core.errors import BadRequest, FloorlessError, NotFound
-from floorless.db import Database, Row
+from floorless.db import Database
+from floorless.webhooks.guard import Connection, HostRules, Refused, TLSConnection, resolve
+from floorless.webhooks.hooks import (
+    CONTENT_TYPES,
+    HEADER_EVENTS,
+    KINDS,
+    Delivery,
+    Hook,
+    check_events,
+    check_url,
+    delivery_of,
+    hook_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,351 +65,6 @@ IDLE_POLL = 1.0  # seconds between looks at the queue when nothing here woke a w
 KEPT_BODY = 16 * 1024  # bytes of a receiver's answer kept in the log
 KEPT_DELIVERIES = 200  # finished deliveries kept per hook: older ones go as new ones come
 MAX_PAYLOAD = 4 << 20  # bytes of JSON an event may send
-KINDS = ("forgejo", "gitea", "gogs")  # the hook types whose payload is Forgejo's own
-CONTENT_TYPES = ("json", "form")
-# Forgejo's event names a hook may choose (those floorless sends are in ``SENT``).
-EVENTS = frozenset(
-    (
-        "create",
-        "delete",
-        "fork",
-        "push",
-        "issues",
-        "issue_assign",
-        "issue_label",
-        "issue_milestone",
-        "issue_comment",
-        "pull_request",
-        "pull_request_assign",
-        "pull_request_label",
-        "pull_request_milestone",
-        "pull_request_comment",
-        "pull_request_review",
-        "pull_request_review_approved",
-        "pull_request_review_rejected",
-        "pull_request_review_comment",
-        "pull_request_sync",
-        "pull_request_review_request",
-        "wiki",
-        "repository",
-        "release",
-        "package",
-    )
-)
-SENT = (
-    "push",
-    "create",
-    "delete",
-    "issues",
-    "issue_comment",
-    "pull_request",
-    "pull_request_sync",
-    "pull_request_comment",
-    "pull_request_review",
-    "fork",
-)
-# The ``X-Forgejo-Event`` of an event sent as ``X-Forgejo-Event-Type`` (a hook's choice).
-HEADER_EVENTS = {
-    "pull_request_sync": "pull_request",
-    "pull_request_comment": "issue_comment",
-    "pull_request_review_approved": "pull_request_approved",
-    "pull_request_review_rejected": "pull_request_rejected",
-    "pull_request_review_comment": "pull_request_comment",
-}
-# A hook's choice that stands for several events (Forgejo's API takes it so).
-_CHOICES = {
-    "pull_request_review": (
-        "pull_request_review_approved",
-        "pull_request_review_rejected",
-        "pull_request_review_comment",
-    )
-}
-_SPECIAL = ("loopback", "private", "external", "*")
-_PRIVATE = tuple(
-    ipaddress.ip_network(n)
-    for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7")
-)
-
-
-@dataclass(frozen=True)
-class Hook:
-    id: int
-    repo_id: int | None
-    org_id: int | None
-    kind: str
-    url: str
-    http_method: str
-    content_type: str
-    secret: str
-    authorization_header: str
-    events: tuple[str, ...]
-    branch_filter: str
-    active: bool
-    created_at: float
-    updated_at: float
-
-    def wants(self, event: str, branch: str | None) -> bool:
-        """Whether this hook is sent ``event`` (about ``branch``, when it is about one)."""
-        if not self.active:
-            return False
-        if event not in self.events and not any(
-            event in _CHOICES.get(choice, ()) for choice in self.events
-        ):
-            return False
-        return branch is None or branch_matches(self.branch_filter, branch)
-
-
-@dataclass(frozen=True)
-class Delivery:
-    id: int
-    hook_id: int
-    uuid: str
-    event: str
-    action: str
-    payload: str
-    request_headers: dict[str, str]
-    state: str
-    attempts: int
-    next_at: float
-    response_status: int | None
-    response_headers: dict[str, str]
-    response_body: str
-    duration: float | None
-    error: str
-    created_at: float
-    finished_at: float | None
-
-
-def _hook(row: Row) -> Hook:
-    return Hook(
-        id=row["id"],
-        repo_id=row["repo_id"],
-        org_id=row["org_id"],
-        kind=row["kind"],
-        url=row["url"],
-        http_method=row["http_method"],
-        content_type=row["content_type"],
-        secret=row["secret"],
-        authorization_header=row["authorization_header"],
-        events=tuple(e for e in str(row["events"]).split(",") if e),
-        branch_filter=row["branch_filter"],
-        active=bool(row["active"]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def _delivery(row: Row) -> Delivery:
-    return Delivery(
-        id=row["id"],
-        hook_id=row["hook_id"],
-        uuid=row["uuid"],
-        event=row["event"],
-        action=row["action"],
-        payload=row["payload"],
-        request_headers=json.loads(row["request_headers"] or "{}"),
-        state=row["state"],
-        attempts=row["attempts"],
-        next_at=row["next_at"],
-        response_status=row["response_status"],
-        response_headers=json.loads(row["response_headers"] or "{}"),
-        response_body=row["response_body"],
-        duration=row["duration"],
-        error=row["error"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-    )
-
-
-# -- what a hook may be set to ----------------------------------------------------------------
-
-
-def _expand(pattern: str) -> list[str]:
-    """``{a,b}`` alternatives (Forgejo's branch filter glob) as separate patterns."""
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [p for choice in match.group(1).split(",") for p in _expand(head + choice + tail)]
-
-
-def branch_matches(branch_filter: str, branch: str) -> bool:
-    """Forgejo's branch filter: empty or ``*`` is every branch; else a glob (``*``, ``?``,
-    ``[...]``, ``{a,b}``) the whole branch name must match."""
-    if branch_filter in ("", "*"):
-        return True
-    return any(fnmatch.fnmatchcase(branch, p) for p in _expand(branch_filter)[:64])
-
-
-def check_url(url: str) -> str:
-    """A receiver's URL as a hook may be saved with: http or https, with a host."""
-    url = url.strip()
-    if len(url) > 2048:
-        raise BadRequest("the URL is over 2048 characters")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (a bad port raises here)
-    except ValueError as exc:
-        raise BadRequest(f"the URL is not valid: {exc}") from exc
-    if parts.scheme not in ("http", "https"):
-        raise BadRequest("the URL must start with http:// or https://")
-    if not parts.hostname:
-        raise BadRequest("the URL has no host")
-    if any(c in url for c in "\r\n\t "):
-        raise BadRequest("the URL may not contain spaces or line breaks")
-    return url
-
-
-def check_events(events: Iterable[str]) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys(e.strip() for e in events if e.strip()))
-    unknown = [e for e in chosen if e not in EVENTS]
-    if unknown:
-        raise BadRequest(f"unknown event(s): {', '.join(sorted(unknown))[:200]}")
-    return chosen or ("push",)
-
-
-# -- where a hook may be sent -----------------------------------------------------------------
-
-
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-# IPv6 prefixes whose last 32 bits are the IPv4 address a packet ends up at: IPv4-mapped
-# (``::ffff:a.b.c.d``), IPv4-translated (SIIT, ``::ffff:0:a.b.c.d``), NAT64's well-known
-# prefix (``64:ff9b::a.b.c.d``) and the deprecated IPv4-compatible form (``::a.b.c.d``).
-_EMBEDDING = tuple(
-    ipaddress.IPv6Network(n) for n in ("::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96", "::/96")
-)
-# NAT64's local-use prefix (RFC 8215): where in it the IPv4 address sits is the network's
-# choice, so nothing here can say which one is meant.
-_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
-_UNKNOWN = ipaddress.IPv4Address("240.0.0.0")  # reserved: allowed by nothing but "*"
-
-
-def _plain(address: Address) -> Address:
-    """The IPv4 address an IPv6 transition address reaches, which is what it is to a guard:
-    ``::ffff:127.0.0.1``, ``::ffff:0:7f00:1``, ``64:ff9b::7f00:1``, ``::7f00:1``, 6to4's
-    ``2002:7f00:1::1`` and Teredo's client (``2001::/32``, stored inverted) are 127.0.0.1.
-    ``::`` and ``::1`` stay themselves; an address of NAT64's local-use prefix is reserved."""
-    if not isinstance(address, ipaddress.IPv6Address):
-        return address
-    if address in (ipaddress.IPv6Address("::"), ipaddress.IPv6Address("::1")):
-        return address
-    if any(address in net for net in _EMBEDDING):
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address.teredo is not None:
-        return address.teredo[1]
-    if address in _LOCAL_NAT64:
-        return _UNKNOWN
-    return address
-
-
-def kind_of(address: Address) -> str:
-    """What an address is, in the words a refusal uses."""
-    address = _plain(address)
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link-local"
-    if address.is_unspecified:
-        return "unspecified"
-    if address.is_multicast:
-        return "multicast"
-    if any(address in net for net in _PRIVATE if net.version == address.version):
-        return "private"
-    if address.is_global:
-        return "external"
-    return "reserved"
-
-
-class HostRules:
-    """``webhook_allowed_hosts``, as Forgejo's ``ALLOWED_HOST_LIST`` reads it: a host is
-    allowed when its name matches a name pattern, or each of its addresses is allowed (by a
-    keyword for its kind, an address or a network)."""
-
-    def __init__(self, entries: Sequence[str]) -> None:
-        self.keywords = {e.lower() for e in entries if e.lower() in _SPECIAL}
-        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        self.names: list[str] = []
-        for entry in entries:
-            if entry.lower() in _SPECIAL:
-                continue
-            try:
-                self.networks.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                self.names.append(entry.lower())
-
-    def name_allowed(self, host: str) -> bool:
-        return any(fnmatch.fnmatchcase(host.lower(), p) for p in self.names)
-
-    def address_allowed(self, address: Address) -> bool:
-        if "*" in self.keywords:
-            return True
-        plain = _plain(address)  # a network listed matches either form of the address
-        for each in {address, plain}:
-            if any(each in net for net in self.networks if net.version == each.version):
-                return True
-        return kind_of(plain) in self.keywords
-
-
-class Refused(FloorlessError):
-    """The receiver's host is not one webhooks may be sent to."""
-
-
-def resolve(rules: HostRules, host: str, port: int) -> list[tuple[Any, ...]]:
-    """The addresses to connect to for ``host``: each checked; any refused refuses all."""
-    try:
-        literal: Address | None = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        literal = None
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        raise Refused(f"cannot resolve {host}: {exc}") from exc
-    if not infos:
-        raise Refused(f"{host} has no address")
-    if literal is None and rules.name_allowed(host):
-        return infos
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if not rules.address_allowed(address):
-            said = host if literal is not None else f"{host} resolves to {address}, which"
-            raise Refused(
-                f"refused: {said} is a {kind_of(address)} address, not allowed by"
-                " webhook_allowed_hosts"
-            )
-    return infos
-
-
-class _Connection(http.client.HTTPConnection):
-    """An HTTP connection to an address already checked, whatever the name resolves to now."""
-
-    def __init__(self, host: str, port: int, address: tuple[Any, ...], timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self.address = address
-
-    def connect(self) -> None:
-        family, kind, proto, _, where = self.address
-        sock = socket.socket(family, kind, proto)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(where)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock = self.wrap(sock)
-
-    def wrap(self, sock: socket.socket) -> socket.socket:
-        return sock
-
-
-class _TLSConnection(_Connection):
-    context = ssl.create_default_context()
-
-    def wrap(self, sock: socket.socket) -> socket.socket:
-        return self.context.wrap_socket(sock, server_hostname=self.host)
 
 
 # -- the hooks and their deliveries -----------------------------------------------------------
@@ -427,14 +89,14 @@ class Webhooks:
             f"SELECT * FROM webhooks WHERE {column} = ? ORDER BY id",  # noqa: S608
             (repo_id if repo_id is not None else org_id,),
         )
-        return [_hook(r) for r in rows]
+        return [hook_of(r) for r in rows]
 
     def hook(self, hook_id: int, repo_id: int | None = None, org_id: int | None = None) -> Hook:
         """The hook ``hook_id`` of that repository or organisation: any other is missing."""
         row = self.db.one("SELECT * FROM webhooks WHERE id = ?", (hook_id,))
         if row is None or (row["repo_id"], row["org_id"]) != (repo_id, org_id):
             raise NotFound(f"webhook does not exist [id: {hook_id}]")
-        return _hook(row)
+        return hook_of(row)
 
     def create(
         self,
@@ -513,7 +175,7 @@ class Webhooks:
             "SELECT * FROM webhooks WHERE repo_id = ? OR org_id = ? ORDER BY id",
             (repo_id, org_id if org_id is not None else -1),
         )
-        return [_hook(r) for r in rows]
+        return [hook_of(r) for r in rows]
 
     def emit(
         self,
@@ -570,11 +232,11 @@ class Webhooks:
             "SELECT * FROM webhook_deliveries WHERE hook_id = ? ORDER BY id DESC LIMIT ?",
             (hook.id, limit),
         )
-        return [_delivery(r) for r in rows]
+        return [delivery_of(r) for r in rows]
 
     def delivery(self, delivery_id: int) -> Delivery | None:
         row = self.db.one("SELECT * FROM webhook_deliveries WHERE id = ?", (delivery_id,))
-        return _delivery(row) if row is not None else None
+        return delivery_of(row) if row is not None else None
 
     # -- the workers ------------------------------------------------------------------------
 
@@ -660,7 +322,7 @@ class Webhooks:
         row = self.db.one("SELECT * FROM webhooks WHERE id = ?", (delivery.hook_id,))
         if row is None:
             return  # deleted with its deliveries
-        hook = _hook(row)
+        hook = hook_of(row)
         if delivery.attempts > MAX_ATTEMPTS:  # claimed again after dying mid-attempt
             self._finish(delivery, "failed", error="given up: no answer after every attempt")
             return
@@ -709,7 +371,7 @@ class Webhooks:
         port = parts.port or (443 if tls else 80)
         infos = resolve(self.rules, host, port)
         timeout = self.settings.webhook_timeout
-        kind = _TLSConnection if tls else _Connection
+        kind = TLSConnection if tls else Connection
         conn = kind(host, port, infos[0], timeout)
         try:
             target = parts.path or "/"

@@ -19,7 +19,7 @@ from floorless.forgejo.people import person, rfc3339
 from floorless.repos.registry import Repo
 from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
 from floorless.web.views.base import public_url
-from floorless.webhooks.delivery import Hook
+from floorless.webhooks.hooks import Hook
 
 _CONFIG = "url (http or https), content_type (json or form), secret, http_method (POST by default)"
 _CREATE = {

@@ -24,7 +24,7 @@ from floorless.repos.registry import Repo
 from floorless.web import auth
 from floorless.web.context import find_repo
 from floorless.web.views.account import FormView, login_url
-from floorless.webhooks.delivery import EVENTS, SENT, Hook
+from floorless.webhooks.hooks import EVENTS, SENT, Hook
 
 
 class Settings(FormView):
