@@ -68,7 +68,7 @@ class Forge:
         self.settings = settings
         self.db = open_database(
             settings.database,
-            max_connections=settings.threads + settings.dear_threads + 4,
+            max_connections=settings.threads + settings.expensive_threads + 4,
             timeout=settings.database_timeout,
         )
         self.git = GitEnvironment(

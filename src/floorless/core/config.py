@@ -29,6 +29,7 @@ class Setting:
     minimum: float | None = None
     choices: tuple[str, ...] | None = None
     check: Callable[[Any], None] | None = None  # raises ValueError for a bad value
+    formerly: tuple[str, ...] = ()  # names it was known by, still read (the new name wins)
 
     @property
     def shown_default(self) -> str:
@@ -104,11 +105,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("port", int, 3000, "TCP port to listen on.", minimum=0),
     Setting("threads", int, 4, "Request-handling threads.", minimum=1),
     Setting(
-        "dear_threads",
+        "expensive_threads",
         int,
         2,
-        "Request threads of their own for pages that can take seconds when not cached (blame, commit pages and their diffs, compares, archives): other pages never wait for a thread behind them.",
+        "Request threads of their own for expensive pages, those that can take seconds when not cached (blame, commit pages and their diffs, compares, archives): other pages never wait for a thread behind them. Formerly `dear_threads`, still read.",
         minimum=1,
+        formerly=("dear_threads",),
     ),
     Setting(
         "processes",
@@ -512,6 +514,7 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
+_FORMER = {old: s.name for s in SETTINGS for old in s.formerly}
 
 
 @dataclass(frozen=True)
@@ -526,7 +529,7 @@ class Settings:
     host: str
     port: int
     threads: int
-    dear_threads: int
+    expensive_threads: int
     processes: int
     default_owner: str
     site_name: str
@@ -602,9 +605,10 @@ class Settings:
         if config_file is not None:
             raw.update(_read_toml(config_file))
         for setting in SETTINGS:
-            value = environ.get("FLOORLESS_" + setting.name.upper())
-            if value is not None:
-                raw[setting.name] = value
+            for name in (*setting.formerly, setting.name):
+                value = environ.get("FLOORLESS_" + name.upper())
+                if value is not None:
+                    raw[setting.name] = value
         raw.update({k: v for k, v in overrides.items() if v is not None})
         values = {s.name: s.default for s in SETTINGS}
         values.update({name: _coerce(_BY_NAME[name], value) for name, value in raw.items()})
@@ -635,10 +639,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-    unknown = sorted(set(table) - set(_BY_NAME))
+    unknown = sorted(set(table) - set(_BY_NAME) - set(_FORMER))
     if unknown:
         raise ConfigError(f"config file {path}: unknown setting(s): {', '.join(unknown)}")
-    return table
+    former = {_FORMER[name]: value for name, value in table.items() if name in _FORMER}
+    return former | {name: value for name, value in table.items() if name not in _FORMER}
 
 
 def _coerce(setting: Setting, value: Any) -> Any:

@@ -42,5 +42,5 @@ def application() -> Gateway:
         settings.threads,
         forge.git.tmp,
         forge.stop,
-        dear_threads=settings.dear_threads,
+        expensive_threads=settings.expensive_threads,
     )

@@ -10,8 +10,8 @@ liked, and four of them froze every page. Here granian speaks ASGI to one event 
   directory; bodies past the route's limit are refused (413) before the app sees them;
 - only a whole request is handed to a request thread to run the app, in one of two lanes:
   pages that can cost seconds when nothing is cached (blame, a commit and its diff, a
-  compare, an archive: ``DEAR``) run on ``dear_threads`` threads of their own, every other
-  page on ``threads`` threads, so a cheap page never waits for a thread behind dear ones;
+  compare, an archive: ``EXPENSIVE``) run on ``expensive_threads`` threads of their own, every other
+  page on ``threads`` threads, so a cheap page never waits for a thread behind expensive ones;
 - a streamed answer is written from the event loop, with a deadline for each piece; its next
   piece is made on a streaming thread, so a client that stops reading holds a coroutine, not a
   thread, and is cut off after ``client_timeout``. The body is closed (and git stopped) then.
@@ -81,7 +81,7 @@ class _Answer:
 
 
 # /{owner}/{repo}/ then a page that may take seconds on a cache miss
-DEAR = re.compile(r"^/+[^/]+/[^/]+/+(blame|commit|compare|archive)(/|$)")
+EXPENSIVE = re.compile(r"^/+[^/]+/[^/]+/+(blame|commit|compare|archive)(/|$)")
 
 
 class Gateway:
@@ -94,14 +94,14 @@ class Gateway:
         threads: int,
         spool_dir: Path,
         on_shutdown: Callable[[], None] | None = None,
-        dear_threads: int = 2,
+        expensive_threads: int = 2,
     ) -> None:
         self.app = app
         self.limits = limits
         self.spool_dir = spool_dir
         self.on_shutdown = on_shutdown
         self.requests = ThreadPoolExecutor(threads, thread_name_prefix="fl-request")
-        self.dear = ThreadPoolExecutor(dear_threads, thread_name_prefix="fl-dear")
+        self.expensive = ThreadPoolExecutor(expensive_threads, thread_name_prefix="fl-expensive")
         # pieces of streamed answers (git's output, archives): never on a request thread
         self.streams = ThreadPoolExecutor(max(4, 2 * threads), thread_name_prefix="fl-stream")
 
@@ -123,7 +123,7 @@ class Gateway:
 
     def close(self) -> None:
         self.requests.shutdown(wait=False, cancel_futures=True)
-        self.dear.shutdown(wait=False, cancel_futures=True)
+        self.expensive.shutdown(wait=False, cancel_futures=True)
         self.streams.shutdown(wait=False, cancel_futures=True)
         if self.on_shutdown is not None:
             self.on_shutdown()
@@ -137,7 +137,7 @@ class Gateway:
             return
         try:
             environ = wsgi_environ(scope, body, length)
-            lane = self.dear if DEAR.match(scope["path"]) else self.requests
+            lane = self.expensive if EXPENSIVE.match(scope["path"]) else self.requests
             answer = await loop.run_in_executor(lane, self._run, environ)
         finally:
             body.close()
