@@ -46,7 +46,7 @@ from floorless.core.errors import FloorlessError, Forbidden, NotFound
 from floorless.db import open_database
 from floorless.db.leases import Leases, node_name
 from floorless.db.notices import Notices
-from floorless.git import reach
+from floorless.git import unreachable
 from floorless.git.env import GitEnvironment
 from floorless.git.lenient import read_commit
 from floorless.git.protocol import capture_v2_advertisement
@@ -93,7 +93,7 @@ class Forge:
         self.indexer = Indexer(
             self.db,
             self.open,
-            lambda git_dir, tips, ids: reach.reached_among(self.git, git_dir, tips, ids),
+            lambda git_dir, tips, ids: unreachable.reached_among(self.git, git_dir, tips, ids),
             git=self.git,
             leases=self.leases,
             slice_commits=settings.index_slice_commits,

@@ -16,7 +16,7 @@ the history to do so:
 - **Trees and blobs** cannot be marked one by one (that would be an index of every object).
   Instead, every tree and blob that an unreachable commit known to the index *introduced*
   (relative to its first parent) is a suspect, and suspects are not served: this covers every
-  object the unreachable commits left behind (see ``git/reach.py``). A suspect that the tips
+  object the unreachable commits left behind (see ``git/unreachable.py``). A suspect that the tips
   reach all the same (a cherry-picked, rebased or squash-merged branch's files, once the
   branch is deleted) is cleared by ``reached``, one ``git rev-list --objects`` of the tips in
   the background, whenever there are suspects. Whatever survives ``git gc --prune=now`` is
@@ -46,7 +46,7 @@ import pygit2
 from floorless.core.errors import FloorlessError
 from floorless.git.history import CommitGraph
 from floorless.git.lenient import read_commit
-from floorless.git.reach import find_commit, introduced, mark_reachable
+from floorless.git.unreachable import find_commit, introduced, mark_reachable
 
 log = logging.getLogger(__name__)
 

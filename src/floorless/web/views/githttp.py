@@ -42,7 +42,7 @@ from floorless.core.errors import (
 )
 from floorless.forge import Forge
 from floorless.forgejo import payloads as hookpayloads
-from floorless.git import protocol, pushreport, reach, transport
+from floorless.git import protocol, pushreport, transport, unreachable
 from floorless.repos.registry import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
@@ -181,7 +181,7 @@ class Service(GitView):
             resp.data = self.push(req, found, body)
             return
         allowed = self.forge.fetchable(found)  # nothing by id that no ref reaches
-        body, refused = reach.screen_wants(body, allowed, self.forge.git.tmp)
+        body, refused = unreachable.screen_wants(body, allowed, self.forge.git.tmp)
         if refused is not None:
             resp.data = refused
             return

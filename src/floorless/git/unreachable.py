@@ -1,5 +1,5 @@
-"""Reachability: which commits the refs reach, what else an unreachable commit may have left
-behind, and which objects a fetch request asks for by id.
+"""What the refs no longer reach: which commits they do reach, what else an unreachable
+commit may have left behind, and which objects a fetch request asks for by id.
 
 These are the git-level pieces of "unreachable means gone" (``floorless/index/reachability.py``
 holds the per-repository state built from them):
