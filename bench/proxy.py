@@ -1,5 +1,5 @@
 """deploy/nginx.conf run for real, unprivileged, on loopback: the tested proxy configuration
-in front of floorless nodes, for the scale-out benchmark and tests/test_scaleout_proxy.py.
+in front of floorless nodes, for the scale-out benchmark and tests/cli/test_scaleout_proxy.py.
 
 The file is used as shipped; only what names a machine changes: the nodes' addresses, the
 listening addresses (free loopback ports instead of 80 and 443) and the certificate (a

@@ -7,7 +7,7 @@
 # deploy/haproxy.cfg) run in front of two nodes, nodejs and npm to fetch axe-core, asciidoctor
 # (Ruby) for the AsciiDoc worker.
 # Then axe-core (pinned) from npm into .cache/axe/ of the checkout: the accessibility browser
-# test (tests/test_browser_a11y.py) injects its axe.min.js into each page it checks.
+# test (tests/browser/test_browser_a11y.py) injects its axe.min.js into each page it checks.
 # Python packages are installed separately (pip install -e '.[test,bench]').
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -9,82 +9,21 @@ admin process, keeps its data in a database of its own on that server instead of
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import shutil
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from falcon import testing
-from gitfixtures import build_all
+from support.forges import POSTGRES, database_for, start_forge, wait_indexed
+from support.gitfixtures import build_all
 
 from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # bench/ sits beside src/, outside the installed package
-    sys.path.insert(0, str(ROOT))
-
 _HOME_SAFE_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
-
-POSTGRES = os.environ.get("FLOORLESS_TEST_POSTGRES", "")
-
-
-def database_for(data: Path) -> str | None:
-    """The PostgreSQL database of a data directory when the tests run on PostgreSQL (made
-    empty the first time it is asked for), or None on SQLite."""
-    if not POSTGRES:
-        return None
-    import psycopg
-    from psycopg import sql
-
-    name = "t_" + hashlib.sha1(str(Path(data).absolute()).encode()).hexdigest()[:24]
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if found is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return POSTGRES.rsplit("/", 1)[0] + "/" + name
-
-
-def copy_test_database(source: Path, target: Path) -> None:
-    """On PostgreSQL, make ``target`` data directory's database a copy of ``source``'s (what
-    copying the data directory does on SQLite); nothing on SQLite."""
-    if not POSTGRES:
-        return
-    import psycopg
-    from psycopg import sql
-
-    source_url, target_url = database_for(source), database_for(target)
-    assert source_url and target_url
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        names = [sql.Identifier(url.rsplit("/", 1)[1]) for url in (source_url, target_url)]
-        conn.execute(  # a template must have no one connected
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-            (source_url.rsplit("/", 1)[1],),
-        )
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(names[1]))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(names[1], names[0]))
-
-
-def stored_bytes(forge: Forge) -> bytes:
-    """Everything the forge's database holds, as bytes to search: the SQLite file and its
-    log, or every row of every table as PostgreSQL prints it."""
-    if forge.db.dialect == "sqlite":
-        path = Path(forge.settings.database)
-        files = (path, path.with_name(path.name + "-wal"))
-        return b"".join(p.read_bytes() for p in files if p.exists())
-    tables = forge.db.query(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-    )
-    return b"".join(
-        str(row[0]).encode()
-        for table in tables
-        for row in forge.db.query(f'SELECT t::text FROM "{table[0]}" AS t')
-    )
 
 
 if POSTGRES:
@@ -118,48 +57,6 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("repos")
     build_all(root)
     return root
-
-
-def patience(seconds: float) -> float:
-    """A deadline for work whose duration depends on the machine: ``seconds`` on an idle one
-    with cores to spare, longer in proportion to the load on a busy or small one. Deadlines
-    only catch a hang; no test asserts how fast anything was."""
-    cores = os.cpu_count() or 1
-    load = os.getloadavg()[0] / cores
-    return seconds * max(1.0, load) * (2.0 if cores <= 2 else 1.0)
-
-
-def wait_for(predicate, timeout: float = 60.0, interval: float = 0.02) -> None:
-    """Poll ``predicate`` until it is true, failing after ``timeout`` seconds (scaled by
-    ``patience`` to the machine)."""
-    deadline = time.monotonic() + patience(timeout)
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(interval)
-
-
-def start_forge(repos: Path, data: Path, **overrides) -> Forge:
-    settings = Settings.load(environ={}, data=data, repos=repos, **overrides)
-    forge = Forge(settings)
-    forge.start()
-    return forge
-
-
-def wait_indexed(forge: Forge) -> None:
-    """Wait until every readable repository is fully indexed."""
-    for repo in forge.registry.all():
-        try:
-            snapshot = forge.snapshot(repo)
-        except Exception:  # a broken repository is never indexed
-            continue
-        tips = snapshot.tips()
-        wait_for(
-            lambda r=repo, t=tips: (
-                r.id in forge.indexer.failures or all(forge.indexer.ready(r.id, c) for c in t)
-            )
-        )
-    wait_for(forge.indexer.idle)
 
 
 @pytest.fixture(scope="session")

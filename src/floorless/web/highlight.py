@@ -6,7 +6,7 @@ at 70-100 µs a line of C, Python or JavaScript through Pygments: most of it the
 a state's rules one Python call each at every position, the rest the formatter looking up,
 for each token, options this forge never sets (tag files, inline styles, debug titles).
 Pygments stays the owner of the languages and the classes (its stylesheet,
-``markup.stylesheet``, applies unchanged); tests/test_highlight.py holds the output to its
+``markup.stylesheet``, applies unchanged); tests/web/test_highlight.py holds the output to its
 own, byte for byte.
 """
 

@@ -1,0 +1,122 @@
+"""``floorless serve --processes N``: several server processes on one port, each a node of
+its own sharing the PostgreSQL database (and refused on SQLite, where nothing would tell one
+process of another's writes). A push through one process is on the next page from any of
+them, and the history is indexed once, by one process under its lease."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.forges import POSTGRES, patience, wait_for
+from support.githttp import commit, git, rev
+from support.serving import Server, clean_env, floorless_command, free_port, serving
+
+PASSWORD = "correct horse battery"
+
+
+def test_more_than_one_process_is_refused_on_sqlite(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    result = subprocess.run(
+        [floorless_command(), "serve", "--data", str(data),
+         "--database", str(data / "floorless.sqlite3"), "--port", str(free_port()),
+         "--processes", "2"],
+        capture_output=True, text=True, env=clean_env(), timeout=patience(60), check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "needs a PostgreSQL database" in result.stderr
+
+
+def scrape(server: Server) -> tuple[int, str]:
+    """``/-/metrics`` on a new connection (so any process may take it): its process id and
+    text."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=patience(30))
+    try:
+        conn.request("GET", "/-/metrics", headers={"Connection": "close"})
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    found = re.search(r"^floorless_process_id ([0-9.e+]+)$", text, re.M)
+    assert found is not None
+    return int(float(found.group(1))), text
+
+
+def every_process(server: Server, workers: set[int]) -> dict[int, str]:
+    """The latest scrape of each worker process (scraping until each has answered)."""
+    seen: dict[int, str] = {}
+    for _ in range(400):
+        pid, text = scrape(server)
+        seen[pid] = text
+        if set(seen) == workers:
+            return seen
+    raise AssertionError(f"not every process answered: {sorted(seen)} of {sorted(workers)}")
+
+
+def value(text: str, name: str) -> float:
+    found = re.search(rf"^{name} ([0-9.e+-]+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def pages_answered(text: str) -> float:
+    """Responses this process gave, /-/metrics itself left out."""
+    return sum(
+        float(count)
+        for route, count in re.findall(
+            r'^floorless_responses_total\{route="([^"]*)",status="200"\} ([0-9.e+]+)$', text, re.M
+        )
+        if "metrics" not in route
+    )
+
+
+def page(server: Server, path: str) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=patience(30))
+    try:
+        conn.request("GET", path, headers={"Connection": "close"})
+        response = conn.getresponse()
+        assert response.status == 200
+        return response.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.skipif(not POSTGRES, reason="more than one process needs PostgreSQL")
+def test_two_processes_serve_one_push_and_index_it_once(tmp_path: Path) -> None:
+    repos, data = tmp_path / "repos", tmp_path / "data"
+    with serving(repos, data, "--processes", "2") as server:
+        workers = set(server.worker_pids()[1:])
+        assert len(workers) == 2  # granian's main process and two workers
+        server.admin("user", "create", "alice", "--email", "alice@example.org",
+                     "--password-stdin", stdin=PASSWORD + "\n")  # fmt: skip
+        server.admin("repo", "create", "alice/pub")
+        token = server.admin("token", "create", "alice", "--scope", "write")
+        every_process(server, workers)  # both up before the push
+
+        work = tmp_path / "work"
+        git("init", "-q", "-b", "main", str(work))
+        for n in range(3):
+            tip = commit(work, f"f{n}.txt", f"{n}\n", f"Commit number {n}")
+        url = f"http://alice:{token}@127.0.0.1:{server.port}/alice/pub.git"
+        git("push", "-q", url, "main", cwd=work)
+        assert rev(repos / "alice" / "pub.git", "main") == tip
+
+        # no wait: the process that took the push told the other before it returned
+        for _ in range(30):
+            assert "Commit number 2" in page(server, "/alice/pub/commits/branch/main")
+            assert tip[:10] in page(server, "/alice/pub")
+        answered = every_process(server, workers)
+        assert all(pages_answered(text) > 0 for text in answered.values()), "one process idle"
+
+        def indexed_once() -> bool:
+            scrapes = every_process(server, workers)
+            done = all(value(t, "floorless_index_pending") == 0 for t in scrapes.values())
+            return done and sum(value(t, "floorless_index_commits") for t in scrapes.values()) == 3
+
+        wait_for(indexed_once)
+        history = page(server, "/alice/pub/commits/branch/main/f1.txt")
+        assert "Commit number 1" in history and "Commit number 2" not in history
+        # and nothing more is indexed after, by either
+        scrapes = every_process(server, workers)
+        assert sum(value(t, "floorless_index_commits") for t in scrapes.values()) == 3
