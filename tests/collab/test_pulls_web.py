@@ -17,6 +17,7 @@ from support.accounts import PASSWORD, Browser
 from support.forges import start_forge, wait_for
 from support.spawns import counting
 
+from floorless.collab.filters import IssueFilter
 from floorless.collab.pulls import Features
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -150,7 +151,7 @@ def test_open_a_pull_request_from_the_compare_page(
     assert 'href="/ann/plans/pulls/1"' in again.text and "Create pull request" not in again.text
     result = open_pull(cat, "main...feature", "Twice")
     assert result.status_code == 400 and "#1 already" in result.text
-    assert forge.pulls.page("ann", "plans", "all").page.counts["open"] == 1
+    assert forge.pulls.page("ann", "plans", IssueFilter("all")).page.counts["open"] == 1
 
 
 def test_comment_close_reopen_and_edit_a_pull_request(
@@ -213,7 +214,10 @@ def test_what_the_compare_page_refuses(forge: Forge, client: testing.TestClient)
         result = cat.get(f"/ann/plans/compare/{bad}")
         assert result.status_code in (400, 404), (bad, result.status_code)
         assert "<script>" not in result.text
-    assert forge.pulls.page("ann", "plans", "all").page.counts == {"open": 0, "closed": 0}
+    assert forge.pulls.page("ann", "plans", IssueFilter("all")).page.counts == {
+        "open": 0,
+        "closed": 0,
+    }
     # with no spec: a form choosing the two, and where it goes
     assert "Compare changes" in cat.get("/ann/plans/compare").text
     result = cat.get("/ann/plans/compare", query_string="base=main&head=feature")
@@ -278,7 +282,7 @@ def test_a_private_repositorys_pull_requests_are_not_found(
         assert result.status_code in (303, 404)
         result = browser.post("/ann/secret/pulls/1", {"action": "comment", "body": "x"}, None)
         assert result.status_code in (303, 404)
-    assert forge.pulls.page("ann", "secret", "all").page.counts["open"] == 1
+    assert forge.pulls.page("ann", "secret", IssueFilter("all")).page.counts["open"] == 1
 
 
 def test_pull_request_pages_spawn_nothing(forge: Forge, client: testing.TestClient) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from floorless.accounts.accounts import Account
+from floorless.collab.filters import OPEN_ISSUES, STATES, IssueFilter
 from floorless.core.errors import BadRequest, FloorlessError, NotFound
 from floorless.db import Database, Row
 
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 
 TITLE_MAX = 255  # characters, as Forgejo allows
 BODY_MAX = 50_000  # characters of a body or a comment (a form is at most 64 KiB)
-STATES = ("open", "closed")
 REASONS = ("completed", "not_planned")
 PER_PAGE = 25
 
@@ -74,29 +74,6 @@ class Entry:
     edited: bool = False  # a comment changed since it was written
     author_id: int | None = None  # a comment's author, for who may edit it
     updated_at: float | None = None  # a comment's last change (None for an event)
-
-
-@dataclass(frozen=True)
-class Search:
-    """What a list of issues asks for (``Issues.listing``): the kind (None: both), the
-    state (anything else: both), words of the title, and ids of what they must have."""
-
-    state: str = "open"
-    pull: bool | None = None
-    q: str = ""
-    label_ids: tuple[int, ...] = ()
-    milestone_ids: tuple[int, ...] = ()
-    author_id: int | None = None
-    assignee_id: int | None = None
-    since: float | None = None
-    before: float | None = None
-
-    @property
-    def plain(self) -> bool:
-        """Whether only the kind and the state are asked for: what the kept totals count."""
-        narrowed = self.label_ids or self.milestone_ids or self.q
-        people = self.author_id is not None or self.assignee_id is not None
-        return not (narrowed or people or self.since is not None or self.before is not None)
 
 
 @dataclass(frozen=True)
@@ -222,52 +199,23 @@ class Issues:
         self,
         owner: str,
         name: str,
-        state: str = "open",
-        q: str = "",
-        author: str = "",
+        search: IssueFilter = OPEN_ISSUES,
         before: int | None = None,
         after: int | None = None,
         per_page: int = PER_PAGE,
-        pull: bool = False,
-        label: str = "",
-        milestone: str = "",
-        assignee: str = "",
     ) -> IssuePage:
-        """Issues newest first, ``per_page`` at a time, after the cursor: those numbered below
-        ``before`` (the next page) or above ``after`` (the previous one). One statement for
-        the page, read along the (owner, name, is_pull, state, number) index, and one for
-        the counts of open and closed issues: the kept totals, or, for a search, what it
-        matches. ``label``, ``milestone`` and ``assignee`` keep those with the label of that
-        name, in the milestone of that title, assigned to that person (the query parameters
-        ``label=``, ``milestone=``, ``assignee=`` of both lists)."""
+        """Issues (or pull requests: ``search.pull``) newest first, ``per_page`` at a time,
+        after the cursor: those numbered below ``before`` (the next page) or above ``after``
+        (the previous one). One statement for the page, read along the (owner, name,
+        is_pull, state, number) index, and one for the counts of open and closed ones: the
+        kept totals, or, for a search, what it matches."""
         where = ["i.owner = ?", "i.name = ?", "i.is_pull = ?"]
-        params: list[object] = [owner, name, int(pull)]
-        if q:
-            where.append("lower(i.title) LIKE ? ESCAPE '!'")
-            params.append("%" + _like(q.lower()) + "%")
-        if author:
-            where.append("lower(a.name) = lower(?)")
-            params.append(author)
-        if label:
-            where.append(
-                "EXISTS (SELECT 1 FROM issue_labels il JOIN labels l ON l.id = il.label_id"
-                " WHERE il.issue_id = i.id AND lower(l.label) = lower(?))"
-            )
-            params.append(label)
-        if milestone:
-            where.append(
-                "i.milestone_id IN (SELECT m.id FROM milestones m WHERE m.owner = i.owner"
-                " AND m.name = i.name AND lower(m.title) = lower(?))"
-            )
-            params.append(milestone)
-        if assignee:
-            where.append(
-                "EXISTS (SELECT 1 FROM issue_assignees ia JOIN accounts p ON p.id = ia.account_id"
-                " WHERE ia.issue_id = i.id AND lower(p.name) = lower(?))"
-            )
-            params.append(assignee)
+        params: list[object] = [owner, name, int(bool(search.pull))]
+        narrowed, more_params = search.conditions()
+        where += narrowed
+        params += more_params
         joined = " FROM issues i LEFT JOIN accounts a ON a.id = i.author_id WHERE "
-        if len(where) == 3:  # no search: the totals the database keeps (schema version 11)
+        if not narrowed:  # no search: the totals the database keeps (schema version 11)
             totals = self.db.query(
                 "SELECT state, total FROM issue_totals WHERE owner = ? AND name = ?"
                 " AND is_pull = ?",
@@ -286,9 +234,9 @@ class Issues:
                 "open": int(counted["opened"]) if counted else 0,
                 "closed": int(counted["closed"]) if counted else 0,
             }
-        if state in STATES:
+        if search.state in STATES:
             where.append("i.state = ?")
-            params.append(state)
+            params.append(search.state)
         order = "DESC"
         if after is not None:
             where.append("i.number > ?")
@@ -325,11 +273,12 @@ class Issues:
         return issue_row(row)
 
     def listing(
-        self, owner: str, name: str, search: Search, offset: int, limit: int
+        self, owner: str, name: str, search: IssueFilter, offset: int, limit: int
     ) -> tuple[list[Issue], int]:
-        """A page of issues and pull requests (or of one kind) newest first, by offset, as
-        the API pages them, and how many there are in all: the kept totals when nothing but
-        the state and the kind is asked for, a count of the matches otherwise."""
+        """A page of issues and pull requests (or of one kind, ``search.pull``) newest first,
+        by offset, as the API pages them, and how many there are in all: the kept totals
+        when nothing but the state and the kind is asked for, a count of the matches
+        otherwise."""
         where = ["i.owner = ?", "i.name = ?"]
         params: list[object] = [owner, name]
         if search.pull is not None:
@@ -338,35 +287,10 @@ class Issues:
         if search.state in STATES:
             where.append("i.state = ?")
             params.append(search.state)
-        if search.q:
-            where.append("lower(i.title) LIKE ? ESCAPE '!'")
-            params.append("%" + _like(search.q.lower()) + "%")
-        for label_id in search.label_ids:  # all of them, as Forgejo's filter
-            where.append(
-                "EXISTS (SELECT 1 FROM issue_labels il WHERE il.issue_id = i.id"
-                " AND il.label_id = ?)"
-            )
-            params.append(label_id)
-        if search.milestone_ids:
-            where.append(f"i.milestone_id IN ({', '.join('?' * len(search.milestone_ids))})")
-            params.extend(search.milestone_ids)
-        if search.author_id is not None:
-            where.append("i.author_id = ?")
-            params.append(search.author_id)
-        if search.assignee_id is not None:
-            where.append(
-                "EXISTS (SELECT 1 FROM issue_assignees ia WHERE ia.issue_id = i.id"
-                " AND ia.account_id = ?)"
-            )
-            params.append(search.assignee_id)
-        if search.since is not None:
-            where.append("i.updated_at >= ?")
-            params.append(search.since)
-        if search.before is not None:
-            where.append("i.updated_at < ?")
-            params.append(search.before)
-        clause = " AND ".join(where)
-        if search.plain:  # the totals the database keeps (schema version 11)
+        narrowed, more_params = search.conditions()
+        clause = " AND ".join(where + narrowed)
+        params += more_params
+        if not narrowed:  # the totals the database keeps (schema version 11)
             kept = ["owner = ?", "name = ?"]
             kept_params: list[object] = [owner, name]
             if search.pull is not None:
@@ -705,11 +629,6 @@ class Issues:
         if row is None:
             raise NotFound(f"no issue #{issue.number}")
         return int(row["entries"])
-
-
-def _like(text: str) -> str:
-    """``text`` matched literally by LIKE ... ESCAPE '!'."""
-    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
 
 _COMMENT = (

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from floorless.accounts.accounts import Account
+from floorless.collab.filters import OPEN_PULLS, STATES, IssueFilter
 from floorless.collab.issues import Issue, IssuePage, Issues, clean_body, clean_title, issue_row
 from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.db import Database, Row
@@ -182,30 +183,13 @@ class Pulls:
         self,
         owner: str,
         name: str,
-        state: str = "open",
-        q: str = "",
-        author: str = "",
+        search: IssueFilter = OPEN_PULLS,
         before: int | None = None,
         after: int | None = None,
-        label: str = "",
-        milestone: str = "",
-        assignee: str = "",
     ) -> PullPage:
-        """A page of pull requests, as ``Issues.page`` pages issues (with its filters), with
-        their heads and bases (one statement more, for the page's rows alone)."""
-        found = self.issues.page(
-            owner,
-            name,
-            state,
-            q,
-            author,
-            before,
-            after,
-            pull=True,
-            label=label,
-            milestone=milestone,
-            assignee=assignee,
-        )
+        """A page of pull requests, as ``Issues.page`` pages issues (whatever kind ``search``
+        names), with their heads and bases (one statement more, for the page's rows alone)."""
+        found = self.issues.page(owner, name, search.but(pull=True), before, after)
         ids = [issue.id for issue in found.issues]
         if not ids:
             return PullPage(found)
@@ -215,43 +199,25 @@ class Pulls:
         return PullPage(found, pulls)
 
     def listing(
-        self,
-        owner: str,
-        name: str,
-        state: str = "open",
-        sort: str = "",
-        milestone_id: int | None = None,
-        label_ids: tuple[int, ...] = (),
-        poster: str = "",
-        offset: int = 0,
-        limit: int = 30,
+        self, owner: str, name: str, search: IssueFilter, offset: int = 0, limit: int = 30
     ) -> tuple[list[Pull], int]:
-        """A page of pull requests by offset, as Forgejo's API lists them (its ``state``,
-        ``sort``, ``milestone`` and ``labels`` by id, all of them, ``poster``), and how many
-        match: two statements along the (owner, name, is_pull, state, number) index."""
+        """A page of pull requests by offset, as Forgejo's API lists them (whatever kind
+        ``search`` names; its ``sort`` as Forgejo's, newest first when it names none), and
+        how many match: two statements along the (owner, name, is_pull, state, number)
+        index."""
         where = ["i.owner = ?", "i.name = ?", "i.is_pull = 1"]
         params: list[object] = [owner, name]
-        if state in ("open", "closed"):
+        if search.state in STATES:
             where.append("i.state = ?")
-            params.append(state)
-        if milestone_id is not None:
-            where.append("i.milestone_id = ?")
-            params.append(milestone_id)
-        for label_id in label_ids:
-            where.append(
-                "EXISTS (SELECT 1 FROM issue_labels il WHERE il.issue_id = i.id"
-                " AND il.label_id = ?)"
-            )
-            params.append(label_id)
-        if poster:
-            where.append("i.author_id IN (SELECT id FROM accounts WHERE lower(name) = lower(?))")
-            params.append(poster)
-        clause = " AND ".join(where)
+            params.append(search.state)
+        narrowed, more_params = search.conditions()
+        clause = " AND ".join(where + narrowed)
+        params += more_params
         counted = self.db.one(
             f"SELECT COUNT(*) AS n FROM issues i WHERE {clause}",  # noqa: S608
             params,
         )
-        order = _ORDERS.get(sort, "i.number DESC")
+        order = _ORDERS.get(search.sort, "i.number DESC")
         rows = self.db.query(
             f"{_PULL} WHERE {clause} ORDER BY {order} LIMIT ? OFFSET ?",
             [*params, limit, offset],

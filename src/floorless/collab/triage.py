@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from floorless.accounts.accounts import Account
-from floorless.collab.issues import Issue, Issues, _like
+from floorless.collab.filters import like
+from floorless.collab.issues import Issue, Issues
 from floorless.core.errors import BadRequest, NotFound
 from floorless.db import Database, Row
 
@@ -177,7 +178,7 @@ class Triage:
         where, params = "l.owner = ? AND l.name = ?", [owner, name]
         if q:
             where += " AND lower(l.label) LIKE ? ESCAPE '!'"
-            params.append("%" + _like(q.lower()) + "%")
+            params.append("%" + like(q.lower()) + "%")
         total = self.db.one(
             f"SELECT COUNT(*) AS total FROM labels l WHERE {where}",  # noqa: S608
             params,

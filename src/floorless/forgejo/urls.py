@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import falcon
 
+from floorless.collab.filters import IssueFilter
 from floorless.core.errors import BadRequest
 
 PAGES = ("src", "raw", "blame", "commits", "find")  # the pages of a {kind}/{ref}/{path}
@@ -289,46 +290,22 @@ def hooks(repo: Named, hook_id: int | None = None) -> str:
 
 
 def issues(
-    repo: Named,
-    state: str = "open",
-    q: str = "",
-    author: str = "",
-    before: int | None = None,
-    after: int | None = None,
-    label: str = "",
-    milestone: str = "",
-    assignee: str = "",
+    repo: Named, state: str = "open", label: str = "", milestone: str = "", assignee: str = ""
 ) -> str:
-    """The issue list: ``state`` open, closed or all; a page of it after a cursor. Filtered by
-    a label's name, a milestone's title and an assignee's name (each "" for any)."""
-    return _listing(repo, "issues", state, q, author, before, after, label, milestone, assignee)
-
-
-def _listing(
-    repo: Named,
-    kind: str,
-    state: str,
-    q: str,
-    author: str,
-    before: int | None,
-    after: int | None,
-    label: str,
-    milestone: str,
-    assignee: str,
-) -> str:
-    """The issue or pull request list (``kind``) with its filters and cursor."""
-    return f"{home(repo)}/{kind}" + query(
-        {
-            "state": state if state != "open" else None,
-            "q": q or None,
-            "author": author or None,
-            "label": label or None,
-            "milestone": milestone or None,
-            "assignee": assignee or None,
-            "before": before,
-            "after": after,
-        }
+    """The issue list: ``state`` open, closed or all; narrowed to a label's name, a
+    milestone's title and an assignee's name (each "" for any)."""
+    return listing(
+        repo, IssueFilter(state, False, label=label, milestone=milestone, assignee=assignee)
     )
+
+
+def listing(
+    repo: Named, search: IssueFilter, before: int | None = None, after: int | None = None
+) -> str:
+    """The issue or pull request list (``search.pull``) as ``search`` narrows it, and a page
+    of it after a cursor."""
+    kind = "pulls" if search.pull else "issues"
+    return f"{home(repo)}/{kind}" + query({**search.params(), "before": before, "after": after})
 
 
 def triage(repo: Named, number: int) -> str:
@@ -361,18 +338,12 @@ def issue(repo: Named, number: int, comment: int | None = None) -> str:
 
 
 def pulls(
-    repo: Named,
-    state: str = "open",
-    q: str = "",
-    author: str = "",
-    before: int | None = None,
-    after: int | None = None,
-    label: str = "",
-    milestone: str = "",
-    assignee: str = "",
+    repo: Named, state: str = "open", label: str = "", milestone: str = "", assignee: str = ""
 ) -> str:
     """The pull request list, shaped as the issue list."""
-    return _listing(repo, "pulls", state, q, author, before, after, label, milestone, assignee)
+    return listing(
+        repo, IssueFilter(state, True, label=label, milestone=milestone, assignee=assignee)
+    )
 
 
 def pull(repo: Named, number: int, tab: str = "", comment: int | None = None) -> str:

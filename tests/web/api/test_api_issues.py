@@ -20,7 +20,7 @@ from support.api import BASE, api, basic, error_of, token_for
 from support.spawns import counting
 
 from floorless.accounts.access import Viewer
-from floorless.collab.issues import Search
+from floorless.collab.filters import IssueFilter
 from floorless.core import timing
 from floorless.forge import Forge
 from floorless.forgejo.issues import (
@@ -482,9 +482,10 @@ def test_every_declared_field_of_a_wrong_type_is_a_422(forge: Forge, http: httpx
             answer = http.request(method, path, headers=token, content=raw) if body else None
             assert answer is None or answer.status_code == 422, (method, path, raw)
     assert checked >= 25
-    assert [i.title for i in forge.issues.listing("ann", "box", Search(state="all"), 0, 9)[0]] == [
-        "kept"
-    ]
+    assert [
+        i.title
+        for i in forge.issues.listing("ann", "box", IssueFilter(state="all", pull=None), 0, 9)[0]
+    ] == ["kept"]
     assert [c.body for c in forge.issues.comments("ann", "box")] == ["kept"]
     assert [x.name for x in forge.triage.labels("ann", "box")] == ["kept"]
     assert [m.title for m in forge.triage.milestones("ann", "box")] == ["kept"]

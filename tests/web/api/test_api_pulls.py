@@ -24,6 +24,7 @@ from support.serving import serving
 from support.spawns import counting
 
 from floorless.collab import forks
+from floorless.collab.filters import IssueFilter
 from floorless.collab.pulls import Features
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -137,7 +138,9 @@ def test_open_list_read_and_edit_a_pull_request(
         )
         assert refused.status_code == 422, (head, refused.text)
         error_of(refused)
-    assert forge.pulls.listing("ann", "plans", "all")[1] == 1  # nothing else was written
+    assert (
+        forge.pulls.listing("ann", "plans", IssueFilter("all", pull=True))[1] == 1
+    )  # nothing else was written
 
     branch_from(work, forge, "second", "main", f="f\n")
     opened(http, token, "second", "Second")
@@ -328,7 +331,7 @@ def test_merge_refusals_write_nothing(forge: Forge, http: httpx.Client, work: Pa
     api(http, token).repository.repo_edit_pull_request("ann", "plans", clash, state="closed")
     assert _merged(forge, http, token, clash, "merge").status_code == 405
     assert tip(forge, "main") == base
-    assert forge.pulls.listing("ann", "plans", "all")[1] == 2
+    assert forge.pulls.listing("ann", "plans", IssueFilter("all", pull=True))[1] == 2
 
 
 def test_who_may_do_what(forge: Forge, http: httpx.Client, work: Path) -> None:
@@ -422,7 +425,7 @@ def test_bad_input_is_a_clear_4xx(forge: Forge, http: httpx.Client, work: Path) 
         json={"head": "topic", "base": "main", "title": "<script>x</script>"},
     )
     assert html.status_code == 409  # already open; nothing else written
-    assert forge.pulls.listing("ann", "plans", "all")[1] == 1
+    assert forge.pulls.listing("ann", "plans", IssueFilter("all", pull=True))[1] == 1
     pull = forge.pulls.get("ann", "plans", number)
     assert pull.title == "Topic" and not pull.merged and pull.issue.state == "open"
 
@@ -620,7 +623,7 @@ def test_labels_milestone_and_assignees_when_opening_and_editing(
             PULLS, headers=auth, json={"head": "topic", "base": "main", "title": "T", **wrong}
         )
         assert refused.status_code == 422, (wrong, refused.text)
-    assert forge.pulls.listing("ann", "plans", "all")[1] == 0
+    assert forge.pulls.listing("ann", "plans", IssueFilter("all", pull=True))[1] == 0
     client = api(http, token).repository
     made = client.repo_create_pull_request(
         "ann",

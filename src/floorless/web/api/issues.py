@@ -27,7 +27,8 @@ import falcon
 
 from floorless.accounts.access import Level
 from floorless.accounts.accounts import Account
-from floorless.collab.issues import Comment, Issue, Search
+from floorless.collab.filters import IssueFilter
+from floorless.collab.issues import Comment, Issue
 from floorless.collab.triage import Label, Milestone
 from floorless.core.errors import Conflict, Forbidden, NotFound
 from floorless.forgejo.issues import (
@@ -264,7 +265,7 @@ class RepoIssues(IssueResource):
             if kind is None:
                 raise NotFound("this repository has no issues")
         state = req.get_param("state") or "open"
-        search = Search(
+        search = IssueFilter(
             state=state if state in ("closed", "all") else "open",
             pull=kind,
             q=(req.get_param("q") or "").strip()[:200],

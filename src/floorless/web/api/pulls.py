@@ -25,6 +25,7 @@ import pygit2
 
 from floorless.accounts.access import Level
 from floorless.accounts.accounts import Account
+from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import clean_body, clean_title
 from floorless.collab.merging import NAMES
 from floorless.collab.protections import DisallowedToMerge
@@ -232,16 +233,16 @@ class PullList(PullApi):
         labels = req.get_param_as_list("labels") or []
         if not all(_NUMBER.fullmatch(label) for label in labels) or len(labels) > 20:
             raise Unprocessable("labels are label ids")
+        search = IssueFilter(
+            state=state,
+            pull=True,
+            author=(req.get_param("poster") or "")[:100],
+            label_ids=tuple(int(label) for label in labels),
+            milestone_ids=(int(milestone),) if milestone else (),
+            sort=req.get_param("sort") or "",
+        )
         pulls, total = self.forge.pulls.listing(
-            view.repo.owner,
-            view.repo.name,
-            state,
-            req.get_param("sort") or "",
-            int(milestone) if milestone else None,
-            tuple(int(label) for label in labels),
-            (req.get_param("poster") or "")[:100],
-            paging.offset,
-            paging.limit,
+            view.repo.owner, view.repo.name, search, paging.offset, paging.limit
         )
         self.paged(req, resp, self.forge, paging, total)
         self.send(resp, self.shown(req, view, pulls))

@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from floorless.accounts.access import Level, Viewer
 from floorless.accounts.accounts import Account
+from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import Entry, Issue
 from floorless.collab.references import names_others
 from floorless.collab.triage import LABEL_MAX, Label
@@ -213,16 +214,7 @@ class IssueView(FormView):
         self.cached_page(req, resp, view, render, stamp)
 
 
-def list_filters(req: falcon.Request) -> dict[str, str]:
-    """The filters of an issue or pull request list from its query: ``label`` (a label's
-    name), ``milestone`` (a milestone's title), ``assignee`` (a person's name)."""
-    return {
-        key: " ".join((req.get_param(key) or "").split())[:QUERY_MAX]
-        for key in ("label", "milestone", "assignee")
-    }
-
-
-# The query parameters an issue or pull request list reads.
+# The query parameters an issue or pull request list reads: its filter's and its cursor.
 LIST_QUERY = ("state", "q", "author", "label", "milestone", "assignee", "before", "after")
 
 
@@ -235,23 +227,13 @@ class IssueList(IssueView):
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
 
     def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
-        state = req.get_param("state") or "open"
-        if state not in STATES:
-            raise BadRequest("state is open, closed or all")
-        q = " ".join((req.get_param("q") or "").split())[:QUERY_MAX]
-        author = (req.get_param("author") or "").strip()[:100]
-        filters = list_filters(req)
+        search = IssueFilter.from_query(req.get_param, pull=False)
         found = self.forge.issues.page(
             view.repo.owner,
             view.repo.name,
-            state,
-            q,
-            author,
+            search,
             before=_cursor(req, "before"),
             after=_cursor(req, "after"),
-            label=filters["label"],
-            milestone=filters["milestone"],
-            assignee=filters["assignee"],
         )
         ids = [issue.id for issue in found.issues]
         self.page(
@@ -259,10 +241,7 @@ class IssueList(IssueView):
             view,
             "issues.html",
             found=found,
-            state=state,
-            query=q,
-            author=author,
-            filters=filters,
+            search=search,
             labels_of=self.forge.triage.labels_of(ids),
             assignees_of=self.forge.triage.assignees_of(ids),
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),

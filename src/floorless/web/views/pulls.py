@@ -20,6 +20,7 @@ from typing import Any
 import falcon
 import pygit2
 
+from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import Entry, Issue
 from floorless.collab.pulls import Pull
 from floorless.core.errors import BadRequest, NotFound
@@ -31,14 +32,7 @@ from floorless.web.marks import mark
 from floorless.web.render import text
 from floorless.web.views.commit import diff_options
 from floorless.web.views.compare import cached_commits, cached_diff, send_diff
-from floorless.web.views.issues import (
-    LIST_QUERY,
-    STATES,
-    IssueDetail,
-    IssueView,
-    _cursor,
-    list_filters,
-)
+from floorless.web.views.issues import LIST_QUERY, IssueDetail, IssueView, _cursor
 from floorless.web.views.merge import merge_box
 from floorless.web.views.reviews import (
     anchors_of,
@@ -49,7 +43,6 @@ from floorless.web.views.reviews import (
 
 _NUMBERED = re.compile(r"([0-9]{1,9})(\.diff|\.patch)?")
 PUSH_LIMIT = 100  # commits a "pushed N commits" event counts (then "100+")
-QUERY_MAX = 200
 
 
 def pulls_on(view: IssueView, repo_view_: RepoView) -> None:
@@ -67,21 +60,13 @@ class PullList(IssueView):
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
 
     def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
-        state = req.get_param("state") or "open"
-        if state not in STATES:
-            raise BadRequest("state is open, closed or all")
-        q = " ".join((req.get_param("q") or "").split())[:QUERY_MAX]
-        author = (req.get_param("author") or "").strip()[:100]
-        filters = list_filters(req)
+        search = IssueFilter.from_query(req.get_param, pull=True)
         found = self.forge.pulls.page(
             view.repo.owner,
             view.repo.name,
-            state,
-            q,
-            author,
+            search,
             before=_cursor(req, "before"),
             after=_cursor(req, "after"),
-            **filters,
         )
         ids = [issue.id for issue in found.page.issues]
         heads = [pull.head_oid for pull in found.pulls.values() if pull.head_oid]
@@ -92,10 +77,7 @@ class PullList(IssueView):
             "pulls.html",
             found=found.page,
             pulls=found.pulls,
-            state=state,
-            query=q,
-            author=author,
-            filters=filters,
+            search=search,
             labels_of=self.forge.triage.labels_of(ids),
             assignees_of=self.forge.triage.assignees_of(ids),
             marks={sha: mark(each) for sha, each in latest.items()},

@@ -17,6 +17,7 @@ import re
 
 import falcon
 
+from floorless.collab.filters import IssueFilter
 from floorless.collab.triage import LABELS_PER_PAGE
 from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forgejo import urls
@@ -227,7 +228,7 @@ class MilestoneDetail(IssueView):
         state = req.get_param("state") or "open"
         if state not in STATES:
             raise BadRequest("state is open, closed or all")
-        issues = self.forge.issues.page(owner, name, state, milestone=found.title)
+        issues = self.forge.issues.page(owner, name, IssueFilter(state, milestone=found.title))
         self.page(
             resp,
             view,
