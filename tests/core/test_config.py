@@ -102,3 +102,14 @@ def test_settings_command_lists_every_setting() -> None:
     assert result.exit_code == 0
     for setting in SETTINGS:
         assert setting.name in result.output
+
+
+def test_a_former_name_is_still_read_and_the_new_one_wins(tmp_path: Path) -> None:
+    config = tmp_path / "old.toml"
+    config.write_text("dear_threads = 3\n")
+    assert Settings.load(config, environ={}).expensive_threads == 3
+    assert Settings.load(environ={"FLOORLESS_DEAR_THREADS": "5"}).expensive_threads == 5
+    both = {"FLOORLESS_DEAR_THREADS": "5", "FLOORLESS_EXPENSIVE_THREADS": "6"}
+    assert Settings.load(config, environ=both).expensive_threads == 6
+    config.write_text("dear_threads = 3\nexpensive_threads = 4\n")
+    assert Settings.load(config, environ={}).expensive_threads == 4

@@ -17,7 +17,6 @@ import falcon
 import pygit2
 import pytest
 from falcon import testing
-from floorless.git.reach import requested_ids
 from support.forges import start_forge, wait_indexed
 from support.gitfixtures import DEMO_INVALID_UTF8_PATH, git, git_text
 
@@ -26,6 +25,7 @@ from floorless.forgejo import urls
 from floorless.git import oid
 from floorless.git.blame import BlameGroup, IncrementalParser
 from floorless.git.refs import RefSnapshot, Tag, resolve
+from floorless.git.unreachable import requested_ids
 from floorless.web.app import create_app
 from floorless.web.views.commits import Cursor
 

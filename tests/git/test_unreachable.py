@@ -14,14 +14,6 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from floorless.git.reach import (
-    err_packet,
-    find_commit,
-    introduced,
-    mark_reachable,
-    requested_ids,
-    screen_wants,
-)
 from pygit2.enums import ObjectType
 from support.forges import start_forge, wait_for
 from support.githttp import PASSWORD, commit, git, rev
@@ -30,6 +22,14 @@ from support.serving import Server, serving
 from floorless.core.errors import BadRequest
 from floorless.git.history import CommitGraph
 from floorless.git.protocol import pkt_line
+from floorless.git.unreachable import (
+    err_packet,
+    find_commit,
+    introduced,
+    mark_reachable,
+    requested_ids,
+    screen_wants,
+)
 
 # -- the pure pieces -----------------------------------------------------------------------------
 

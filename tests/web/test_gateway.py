@@ -66,18 +66,18 @@ def test_a_cheap_page_never_waits_for_a_thread_behind_dear_ones(tmp_path) -> Non
     import asyncio
     import threading
 
-    from floorless.web.gateway import DEAR, Gateway
+    from floorless.web.gateway import EXPENSIVE, Gateway
 
     release = threading.Event()
     finished: list[str] = []
 
     def app(environ, start_response):
-        if DEAR.match(environ["PATH_INFO"]):
+        if EXPENSIVE.match(environ["PATH_INFO"]):
             release.wait(30)
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"ok"]
 
-    gateway = Gateway(app, Limits(30, 1, 1, 1), 2, tmp_path, dear_threads=1)
+    gateway = Gateway(app, Limits(30, 1, 1, 1), 2, tmp_path, expensive_threads=1)
 
     async def ask(path: str) -> None:
         sent: list[dict] = []
@@ -93,15 +93,15 @@ def test_a_cheap_page_never_waits_for_a_thread_behind_dear_ones(tmp_path) -> Non
         finished.append(path)
 
     async def main() -> None:
-        dear = [
+        expensive = [
             asyncio.create_task(ask(p))
             for p in ("/a/b/blame/branch/main/x", "/a/b/commit/abc", "/a/b/archive/main.zip")
         ]
         await asyncio.sleep(0)
         await asyncio.wait_for(ask("/a/b/src/branch/main/x"), 10)
-        assert finished == ["/a/b/src/branch/main/x"]  # the dear ones are all still waiting
+        assert finished == ["/a/b/src/branch/main/x"]  # the expensive ones are all still waiting
         release.set()
-        await asyncio.wait_for(asyncio.gather(*dear), 10)
+        await asyncio.wait_for(asyncio.gather(*expensive), 10)
 
     try:
         asyncio.run(main())
@@ -112,11 +112,11 @@ def test_a_cheap_page_never_waits_for_a_thread_behind_dear_ones(tmp_path) -> Non
 
 
 def test_the_dear_lane_is_chosen_by_the_page() -> None:
-    from floorless.web.gateway import DEAR
+    from floorless.web.gateway import EXPENSIVE
 
     for path in ("/a/b/blame/branch/main/f", "/a/b/commit/abc.diff", "/a/b/compare/x...y",
                  "/a/b/archive/main.tar.gz", "//a/b//commit/abc"):  # fmt: skip
-        assert DEAR.match(path), path
+        assert EXPENSIVE.match(path), path
     for path in ("/a/b", "/a/b/src/branch/main/commit", "/a/b/raw/branch/main/blame",
                  "/a/b/commits/branch/main", "/-/login", "/a/commit"):  # fmt: skip
-        assert not DEAR.match(path), path
+        assert not EXPENSIVE.match(path), path
