@@ -52,6 +52,7 @@ from floorless.git.lenient import read_commit
 from floorless.git.protocol import capture_v2_advertisement
 from floorless.git.refs import RefSnapshot
 from floorless.git.repo import HandlePool
+from floorless.index.answers import Answers
 from floorless.index.indexer import Indexer
 from floorless.repos.garbage import collect
 from floorless.repos.registry import Registry, Repo, ScanResult, _renamed_path, check_name
@@ -100,7 +101,10 @@ class Forge:
             release_repos=self.release_handles,
         )
         self.indexer.on_stored.append(lambda repo_id: self._tell(repo_id, "indexed"))
+        self.answers = Answers(self.indexer, self.open)
+        self.indexer.precompute = self.answers.precompute
         self.states.attach(self.indexer)
+        self.states.attach(self.answers)
         self.secret = SecretKey(settings.data / "secret.key", self.db)
         self.accounts = Accounts(
             self.db,

@@ -127,11 +127,11 @@ def test_one_process_cold_none_warm_and_the_answer_kept_is_small(forge, seq):
     url = f"/alice/seq/blame/commit/{commit}/{BLAME_FILE}"
     repo = forge.registry.get("alice", "seq")
     key = bytes.fromhex(commit) + b"\0" + BLAME_FILE.encode()
-    assert forge.indexer.answers.get(repo.id, "blame", key) is None
+    assert forge.answers.cache.get(repo.id, "blame", key) is None
     client = fresh_client(forge)
     cold, spawns = get(client, url)
     assert spawns == 1 == spawn_timing(cold)
-    kept = forge.indexer.answers.get(repo.id, "blame", key)
+    kept = forge.answers.cache.get(repo.id, "blame", key)
     assert kept is not None
     # groups and commits, not the file's text again (that is in the blob)
     assert len(kept) < len(git(seq, "show", f"{commit}:{BLAME_FILE}")) / 4
@@ -159,7 +159,7 @@ def test_the_cold_page_is_streamed_and_closing_it_stops_git(forge, seq):
     for ok in taken:
         if ok:
             slots.release()
-    assert not forge.indexer.answers.get(
+    assert not forge.answers.cache.get(
         forge.registry.get("alice", "seq").id,
         "blame",
         bytes.fromhex(commit) + b"\0" + BLAME_FILE.encode(),

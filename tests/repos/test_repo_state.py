@@ -63,7 +63,7 @@ def held(forge: Forge, repo: Repo) -> dict[str, bool]:
         "handle": repo.path in forge.handles and not other,
         "snapshot": state is not None and not other and state.loaded,
         "pages": _pages(forge).held(repo.id) > 0,
-        "answers": forge.indexer.answers.held(repo.id) > 0,
+        "answers": forge.answers.cache.held(repo.id) > 0,
         "graph": forge.indexer.graph(repo.id) is not None,
         "marks": forge.indexer.reach.holds(repo.id),
     }
@@ -281,9 +281,9 @@ def test_a_pack_directory_that_cannot_be_read_is_no_change(served) -> None:
 
 def test_only_the_owner_drops_a_repositorys_entries() -> None:
     """No caller pokes the caches one by one: a repository's entries are dropped by its
-    ``RepoState`` (the indexer forwards to the parts it holds)."""
+    ``RepoState`` (the indexer and the answers forward to the parts they hold)."""
     allowed = {
-        ".forget_repository(": {"state.py", "indexer.py"},
+        ".forget_repository(": {"state.py", "indexer.py", "answers.py"},
         "handles.forget(": {"state.py"},
         "reach.forget(": {"indexer.py"},
     }

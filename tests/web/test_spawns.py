@@ -109,7 +109,7 @@ def test_blame_spawns_once_then_never(client, forge, demo):
     commit = git_text(demo, "log", "-1", "--format=%H", "--grep=Add awkward file names", "main")
     repo = forge.registry.get("alice", "demo")
     key = bytes.fromhex(commit) + b"\0" + b"no_newline.txt"
-    assert forge.indexer.answers.get(repo.id, "blame", key) is None
+    assert forge.answers.cache.get(repo.id, "blame", key) is None
     url = f"/alice/demo/blame/commit/{commit}/no_newline.txt"
     first, spawns = get(client, url)
     assert spawns == 1

@@ -128,7 +128,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         lambda: {
             **renderer.caches,
             "pages": renderer.pages,
-            "answers": forge.indexer.answers,
+            "answers": forge.answers.cache,
             "compressed": compression.cache,
         }
     )

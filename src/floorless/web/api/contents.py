@@ -48,12 +48,12 @@ class ContentsReader(GitApi):
         resolved = ref_or_default(view, req)
         commit = view.commit(resolved)
         obj, mode = objects.lookup(view.handle, commit, path)
-        indexer = self.forge.indexer
+        answers = self.forge.answers
         if isinstance(obj, pygit2.Tree):
             entries = objects.list_tree(obj, path)
             last = None
             if len(entries) <= self.forge.settings.max_tree_entries:
-                last = indexer.last_commits(
+                last = answers.last_commits(
                     view.repo, resolved.commit, path, [e.name for e in entries]
                 )
             answer = []
@@ -75,7 +75,7 @@ class ContentsReader(GitApi):
             self.send(resp, answer)
             return
         directory, _, name = path.rpartition(b"/")
-        last = indexer.last_commits(view.repo, resolved.commit, directory, [name])
+        last = answers.last_commits(view.repo, resolved.commit, directory, [name])
         content = None
         if isinstance(obj, pygit2.Blob) and shapes.content_kind(mode) == "file":
             size = objects.object_size(view.handle, obj.id) or 0

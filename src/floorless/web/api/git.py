@@ -240,7 +240,7 @@ class Commits(GitApi):
             time.sleep(0.05)
         total = None
         if not path:
-            total = self.forge.indexer.known_commit_count(view.repo.id, resolved.commit)
+            total = self.forge.answers.known_commit_count(view.repo.id, resolved.commit)
         answer = [
             shapes.commit(
                 links,

@@ -113,7 +113,7 @@ class Blame(RefPage):
         commit_id = str(commit.id)
         # the answer with the listed commits passed over is another answer
         key = bytes.fromhex(commit_id) + b"\0" + resolved.path + (b"\0ignored" if ignore else b"")
-        answers = self.forge.indexer.answers
+        answers = self.forge.answers.cache
         kept = _loads(answers.get(view.repo.id, "blame", key))
         lines = line_count(data)
         if kept is not None or not lines:  # an empty file: git has nothing to say

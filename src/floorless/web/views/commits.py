@@ -118,9 +118,9 @@ def history_page(
     """A page of commits as raw ids; None while it is being prepared (the index does not
     hold ``tip`` yet, or a long walk goes on in the background)."""
     start, skip = (cursor.start, cursor.skip) if cursor else (tip, 0)
-    indexer = view.forge.indexer
+    indexer, answers = view.forge.indexer, view.forge.answers
     if not path:
-        return indexer.branch_history(view.repo, start, skip, limit)
+        return answers.branch_history(view.repo, start, skip, limit)
     graph = indexer.ready(view.repo.id, tip)
     failure = indexer.failures.get(view.repo.id)
     if graph is None and failure is not None:
@@ -128,7 +128,7 @@ def history_page(
         raise RepositoryBroken(f"the history of this repository cannot be indexed: {failure}")
     if graph is not None and start not in graph:
         raise UnknownRevision("no such commit")  # as the branch's list answers: not empty
-    return indexer.path_history(view.repo.id, start, path, skip, limit, view.repo)
+    return answers.path_history(view.repo.id, start, path, skip, limit, view.repo)
 
 
 class Commits(RefPage):

@@ -40,7 +40,7 @@ class LastCommits(View):
             resp.media = {"ready": True, "entries": {}}
             return
         entries = objects.list_tree(tree, resolved.path)
-        last = self.forge.indexer.last_commits(
+        last = self.forge.answers.last_commits(
             view.repo, resolved.commit, resolved.path, [e.name for e in entries]
         )
         body: dict[str, Any] = {"ready": last is not None, "entries": {}}

@@ -43,7 +43,7 @@ class Home(View):
         resolved = Resolved(kind, ref, head, b"")
         commit = objects.get_commit(view.handle, head)
         context = tree_context(view, resolved, commit.tree, self.renderer.caches["readme"])
-        count = self.forge.indexer.known_commit_count(view.repo.id, head)
+        count = self.forge.answers.known_commit_count(view.repo.id, head)
         tree = commit.tree_id
         languages = (
             None

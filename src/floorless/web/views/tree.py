@@ -54,7 +54,7 @@ def tree_context(
     following = None
     if after is None and total <= limit:
         entries = objects.list_tree(tree, resolved.path)
-        last = view.forge.indexer.last_commits(
+        last = view.forge.answers.last_commits(
             view.repo, resolved.commit, resolved.path, [e.name for e in entries]
         )
     else:
