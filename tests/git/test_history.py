@@ -34,7 +34,7 @@ from support.gitfixtures import (
     history_path,
 )
 
-import floorless.index.indexer
+import floorless.index.answers
 from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git.history import CommitGraph
@@ -164,7 +164,7 @@ def libgit2_pages(
     shown: list[str] = []
     more = True
     while more and (most is None or len(shown) < most):
-        page = forge.indexer.branch_history(repo, bytes.fromhex(tip), len(shown), size)
+        page = forge.answers.branch_history(repo, bytes.fromhex(tip), len(shown), size)
         assert page is not None
         assert len(page.commits) <= size
         if page.more:
@@ -242,7 +242,7 @@ def test_history_of_an_invalid_utf8_path(
     assert fl_history(graph, tip, DEMO_INVALID_UTF8_PATH) == expected
     names = git_directories(root, tip)[b""]
     assert DEMO_INVALID_UTF8_PATH in names
-    last = forge.indexer.last_commits(repo, bytes.fromhex(tip), b"", names)
+    last = forge.answers.last_commits(repo, bytes.fromhex(tip), b"", names)
     assert last is not None
     assert last[DEMO_INVALID_UTF8_PATH] == bytes.fromhex(expected[0])
     older = git_text(root, "rev-parse", f"{tip}~3")
@@ -268,7 +268,7 @@ def _last_mismatches(
     compared, wrong = 0, []
     for start in starts:
         for directory, names in git_directories(root, start).items():
-            got = forge.indexer.last_commits(repo, bytes.fromhex(start), directory, names)
+            got = forge.answers.last_commits(repo, bytes.fromhex(start), directory, names)
             assert got is not None, f"{start} not indexed"
             for name in names:
                 path = directory + b"/" + name if directory else name
@@ -302,7 +302,7 @@ def test_last_commit_per_entry_in_a_long_history(forge: Forge, fixture_root: Pat
         dirs = git_directories(root, start)
         for directory in (b"", b"dir0", b"dir2", b"side"):
             names = dirs[directory]  # always every entry: answers are cached per directory
-            got = forge.indexer.last_commits(repo, bytes.fromhex(start), directory, names)
+            got = forge.answers.last_commits(repo, bytes.fromhex(start), directory, names)
             assert got is not None
             for name in names:
                 path = directory + b"/" + name if directory else name
@@ -342,7 +342,7 @@ def test_commit_count_matches_rev_list(forge: Forge, fixture_root: Path, relativ
         starts += git_all_commits(root)
     for start in dict.fromkeys(starts):
         expected = int(git_text(root, "rev-list", "--count", start))
-        assert forge.indexer.commit_count(repo.id, bytes.fromhex(start)) == expected, start
+        assert forge.answers.commit_count(repo.id, bytes.fromhex(start)) == expected, start
     if relative == HISTORY:
         assert int(git_text(root, "rev-list", "--count", "main")) > HISTORY_COMMITS
 
@@ -615,7 +615,7 @@ def test_awkward_shapes_match_git(edges: tuple[Forge, Path], relative: str) -> N
         ] == git_log(repo_dir, start), start
         assert fl_history(graph, start, None) == git_log(repo_dir, start), start
         expected = int(git_text(repo_dir, "rev-list", "--count", start))
-        assert forge.indexer.commit_count(repo.id, bytes.fromhex(start)) == expected
+        assert forge.answers.commit_count(repo.id, bytes.fromhex(start)) == expected
     assert compared == len(starts) * len(paths)
     assert last >= len(starts)
 
@@ -655,7 +655,7 @@ def test_long_path_walk_is_deferred_then_served_from_the_index(
     """A path changed rarely in a long history needs a long walk: the page answers at once
     that it is being prepared (and refreshes), the walk runs in the background, and the same
     page then comes from the stored answer without walking again."""
-    monkeypatch.setattr(floorless.index.indexer, "INLINE_BUDGET", 100)
+    monkeypatch.setattr(floorless.index.answers, "INLINE_BUDGET", 100)
     client = testing.TestClient(create_app(forge))  # its own page cache: nothing rendered yet
     # from a commit no other test starts a walk at: the forge keeps the walks it made
     start = git_text(fixture_root / HISTORY, "rev-parse", "main~1")
@@ -697,15 +697,15 @@ def test_an_answer_for_one_entry_leaves_the_others_to_be_found(
         names = git_directories(root, start)[b""]
         assert len(names) > 3
         key = bytes.fromhex(start) + b"\0"
-        one = forge.indexer.last_commits(repo, bytes.fromhex(start), b"", names[:1])
+        one = forge.answers.last_commits(repo, bytes.fromhex(start), b"", names[:1])
         assert one is not None and one[names[0]] is not None
         # the answer as a question about one entry alone leaves it
-        forge.indexer.answers.put(
+        forge.answers.cache.put(
             repo.id, "last", key, json.dumps({names[0].hex(): one[names[0]].hex()})
         )
         compared, wrong = _last_mismatches(forge, root, DEMO, [start])
         assert compared >= len(names) and not wrong, "\n".join(wrong)
-        kept = forge.indexer.answers.get(repo.id, "last", key)
+        kept = forge.answers.cache.get(repo.id, "last", key)
         assert kept is not None and set(json.loads(kept)) == {n.hex() for n in names}
     finally:
         forge.stop()

@@ -27,7 +27,7 @@ from falcon import testing
 from support.forges import wait_for
 from support.gitfixtures import EPOCH_START, FastImportStream, git, git_text
 
-import floorless.index.indexer
+import floorless.index.answers
 from floorless.core.config import Settings
 from floorless.core.errors import RepositoryBroken
 from floorless.forge import Forge
@@ -255,9 +255,9 @@ def served(
     is finished in the background while the page refreshes)."""
     with pytest.MonkeyPatch.context() as patch:
         if request.param != "kept":
-            patch.setattr(floorless.index.indexer, "WALK_MEMORY_BYTES", 0)
+            patch.setattr(floorless.index.answers, "WALK_MEMORY_BYTES", 0)
         if request.param == "background":
-            patch.setattr(floorless.index.indexer, "INLINE_BUDGET", 4)
+            patch.setattr(floorless.index.answers, "INLINE_BUDGET", 4)
         served = serve(histories, tmp_path_factory.mktemp("pagination-data"))
         # pages finished in the background take a poll each: fewer sizes there
         served.sizes = {"kept": SIZES, "not kept": SIZES[::2], "background": SIZES[-1:]}[

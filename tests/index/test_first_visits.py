@@ -26,6 +26,7 @@ from support.gitfixtures import git_text
 
 import floorless.git.changed
 import floorless.git.lastchanged
+import floorless.index.answers
 import floorless.index.indexer
 from floorless.core.config import Settings
 from floorless.forge import Forge
@@ -73,7 +74,7 @@ def _hold_an_answer(forge: Forge, key: str) -> threading.Event:
         began.set()
         release.wait(60)
 
-    forge.indexer._defer((key,), viewed, viewed=True)
+    forge.answers._defer((key,), viewed, viewed=True)
     assert began.wait(60)
     return release
 
@@ -104,7 +105,7 @@ def test_a_column_completes_before_the_index(
     wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
     column = client.simulate_get(url).json
     assert graph.indexed == SLICE  # no more of the index was built meanwhile
-    assert forge.indexer.rest_answered == 1
+    assert forge.answers.rest_answered == 1
     names = git_text(root, "ls-tree", "--name-only", tip + ":" + directory).split()
     prefix = directory + "/" if directory else ""
     expected = {name: _last(root, tip, prefix + name) for name in names}
@@ -128,7 +129,7 @@ def test_a_first_history_page_before_the_index(forge: Forge, path: str) -> None:
     wait_for(lambda: "being prepared" not in client.simulate_get(url).text, timeout=120)
     shown = client.simulate_get(url).text
     assert forge.indexer.graph(repo.id) is None  # not even the commits were indexed
-    assert forge.indexer.first_pages == 1
+    assert forge.answers.first_pages == 1
     positions = [shown.find(f"/commit/{c}") for c in expected]
     assert -1 not in positions and positions == sorted(positions)
     more = git_text(root, "rev-list", "--count", "main", "--", path).strip()
@@ -170,7 +171,7 @@ def test_a_column_asked_entry_by_entry_stops_once_the_index_has_caught_up(
     root = Path(repo.path)
     tip = git_text(root, "rev-parse", "main").strip()
     names = git_text(root, "ls-tree", "--name-only", tip).split()
-    assert 2 < len(names) <= floorless.index.indexer.ONE_BY_ONE
+    assert 2 < len(names) <= floorless.index.answers.ONE_BY_ONE
     asked: list[bytes] = []
     real = floorless.git.lastchanged.path_log
 
@@ -187,9 +188,9 @@ def test_a_column_asked_entry_by_entry_stops_once_the_index_has_caught_up(
         return real(git, git_dir, start, path, *more)
 
     monkeypatch.setattr(floorless.git.lastchanged, "path_log", path_log)
-    forge.indexer._last_one_by_one(repo, bytes.fromhex(tip), b"", [n.encode() for n in names])
+    forge.answers._last_one_by_one(repo, bytes.fromhex(tip), b"", [n.encode() for n in names])
     assert asked == [names[0].encode()]  # not one git a name
-    assert forge.indexer.rest_answered == 0  # git's half answer is not stored
+    assert forge.answers.rest_answered == 0  # git's half answer is not stored
     client = testing.TestClient(create_app(forge))
     url = f"/big/one/-/last/{tip}"
     wait_for(lambda: client.simulate_get(url).status_code == 200, timeout=120)
@@ -293,8 +294,8 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
     for nearly every entry, over every commit. (Not the root's: see
     ``test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known``.)"""
     asked: list[tuple[object, ...]] = []
-    monkeypatch.setattr(forge.indexer, "_defer", lambda key, *args, **kwargs: asked.append(key))
-    monkeypatch.setattr(floorless.index.indexer, "ONE_BY_ONE", 0)  # none is small enough
+    monkeypatch.setattr(forge.answers, "_defer", lambda key, *args, **kwargs: asked.append(key))
+    monkeypatch.setattr(floorless.index.answers, "ONE_BY_ONE", 0)  # none is small enough
     repo = _repo(forge)
     tip = git_text(Path(repo.path), "rev-parse", "main").strip()
     client = testing.TestClient(create_app(forge))
@@ -321,7 +322,7 @@ def _hold_a_pause(forge: Forge) -> threading.Event:
         began.set()
         release.wait(60)
 
-    forge.indexer._defer(("viewed",), viewed, viewed=True)
+    forge.answers._defer(("viewed",), viewed, viewed=True)
     assert began.wait(60)
     return release
 
@@ -372,7 +373,7 @@ def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
     """A root too wide to ask git entry by entry (git.git's has about 450 entries) is not
     left waiting for the index: from the first request, git diffs every commit's root, in
     PARTS processes side by side, and its answer is exact before the index knows a commit."""
-    monkeypatch.setattr(floorless.index.indexer, "ONE_BY_ONE", 0)  # none is small enough
+    monkeypatch.setattr(floorless.index.answers, "ONE_BY_ONE", 0)  # none is small enough
     spawned: list[list[str]] = []
     real_popen = GitEnvironment.popen
 
@@ -382,7 +383,7 @@ def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
 
     monkeypatch.setattr(GitEnvironment, "popen", counted)
     got, expected = _root_column_before_the_index(forge)
-    assert forge.indexer.rest_answered == 1
+    assert forge.answers.rest_answered == 1
     assert got == expected
     diffs = [args for args in spawned if args[0] == "diff-tree"]
     assert len(diffs) == floorless.git.lastchanged.PARTS == 2

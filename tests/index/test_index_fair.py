@@ -114,7 +114,7 @@ def test_a_recent_path_answers_before_the_history_is_indexed(forge: Forge, repos
     def ask(repo_: Repo, job: IndexJob) -> None:
         if answered:
             return
-        page = forge.indexer.path_history(repo.id, tip, path, 0, 5)
+        page = forge.answers.path_history(repo.id, tip, path, 0, 5)
         progress = forge.indexer.progress(repo.id)
         if page is not None and progress is not None:
             answered.append(([c.hex() for c in page.commits], *progress))
@@ -189,7 +189,7 @@ def test_the_loaded_index_is_packed(repos: Path, tmp_path: Path) -> None:
 
 def test_pages_say_how_far_the_index_is(forge: Forge, monkeypatch: pytest.MonkeyPatch) -> None:
     # what git would answer before the index does is held back (test_first_visits.py)
-    monkeypatch.setattr(forge.indexer, "_defer", lambda *args, **kwargs: None)
+    monkeypatch.setattr(forge.answers, "_defer", lambda *args, **kwargs: None)
     repo = _repo(forge, "big", "one")
     job = IndexJob(repo, forge.state(repo).snapshot())
     try:

@@ -20,7 +20,7 @@ from floorless.core.config import Settings
 from floorless.core.timing import spawn_counter
 from floorless.forge import Forge
 from floorless.forgejo import urls
-from floorless.index import indexer as indexer_module
+from floorless.index import answers as answers_module
 from floorless.web.app import create_app
 from floorless.web.markup import highlight_lines, render_markdown
 
@@ -291,10 +291,10 @@ def test_deferred_last_commit_walks_are_shared_and_bounded(forge, fixture_root, 
         check=True,
         text=True,
     ).stdout.split()
-    indexer = forge.indexer
+    answers = forge.answers
     release = threading.Event()
     started: list[tuple[bytes, bytes]] = []
-    real = indexer._compute_last
+    real = answers._compute_last
 
     def slow(graph, repo_id, commit, directory, names, budget):
         if budget is None:
@@ -302,20 +302,20 @@ def test_deferred_last_commit_walks_are_shared_and_bounded(forge, fixture_root, 
             release.wait(30)
         return real(graph, repo_id, commit, directory, names, budget)
 
-    monkeypatch.setattr(indexer_module, "INLINE_BUDGET", 1)
-    monkeypatch.setattr(indexer, "_compute_last", slow)
+    monkeypatch.setattr(answers_module, "INLINE_BUDGET", 1)
+    monkeypatch.setattr(answers, "_compute_last", slow)
     try:
         first = bytes.fromhex(commits[0])
         for _ in range(10):  # one page polled ten times: one walk
-            assert indexer.last_commits(repo, first, b"", [b"rare.txt"]) is None
+            assert answers.last_commits(repo, first, b"", [b"rare.txt"]) is None
         wait_for(lambda: len(started) == 1, timeout=10)
         for sha in commits[1:]:  # forty different pages at once: a bounded number of walks
-            assert indexer.last_commits(repo, bytes.fromhex(sha), b"", [b"rare.txt"]) is None
-        assert len(started) <= indexer_module.DEFERRED_WALKS
+            assert answers.last_commits(repo, bytes.fromhex(sha), b"", [b"rare.txt"]) is None
+        assert len(started) <= answers_module.DEFERRED_WALKS
     finally:
         release.set()
-    wait_for(lambda: not indexer._deferred, timeout=30)
-    answer = indexer.last_commits(repo, bytes.fromhex(commits[0]), b"", [b"rare.txt"])
+    wait_for(lambda: not answers.busy(), timeout=30)
+    answer = answers.last_commits(repo, bytes.fromhex(commits[0]), b"", [b"rare.txt"])
     assert answer is not None
 
 
@@ -370,7 +370,7 @@ def test_last_commits_of_a_repository_that_cannot_be_indexed_is_an_error(repos_c
     """The page script polls ``/-/last``: it must stop on an error, not poll a 202 forever."""
     forge = Forge(Settings.load(environ={}, data=tmp_path / "data", repos=repos_copy))
     forge.start(background=False)  # nothing indexes: the failure below stays the last word
-    forge.indexer._defer = lambda *args, **kwargs: None  # nor does git answer before it
+    forge.answers._defer = lambda *args, **kwargs: None  # nor does git answer before it
     client = testing.TestClient(create_app(forge))
     repo = forge.registry.get("alice", "one")
     sha = git_text(repos_copy / "alice" / "one.git", "rev-parse", "main")
