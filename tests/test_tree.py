@@ -52,3 +52,27 @@ def test_the_patterns_catch_what_they_are_for() -> None:
     dashes = b"-" * 5  # spelled apart, so this file does not hold what it looks for
     assert SECRET_TEXT.search(dashes + b"BEGIN OPENSSH PRIVATE KEY" + dashes)
     assert SECRET_TEXT.search(b"flt_" + b"x" * 43)
+
+
+# Subjects stay under 72 characters from the commit that gave the package its domain folders
+# on; earlier history is as it was written.
+SUBJECTS_SINCE = "d5a2899"
+
+
+def test_commit_subjects_are_under_72_characters() -> None:
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    known = subprocess.run(
+        ["git", "-C", str(ROOT), "cat-file", "-e", SUBJECTS_SINCE + "^{commit}"],
+        capture_output=True,
+    )
+    if known.returncode != 0:
+        pytest.skip("a shallow clone: the history the rule starts from is not here")
+    subjects = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "--format=%s", f"{SUBJECTS_SINCE}^..HEAD"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout.splitlines()
+    assert subjects, "the range holds at least the commit it starts from"
+    assert [s for s in subjects if len(s) >= 72] == []
