@@ -43,7 +43,7 @@ from floorless.core.background import Jobs
 from floorless.core.background import start as start_thread
 from floorless.core.config import Settings
 from floorless.core.errors import FloorlessError, Forbidden, NotFound
-from floorless.db import open_database
+from floorless.db import migrations, open_database
 from floorless.db.leases import Leases, node_name
 from floorless.db.notices import Notices
 from floorless.git import unreachable
@@ -196,7 +196,7 @@ class Forge:
         """Everything short of background threads: enough for the command line."""
         self.settings.data.mkdir(parents=True, exist_ok=True)
         self.git.prepare()
-        self.db.migrate()
+        migrations.migrate(self.db)
         self.secret.get()
 
     def start(self, background: bool = True) -> None:

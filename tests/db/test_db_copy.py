@@ -23,6 +23,7 @@ from support.serving import clean_env, floorless_command
 from floorless.cli.admin import admin
 from floorless.db import Database, open_database
 from floorless.db import copy as dbcopy
+from floorless.db.migrations import migrate
 from floorless.db.schema import SCHEMA_VERSION
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -216,7 +217,7 @@ def test_a_target_holding_data_is_refused_untouched(
     target = _empty_target("postgresql" if POSTGRES else "sqlite", tmp_path)
     db = open_database(target)
     try:
-        db.migrate()
+        migrate(db)
         db.execute("INSERT INTO signin_places (name, place, seen_at) VALUES ('zed', 'x', 1.0)")
         before = _rows(db)
     finally:

@@ -12,6 +12,7 @@ import pytest
 from support.forges import database_for, wait_for
 
 from floorless.db import Database, open_database
+from floorless.db.migrations import migrate
 from floorless.db.notices import Notices
 
 SELECT = "SELECT name FROM accounts WHERE id = ?"
@@ -21,7 +22,7 @@ TABLES = ("accounts",)
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
     db = open_database(database_for(tmp_path / "data") or tmp_path / "data" / "db.sqlite3")
-    db.migrate()
+    migrate(db)
     db.execute(
         "INSERT INTO accounts (id, name, kind, email, created_at) VALUES (1, 'ann', 'user', '', 0)"
     )

@@ -111,11 +111,6 @@ class Database:
         self._versions_lock = threading.Lock()
         self._writing = threading.local()
 
-    def migrate(self) -> None:
-        from floorless.db.migrations import migrate
-
-        migrate(self)
-
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         _check_text(params)
         with timing.phase("db"):
