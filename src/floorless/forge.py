@@ -39,6 +39,7 @@ from floorless.collab.reviews import Reviews
 from floorless.collab.statuses import Statuses
 from floorless.collab.triage import Triage
 from floorless.core import dates
+from floorless.core.asciidoctor import Asciidoctor
 from floorless.core.background import Jobs
 from floorless.core.background import start as start_thread
 from floorless.core.config import Settings
@@ -58,7 +59,6 @@ from floorless.repos.garbage import collect
 from floorless.repos.registry import Registry, Repo, ScanResult, _renamed_path, check_name
 from floorless.repos.state import RepoState, RepoStates
 from floorless.search.index import CodeIndex
-from floorless.web.asciidoctor import Asciidoctor
 from floorless.webhooks.delivery import Webhooks
 
 log = logging.getLogger(__name__)

@@ -20,10 +20,10 @@ from support.forges import patience, start_forge, wait_for, wait_indexed
 from support.serving import serving
 from support.spawns import counting, spawn_timing
 
+from floorless.core import asciidoctor
+from floorless.core.asciidoctor import Asciidoctor
 from floorless.forge import Forge
-from floorless.web import asciidoctor
 from floorless.web.app import create_app
-from floorless.web.asciidoctor import Asciidoctor
 
 SECRET = "TOP-SECRET-4242"  # in a file beside the repositories, never in a page
 

@@ -16,9 +16,9 @@ from support.forges import start_forge, wait_indexed
 from support.markup import _notebook, build_docs
 from support.spawns import counting
 
+from floorless.core.asciidoctor import Asciidoctor
 from floorless.web import documents
 from floorless.web.app import create_app
-from floorless.web.asciidoctor import Asciidoctor
 from floorless.web.markup import render_markdown, slug
 
 

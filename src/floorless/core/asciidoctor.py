@@ -37,6 +37,11 @@ documents that keep the worker busy held all four request threads and every othe
 ``env-github`` is not set: documents use it to turn on GitHub's own workarounds (emoji
 shortcodes as admonition captions, which floorless would show as ``:bulb:``); they get
 Asciidoctor's defaults instead, and ``env-floorless``.
+
+It is the web layer that renders with it (``web/documents.py``), but the worker is a child
+process with the forge's lifetime: the composition root makes it and ends it with the other
+background work in ``Forge.stop``, so it sits below the root, with the process plumbing, and
+needs nothing but ``core``'s threads and caches.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Jupyter notebooks, on file pages and as READMEs.
 Each renderer is a pure function of the file's bytes and where its relative links resolve
 (so the result is cached by blob id with that context), runs in-process (no process is
 spawned: a browse page spawns none; AsciiDoc is converted by the forge's one Asciidoctor
-worker, see ``floorless.web.asciidoctor``), and stops at a size limit past which the page shows
+worker, see ``floorless.core.asciidoctor``), and stops at a size limit past which the page shows
 the source instead. What a renderer makes of repository content goes through the one
 allow-list in ``sanitize``; what is built here from escaped pieces (tables, notebook
 frames) needs none.
