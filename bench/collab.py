@@ -143,7 +143,7 @@ def fill(
             text = f"Comment {n}: with *this* input I got `{n}`; see #{long_issue.number}."
             forge.issues.comment(long_issue, author, text)
             forge.issues.comment(long_pull.issue, author, text)
-        forge.set_pull_ref(repo, long_pull.number, head)
+        forge.moves.set_pull_ref(repo, long_pull.number, head)
         return {"issue": long_issue.number, "pull": long_pull.number, "some_pull": last_pull}
     finally:
         forge.stop()

@@ -83,7 +83,7 @@ def run(source: Path, work: Path) -> dict[str, float | int]:
     forge = _forge(repos, data)
     repo = forge.registry.all()[0]
     start = time.perf_counter()
-    result["commits"] = forge.indexer.update(repo, forge.state(repo).snapshot())
+    result["commits"] = forge.indexer.update(repo, forge.live.state(repo).snapshot())
     result["floorless_index_s"] = time.perf_counter() - start
     graph = forge.indexer.graph(repo.id)
     assert graph is not None and graph.indexed == len(graph)
@@ -99,7 +99,7 @@ def run(source: Path, work: Path) -> dict[str, float | int]:
     start = time.perf_counter()
     again = _forge(repos, data)
     repo = again.registry.all()[0]
-    added = again.indexer.update(repo, again.state(repo).snapshot())
+    added = again.indexer.update(repo, again.live.state(repo).snapshot())
     result["restart_s"] = time.perf_counter() - start
     assert added == 0 and again.indexer.commits_indexed == 0
     gc.collect()

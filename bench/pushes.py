@@ -33,7 +33,6 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from bench.measure import percentile
 from bench.repos import ensure, git_env
-from floorless.collab import forks
 from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -108,7 +107,7 @@ def measure(source: Path, root: Path, rounds: int) -> dict[str, Any]:
     try:
         account = forge.accounts.create_user("bench", "bench@bench.example", PASSWORD, True)
         token, _ = forge.accounts.create_token(account, "write")
-        fork = forks.fork(forge, forge.registry.get("bench", "parent"), "bench", "fork")
+        fork = forge.lifecycle.fork(forge.registry.get("bench", "parent"), "bench", "fork")
         work = root / "work"
         _git(root, env, "clone", "-q", str(plain), str(work))
         times: dict[str, list[float]] = {"plain": [], "fork": []}

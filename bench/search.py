@@ -209,7 +209,7 @@ def run(options: argparse.Namespace, log=print) -> SearchBench:  # type: ignore[
         database = sum(p.stat().st_size for p in data.glob("floorless.sqlite3*"))
         log(f"indexed in {index_seconds:.1f} s: {sizes}, database {database / 1e6:.1f} MB")
         change_three(git_dir, target.branch)
-        forge.state(repo).refs_moved()
+        forge.live.state(repo).refs_moved()
         read = forge.code.blobs_read
         began = time.monotonic()
         forge.code.index(repo)
@@ -218,7 +218,7 @@ def run(options: argparse.Namespace, log=print) -> SearchBench:  # type: ignore[
         log(f"after a push of three files: indexed in {push_seconds:.2f} s, {push_read} read")
         indexed = forge.code.indexed(repo.id)
         assert indexed is not None
-        target_ = code.Target(repo, indexed, forge.open(repo))
+        target_ = code.Target(repo, indexed, forge.live.open(repo))
         for label, text, mode in QUERIES:
             parsed = code.parse(text, mode)
             outcomes[(label, "repository", mode)] = code.search(

@@ -68,7 +68,7 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         ("alice", "demo", "main"),
         main,
     )
-    forge.set_pull_ref(repo, pull.number, main)
+    forge.moves.set_pull_ref(repo, pull.number, main)
     yield Site(forge, testing.TestClient(create_app(forge)), tokens, main)
     forge.stop()
 
@@ -183,7 +183,7 @@ def request(
     if viewer != "anonymous":
         headers["Authorization"] = f"token {site.tokens[viewer]}"
     if "{tree}" in url:  # the file finder's list, by the main branch's tree id
-        handle = site.forge.open(site.forge.registry.get("alice", "demo"))
+        handle = site.forge.live.open(site.forge.registry.get("alice", "demo"))
         url = url.replace("{tree}", str(handle[site.main].tree_id))
     url = url.replace("{main}", site.main)
     path, _, query = url.partition("?")

@@ -200,7 +200,7 @@ def test_create_rename_make_private_share_and_delete_a_repository(
     assert deleted.status_code == 303
     assert not (forge.settings.repos / "ann" / "journal.git").exists()
     assert ann.get("/ann/journal").status_code == 404
-    forge.rescan()
+    forge.maintenance.rescan()
     assert ann.get("/ann/journal").status_code == 404
 
 
@@ -325,7 +325,7 @@ def test_renaming_onto_a_name_with_stale_rows_keeps_the_repository_private(
     forge.registry.set_private("ann", "gone", False)  # left by a repository that vanished
     renamed = ann.post("/ann/secret/settings", {"action": "rename", "name": "gone"})
     assert renamed.status_code == 303
-    forge.rescan()
+    forge.maintenance.rescan()
     assert Browser(client).get("/ann/gone").status_code == 404
     # a rename the disk refuses changes nothing at all
     (forge.settings.repos / "ann" / "blocked.git").mkdir()
@@ -348,8 +348,8 @@ def test_a_new_repository_does_not_inherit_an_old_ones_collaborators(
     ann.post("/ann/reused/settings", {"action": "collaborator", "user": "ben", "role": "read"})
     assert ben.get("/ann/reused").status_code == 200
     shutil.rmtree(forge.settings.repos / "ann" / "reused.git")  # gone behind floorless's back
-    forge.rescan()
-    forge.rescan()  # dropped when two scans in a row miss it
+    forge.maintenance.rescan()
+    forge.maintenance.rescan()  # dropped when two scans in a row miss it
     ann.post("/-/new", {"owner": "ann", "name": "reused", "visibility": "private"})
     assert ben.get("/ann/reused").status_code == 404
 

@@ -275,7 +275,7 @@ def test_a_push_keeps_the_schedule_and_the_new_head_waits_for_its_own_checks(
     git(work, "checkout", "-q", "topic")
     new = commit(work, "More topic", t="t, more\n")
     git(work, "push", "-q", "origin", "topic")
-    site.forge.check_refs()
+    site.forge.maintenance.check_refs()
     wait_for(lambda: site.forge.pulls.get("ann", "plans", 1).head_oid == new)
     site.settle()
     assert scheduled(site) == 1  # as on Forgejo, a push does not cancel it
@@ -298,14 +298,14 @@ def test_a_merge_that_fails_drops_the_schedule_with_a_timeline_event(site: Site)
     git(work, "reset", "-q", "--hard", "main")  # the head on top of the base: fast-forward
     head = commit(work, "On top of main", f="f\n")
     git(work, "push", "-q", "-f", "origin", "topic")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     wait_for(lambda: forge.pulls.get("ann", "plans", 1).head_oid == head)
     site.settle()
     assert schedule(site, ben, Do="fast-forward-only").status_code == 201
     git(work, "checkout", "-q", "main")  # the base moves on: fast-forward is no longer possible
     commit(work, "Main again", m="m, again\n")
     git(work, "push", "-q", "origin", "main")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     site.settle()
     assert scheduled(site) == 1
     before = tip(forge)

@@ -26,7 +26,7 @@ def _grow(forge: Forge, tmp_path: Path, name: str, text: str) -> tuple[str, str]
         git("clone", "-q", str(secret.path), str(work))
     commit(work, name, text, f"Add {name}")
     git("push", "-q", "origin", "main", cwd=work)
-    forge.after_push(secret)
+    forge.moves.after_push(secret)
     blob = git("rev-parse", f"HEAD:{name}", cwd=work).stdout.strip()
     tree = git("rev-parse", "HEAD^{tree}", cwd=work).stdout.strip()
     return blob, tree
@@ -78,13 +78,13 @@ def test_a_public_fork_of_a_parent_made_private_serves_none_of_its_new_objects(
     tmp_path: Path,
 ) -> None:
     _fork(client, "cat", "ann/plans", "plans")
-    forge.set_private(forge.registry.get("ann", "plans"), True)
+    forge.lifecycle.set_private(forge.registry.get("ann", "plans"), True)
     plans = forge.registry.get("ann", "plans")
     work = tmp_path / "plans-work"
     git("clone", "-q", str(plans.path), str(work))
     commit(work, "pw.txt", "hunter2\n", "Add pw")
     git("push", "-q", "origin", "main", cwd=work)
-    forge.after_push(plans)
+    forge.moves.after_push(plans)
     blob = git("rev-parse", "HEAD:pw.txt", cwd=work).stdout.strip()
     assert client.simulate_get(f"/api/v1/repos/cat/plans/git/blobs/{blob}").status_code == 404
     assert client.simulate_get(f"/cat/plans/raw/blob/{blob}").status_code == 404
@@ -115,7 +115,7 @@ def test_a_fork_of_a_private_repository_stays_private(
     assert page.status_code == 200
     # a fork of a public repository is its owner's to publish or not
     cat = _fork(client, "cat", "ann/plans", "plans")
-    forge.set_private(forge.registry.get("cat", "plans"), True)
+    forge.lifecycle.set_private(forge.registry.get("cat", "plans"), True)
     cat.post("/cat/plans/settings", {"action": "update", "visibility": "public", "description": ""})
     assert not forge.registry.get("cat", "plans").private
 
@@ -125,7 +125,7 @@ def test_compare_never_tells_whether_someone_has_a_private_fork(
     client: testing.TestClient,
 ) -> None:
     _fork(client, "cat", "ann/plans", "plans")
-    forge.set_private(forge.registry.get("cat", "plans"), True)
+    forge.lifecycle.set_private(forge.registry.get("cat", "plans"), True)
     for viewer in (Browser(client), person(client, "eve")):
         hidden = viewer.get("/ann/plans/compare/main...cat:main")
         none = viewer.get("/ann/plans/compare/main...eve:main")

@@ -14,8 +14,8 @@ from support.accounts import Browser, csrf_of
 from support.forks import commit, git, person, rev
 from support.spawns import counting
 
-from floorless.collab import forks
 from floorless.forge import Forge
+from floorless.repos.forks import ForkRow
 
 # the shared fixtures this module's tests ask for
 client = support.forks.client
@@ -73,28 +73,28 @@ def test_a_pull_request_from_a_fork_is_fetchable_from_its_parent(
     forge: Forge, tmp_path: Path
 ) -> None:
     parent = forge.registry.get("ann", "plans")
-    fork = forks.fork(forge, parent, "cat", "plans")
+    fork = forge.lifecycle.fork(parent, "cat", "plans")
     work = tmp_path / "cat-work"
     git("clone", "-q", str(fork.path), str(work))
     git("checkout", "-q", "-b", "topic", cwd=work)
     head = commit(work, "idea.txt", "an idea\n", "An idea")
     git("push", "-q", "origin", "topic", cwd=work)
-    forge.after_push(fork)
+    forge.moves.after_push(fork)
     cat = forge.accounts.get("cat")
     assert cat is not None
     pull = forge.pulls.create(
         "ann", "plans", cat, "An idea", "", "main", ("cat", "plans", "topic"), head
     )
-    forge.fetch_head_into_base(parent, fork, head)
-    forge.set_pull_ref(parent, pull.number, head)
+    forge.forks.fetch_head_into_base(parent, fork, head)
+    forge.moves.set_pull_ref(parent, pull.number, head)
     fetcher = tmp_path / "fetcher"
     git("init", "-q", str(fetcher))
     git("fetch", "-q", str(parent.path), f"refs/pull/{pull.number}/head", cwd=fetcher)
     assert rev(fetcher / ".git", "FETCH_HEAD") == head
-    assert "topic" not in [b.decode() for b in forge.snapshot(parent).branches]
+    assert "topic" not in [b.decode() for b in forge.live.snapshot(parent).branches]
     # a second call finds the commit there and runs nothing
     with counting() as spawned:
-        forge.fetch_head_into_base(parent, fork, head)
+        forge.forks.fetch_head_into_base(parent, fork, head)
     assert spawned == []
 
 
@@ -102,8 +102,8 @@ def test_the_parents_collection_rename_and_deletion_keep_the_fork_whole(
     forge: Forge, tmp_path: Path
 ) -> None:
     parent = forge.registry.get("ann", "plans")
-    fork = forks.fork(forge, parent, "cat", "plans")
-    grandchild = forks.fork(forge, fork, "eve", "plans")
+    fork = forge.lifecycle.fork(parent, "cat", "plans")
+    grandchild = forge.lifecycle.fork(fork, "eve", "plans")
     old_main = rev(parent.path, "main")
     # the parent forgets its history (a forced push of an unrelated commit), then is collected:
     # the forks still reach the old commits, which must stay
@@ -112,21 +112,21 @@ def test_the_parents_collection_rename_and_deletion_keep_the_fork_whole(
     commit(other, "new.txt", "a new start\n", "A new start")
     git("push", "-q", "--force", str(parent.path), "main", cwd=other)
     git("--git-dir", str(parent.path), "tag", "-d", "v1")
-    forge.after_push(parent)
-    assert forge.collect_garbage(parent)
+    forge.moves.after_push(parent)
+    assert forge.garbage.collect(parent)
     for child in (fork, grandchild):
         git("--git-dir", str(child.path), "fsck", "--no-dangling")
         assert rev(child.path, "main") == old_main
     # renamed: the forks' alternates follow
-    renamed = forge.rename(parent, "plans-renamed")
+    renamed = forge.lifecycle.rename(parent, "plans-renamed")
     alternates = (fork.path / "objects" / "info" / "alternates").read_text().split()
     assert alternates == [str((renamed.path / "objects").resolve())]
     git("--git-dir", str(fork.path), "fsck", "--no-dangling")
-    assert forks.parent_of(forge, "cat", "plans") == forks.ForkRow(
+    assert forge.forks.parent_of("cat", "plans") == ForkRow(
         "cat", "plans", "ann", "plans-renamed"
     )
     # deleted: the fork holds its objects first, and is a fork no more
-    forge.delete(renamed)
+    forge.lifecycle.delete(renamed)
     assert not renamed.path.exists()
     assert not (fork.path / "objects" / "info" / "alternates").exists()
     git("--git-dir", str(fork.path), "fsck", "--no-dangling")
@@ -136,7 +136,7 @@ def test_the_parents_collection_rename_and_deletion_keep_the_fork_whole(
     assert rev(clone / ".git", "HEAD") == old_main
     assert forge.registry.get("cat", "plans").parent is None
     # the middle one deleted too: its own fork still whole
-    forge.delete(forge.registry.get("cat", "plans"))
+    forge.lifecycle.delete(forge.registry.get("cat", "plans"))
     git("--git-dir", str(grandchild.path), "fsck", "--no-dangling")
     assert rev(grandchild.path, "main") == old_main
 

@@ -103,7 +103,7 @@ def test_mentions_across_repositories_respect_what_readers_may_see(forge: Forge)
 
 def push(forge: Forge, work: Path, branch: str = "main") -> str:
     git(work, "push", "-q", "origin", f"HEAD:refs/heads/{branch}")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     wait_for(forge.references.idle)
     return git_text(work, "rev-parse", "HEAD")
 
@@ -122,7 +122,7 @@ def test_a_pushed_commit_closes_on_the_default_branch_and_mentions_on_any(
     for title in ("One", "Two", "Three", "Four"):
         forge.issues.create("ann", "plans", ann, title, "")
     repo = forge.registry.get("ann", "plans")
-    forge.snapshot(repo)  # its refs in memory: the ref check looks at them
+    forge.live.snapshot(repo)  # its refs in memory: the ref check looks at them
     work = tmp_path / "work"
     git(tmp_path, "clone", "-q", str(repo.path), str(work))
     git(work, "checkout", "-q", "-b", "main")
@@ -216,7 +216,7 @@ def test_a_mention_from_a_repository_gone_private_shows_only_to_its_readers(
     forge.issues.create("ann", "plans", ann, "Public", "")
     forge.issues.create("cat", "fork", cat, "Upstream", "see ann/plans#1")
     fork = forge.registry.get("cat", "fork")
-    forge.snapshot(fork)
+    forge.live.snapshot(fork)
     work = tmp_path / "work"
     git(tmp_path, "clone", "-q", str(fork.path), str(work))
     git(work, "checkout", "-q", "-b", "main")
@@ -224,7 +224,7 @@ def test_a_mention_from_a_repository_gone_private_shows_only_to_its_readers(
     push(forge, work)
     # ann's own repository, public, whose merged pull request closes ann/plans#1
     tools = forge.registry.create("ann", "tools")
-    forge.snapshot(tools)
+    forge.live.snapshot(tools)
     tooling = tmp_path / "tools"
     git(tmp_path, "clone", "-q", str(tools.path), str(tooling))
     git(tooling, "checkout", "-q", "-b", "main")
@@ -261,8 +261,8 @@ def test_a_mention_from_a_repository_gone_private_shows_only_to_its_readers(
         page = get("/ann/plans/issues/1").text  # kept for each of them, if it may be
         assert all(link in page for link in links) and closing in page
 
-    forge.set_private(fork, True)
-    forge.set_private(forge.registry.get("ann", "tools"), True)
+    forge.lifecycle.set_private(fork, True)
+    forge.lifecycle.set_private(forge.registry.get("ann", "tools"), True)
     for page in (
         client.simulate_get("/ann/plans/issues/1").text,
         ben.get("/ann/plans/issues/1").text,
@@ -279,7 +279,7 @@ def test_a_mention_from_a_repository_gone_private_shows_only_to_its_readers(
     # and who may read ann/tools, its pull request's
     assert timeline_refs(client, "ann/plans", 1, token(forge, "ann")) == everyone[2:]
     # a repository deleted since is nobody's to read
-    forge.set_private(fork, False)
+    forge.lifecycle.set_private(fork, False)
     assert ("issue_ref", "cat/fork#1", "") in timeline_refs(client, "ann/plans", 1)
     forge.registry.delete(forge.registry.get("cat", "fork"))
     assert timeline_refs(client, "ann/plans", 1) == [("close", "", "")]

@@ -146,10 +146,10 @@ def test_the_kept_totals_follow_every_change(tmp_path: Path) -> None:
                 (1, "closed"): 1,
             }
         )
-        renamed = forge.rename(forge.registry.get("ann", "plans"), "ideas")
+        renamed = forge.lifecycle.rename(forge.registry.get("ann", "plans"), "ideas")
         assert _totals(forge, "ann", "plans") == {}
         assert _totals(forge, "ann", "ideas") == _counted(forge, "ann", "ideas")
-        forge.delete(renamed)
+        forge.lifecycle.delete(renamed)
         assert _totals(forge, "ann", "ideas") == {}
     finally:
         forge.stop()

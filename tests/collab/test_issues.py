@@ -271,7 +271,7 @@ def test_markdown_is_inert_and_references_are_linked(
     signature = pygit2.Signature("Ann", "ann@example.org", 1_700_000_000, 0)
     tree = handle.TreeBuilder().write()
     commit = str(handle.create_commit("refs/heads/main", signature, signature, "c", tree, []))
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     cat = person(client, "cat")
     first = open_issue(cat, "ann/plans", "<script>alert('t')</script>")
     body = (

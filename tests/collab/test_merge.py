@@ -72,12 +72,12 @@ def work(forge: Forge, tmp_path: Path) -> Path:
 
 def open_pull(forge: Forge, head: str = "topic", base: str = "main", title: str = "Topic") -> Pull:
     repo = repo_of(forge)
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     tip = str(handle.references[f"refs/heads/{head}"].target)
     pull = forge.pulls.create(
         "ann", "plans", ann(forge), title, "", base, ("ann", "plans", head), tip
     )
-    forge.set_pull_ref(repo, pull.number, tip)
+    forge.moves.set_pull_ref(repo, pull.number, tip)
     settle(forge)
     return forge.pulls.get("ann", "plans", pull.number)
 
@@ -242,7 +242,7 @@ def test_the_follower_takes_in_pushes_force_pushes_deletions_and_merges_by_hand(
     now = fresh(forge, pull)
     assert now.head_oid == third and git_text(repo.path, "rev-parse", pull.ref) == third
     git(work, "push", "-q", "origin", ":topic")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     settle(forge)
     forge.merger.follow(repo)  # a second look (another node) records nothing more
     now = fresh(forge, pull)
@@ -412,7 +412,7 @@ def test_a_pair_is_checked_once_whoever_looks_again(
 _DIE_MID_MERGE = """
 import dataclasses, os, sys
 from pathlib import Path
-from floorless.config import Settings
+from floorless.core.config import Settings
 from floorless.forge import Forge
 
 settings = Settings.load(environ={}, data=Path(sys.argv[1]), repos=Path(sys.argv[2]))

@@ -103,7 +103,7 @@ def test_an_approval_of_an_earlier_head_and_a_request_for_changes(
     git(work, "checkout", "-q", "topic")
     commit(work, "More topic", t="t2\n")
     git(work, "push", "-q", "origin", "topic")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     settle(forge)
     assert forge.pulls.get("ann", "plans", 1).head_oid == tip(forge, "topic")
     refused(people["ben"], "Does not have enough approvals: 0 of 1")  # the approval is stale
@@ -128,7 +128,7 @@ def test_an_outdated_head_who_may_merge_and_protected_files(
     git(work, "checkout", "-q", "topic")
     commit(work, "A lock file", **{"deps.lock": "pinned\n"})
     git(work, "push", "-q", "origin", "topic")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     open_pull(forge)
     people = clients(http)
     people["ann"].repo_create_branch_protection(  # type: ignore[attr-defined]

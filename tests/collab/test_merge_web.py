@@ -172,7 +172,7 @@ def test_a_stale_form_is_refused_and_nothing_moves(
     assert result.status_code == 409 and "topic has moved since this page was shown" in result.text
     assert tip(forge) == moved and not forge.pulls.get("ann", "plans", 1).merged
     forge.issues.close(pull.issue, forge.accounts.require("ann"), "completed")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     settle(forge)
     now = forge.pulls.get("ann", "plans", 1)
     result = post_merge(ben, "ann/plans", 1, style="merge", **expected(forge, now))
@@ -189,7 +189,7 @@ def test_merges_and_a_real_push_over_http_at_once_lose_nothing(
     git(work, "checkout", "-q", "-b", "other", "main")
     commit(work, "Other", o="o\n")
     git(work, "push", "-q", "origin", "other")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     heads = {1: open_pull(forge).head_oid, 2: open_pull(forge, head="other").head_oid}
     start = tip(forge)
     path = forge.registry.get("ann", "plans").path
@@ -283,7 +283,7 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 def render_box(forge: Forge, pull: Pull, viewer: Viewer) -> str:
     repo = forge.registry.get("ann", "plans")
     level = forge.policy.level(viewer, repo)
-    view = RepoView(forge, repo, forge.snapshot(repo), forge.open(repo), level)
+    view = RepoView(forge, repo, forge.live.snapshot(repo), forge.live.open(repo), level)
     context = merge_box(forge, view, pull, viewer)
     return (
         Renderer("floorless")
@@ -318,7 +318,7 @@ def test_the_merge_box_says_what_the_check_found(forge: Forge, tmp_path: Path) -
     commit(work, "Clash too", **{"d__<b>": "y\n"})
     git(work, "push", "-q", "origin", "main", "topic")
     forge.merger.stop()  # the follower is away: nothing is checked
-    forge.check_refs()
+    forge.maintenance.check_refs()
     repo = forge.registry.get("ann", "plans")
     forge.merger.follow_head(forge.pulls.get("ann", "plans", 1), tip(forge, "topic"))
     html = render_box(forge, forge.pulls.get("ann", "plans", 1), ann)
@@ -329,14 +329,14 @@ def test_the_merge_box_says_what_the_check_found(forge: Forge, tmp_path: Path) -
     assert "<li><code>d/&lt;b&gt;</code></li>" in html and "<li><code>t</code></li>" in html
     # gone, then merged by a push
     git(work, "push", "-q", "origin", ":topic")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     forge.merger.follow(repo)
     html = render_box(forge, forge.pulls.get("ann", "plans", 1), ann)
     assert "head branch is gone" in html
     git(work, "checkout", "-q", "main")
     git(work, "reset", "-q", "--hard", "topic")
     git(work, "push", "-q", "-f", "origin", "main")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     forge.merger.follow(repo)
     merged = forge.pulls.get("ann", "plans", 1)
     assert merged.merged
@@ -353,7 +353,7 @@ def test_unrelated_shows_and_cannot_merge(
     git(work, "rm", "-q", "-rf", ".")
     commit(work, "Alone", z="z\n")
     git(work, "push", "-q", "origin", "alone")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     pull = open_pull(forge, head="alone")
     ann = Viewer(forge.accounts.require("ann"), session="s")
     html = render_box(forge, pull, ann)
@@ -391,7 +391,7 @@ def test_the_pull_request_page_shows_the_box_and_its_form_merges(
     git(work, "checkout", "-q", "main")
     commit(work, "Meanwhile", w="w\n")
     git(work, "push", "-q", "origin", "main")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     settle(forge)
     stale = ben.post("/ann/plans/pulls/1/merge", {"style": "merge", **fields}, csrf_of(form))
     assert stale.status_code == 409

@@ -122,5 +122,5 @@ def test_features_default_on_and_are_kept_by_name(forge: Forge) -> None:
     )
     with pytest.raises(BadRequest):
         forge.pulls.set_features("ann", "plans", Features(merge_styles=(), default_merge="x"))
-    renamed = forge.rename(forge.registry.get("ann", "plans"), "ideas")
+    renamed = forge.lifecycle.rename(forge.registry.get("ann", "plans"), "ideas")
     assert forge.pulls.features(renamed.owner, renamed.name).pulls is False

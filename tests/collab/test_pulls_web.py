@@ -50,7 +50,7 @@ def forge(tmp_path: Path) -> Iterator[Forge]:
         forge.accounts.create_user(name, f"{name}@example.org", PASSWORD)
     for name, private in (("plans", False), ("secret", True)):
         repo = forge.registry.create("ann", name, private=private)
-        handle = forge.open(repo)
+        handle = forge.live.open(repo)
         base = commit(handle, BASE, [], "base", "refs/heads/main")
         handle.set_head("refs/heads/main")
         changed = dict(BASE, **{"app.py": BASE["app.py"].replace("line 3", "line three")})
@@ -64,7 +64,7 @@ def forge(tmp_path: Path) -> Iterator[Forge]:
         )
         commit(handle, {"other.txt": "x\n"}, [], "unrelated", "refs/heads/orphan")
         handle.references.create("refs/heads/same", pygit2.Oid(hex=base))
-        forge.refs_moved(repo)
+        forge.moves.refs_moved(repo)
     yield forge
     forge.stop()
 
@@ -108,7 +108,7 @@ def test_open_a_pull_request_from_the_compare_page(
     assert result.status_code == 303, result.text[:500]
     assert result.headers["location"] == "/ann/plans/pulls/1"
     repo = forge.registry.get("ann", "plans")
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     feature = handle.references["refs/heads/feature"].target
     assert handle.references["refs/pull/1/head"].target == feature
     pull = forge.pulls.get("ann", "plans", 1)
@@ -325,13 +325,13 @@ def test_a_pull_request_from_a_fork(forge: Forge, client: testing.TestClient) ->
         " VALUES (?, ?, ?, ?, ?)",
         ("cat", "plans", "ann", "plans", time.time()),
     )
-    handle = forge.open(fork)
-    main = str(forge.open(parent).references["refs/heads/main"].target)
+    handle = forge.live.open(fork)
+    main = str(forge.live.open(parent).references["refs/heads/main"].target)
     handle.references.create("refs/heads/main", pygit2.Oid(hex=main))
     topic = commit(handle, dict(BASE, **{"fork.txt": "from a fork\n"}), [main], "From the fork")
     handle.references.create("refs/heads/topic", pygit2.Oid(hex=topic))
-    forge.refs_moved(fork)
-    assert topic not in forge.open(parent).odb  # the parent has no copy yet
+    forge.moves.refs_moved(fork)
+    assert topic not in forge.live.open(parent).odb  # the parent has no copy yet
 
     cat = person(client, "cat")
     page = cat.get("/ann/plans/compare/main...cat:topic")
@@ -349,7 +349,7 @@ def test_a_pull_request_from_a_fork(forge: Forge, client: testing.TestClient) ->
     assert result.status_code == 303, result.text[:500]
     pull = forge.pulls.get("ann", "plans", 1)
     assert (pull.head_owner, pull.head_name, pull.head_branch) == ("cat", "plans", "topic")
-    parent_handle = forge.open(parent)
+    parent_handle = forge.live.open(parent)
     assert str(parent_handle.references["refs/pull/1/head"].target) == topic
     assert topic in parent_handle.odb  # copied: the parent holds the head on its own
     page = cat.get("/ann/plans/pulls/1")
@@ -371,13 +371,13 @@ def test_pushes_force_pushes_a_merge_and_a_deleted_head(
     wait_for(forge.merger.idle)
     forge.merger.stop()
     repo = forge.registry.get("ann", "plans")
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     pull = forge.pulls.get("ann", "plans", 1)
     old = pull.head_oid
     one = commit(handle, dict(BASE, **{"more.txt": "1\n"}), [old], "one more")
     two = commit(handle, dict(BASE, **{"more.txt": "2\n"}), [one], "two more")
     handle.references.create("refs/heads/feature", pygit2.Oid(hex=two), force=True)
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     forge.pulls.moved_head(pull, two, False, ann_account)
     page = cat.get("/ann/plans/pulls/1").text
     link = f'href="/ann/plans/compare/{old}...{two}"'
@@ -390,9 +390,9 @@ def test_pushes_force_pushes_a_merge_and_a_deleted_head(
     main = str(handle.references["refs/heads/main"].target)
     redone = commit(handle, dict(BASE, **{"again.txt": "a\n"}), [main], "Redone")
     handle.references.create("refs/heads/feature", pygit2.Oid(hex=redone), force=True)
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     forge.pulls.moved_head(pull, redone, True, ann_account)
-    forge.set_pull_ref(repo, 1, redone)
+    forge.moves.set_pull_ref(repo, 1, redone)
     page = re.sub(r"\s+", " ", cat.get("/ann/plans/pulls/1").text)
     assert (
         f'force-pushed <code class="branch">feature</code> from <code class="sha">{two[:10]}'
@@ -405,7 +405,7 @@ def test_pushes_force_pushes_a_merge_and_a_deleted_head(
     forge.pulls.record_check(pull, main, redone, "mergeable", main)
     handle.references.create("refs/heads/main", pygit2.Oid(hex=redone), force=True)
     handle.references.delete("refs/heads/feature")
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     assert forge.pulls.mark_merged(pull, ann_account, redone, "fast-forward-only")
     forge.pulls.head_gone(forge.pulls.get("ann", "plans", 1), ann_account)
     page = re.sub(r"\s+", " ", cat.get("/ann/plans/pulls/1").text)
@@ -426,10 +426,10 @@ def test_references_to_other_repositories_and_inert_html(
     forge.issues.create("ann", "other", forge.accounts.get("ann"), "Elsewhere", "")  # type: ignore[arg-type]
     forge.issues.create("ann", "secret", forge.accounts.get("ann"), "Hidden", "")  # type: ignore[arg-type]
     repo = forge.registry.get("ann", "plans")
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     feature = str(handle.references["refs/heads/feature"].target)
     handle.references.create("refs/heads/<script>x", pygit2.Oid(hex=feature))
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     body = "See+ann/other%231,+ann/secret%231,+ann/nothing%231+and+<script>alert(1)</script>"
     title = "<img+src=x+onerror=alert(1)>"
     result = ann.post("/ann/plans/compare/main...%3Cscript%3Ex", {"title": title, "body": body})
@@ -474,8 +474,8 @@ def test_a_base_branch_gone_and_pull_requests_turned_off(
     cat = person(client, "cat")
     assert open_pull(cat, "same...feature", "Into same").status_code == 303
     repo = forge.registry.get("ann", "plans")
-    forge.open(repo).references.delete("refs/heads/same")
-    forge.refs_moved(repo)
+    forge.live.open(repo).references.delete("refs/heads/same")
+    forge.moves.refs_moved(repo)
     page = cat.get("/ann/plans/pulls/1")
     assert page.status_code == 200 and "wants to merge commits into" in page.text
     for tab in ("commits", "files"):
@@ -494,12 +494,12 @@ def test_a_long_patch_is_mailed_by_git(forge: Forge, client: testing.TestClient)
     from floorless.web.views.compare import PATCH_COMMITS
 
     repo = forge.registry.get("ann", "plans")
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     tip = str(handle.references["refs/heads/main"].target)
     for n in range(PATCH_COMMITS + 1):
         tip = commit(handle, dict(BASE, **{"count.txt": f"{n}\n"}), [tip], f"Count {n}")
     handle.references.create("refs/heads/long", pygit2.Oid(hex=tip))
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     cat = person(client, "cat")
     with counting() as events:
         result = cat.get("/ann/plans/compare/main...long.patch")

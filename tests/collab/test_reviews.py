@@ -270,10 +270,10 @@ def test_a_private_repositorys_review_routes_are_not_found(
     forge: Forge, client: testing.TestClient
 ) -> None:
     secret = forge.registry.get("ann", "secret")
-    handle = forge.open(secret)
+    handle = forge.live.open(secret)
     base = commit(handle, BASE, [], "base", "refs/heads/main")
     head = commit(handle, HEAD, [base], "change", "refs/heads/feature")
-    forge.refs_moved(secret)
+    forge.moves.refs_moved(secret)
     ann = account(forge, "ann")
     forge.pulls.create(
         "ann", "secret", ann, "Hidden", "", "main", ("ann", "secret", "feature"), head
@@ -425,7 +425,7 @@ def test_a_real_push_outdates_comments_on_changed_lines_only(setup: Setup, tmp_p
         git(work, "commit", "-q", "-am", message)
         git(work, "push", "-q", "origin", "feature")
         new = git(work, "rev-parse", "HEAD").decode().strip()
-        forge.check_refs()
+        forge.maintenance.check_refs()
         wait_for(lambda: setup.current().head_oid == new and forge.merger.idle())
         wait_for(forge.reviews.idle)
         return new
@@ -468,7 +468,7 @@ def test_old_side_comments_follow_a_merge_base_that_moved(setup: Setup) -> None:
     head = commit(
         setup.handle, merged_files, [pull.head_oid, main], "merge main", "refs/heads/feature"
     )
-    forge.refs_moved(setup.repo)
+    forge.moves.refs_moved(setup.repo)
     wait_for(lambda: setup.current().head_oid == head and forge.merger.idle())
     wait_for(forge.reviews.idle)
     assert setup.forge.reviews.anchors(setup.handle, setup.current(), main) == Anchors(main, head)

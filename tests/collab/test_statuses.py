@@ -54,7 +54,7 @@ def test_post_list_and_combine_in_forgejo_shapes(
     fill(forge, tmp_path)
     repo = forge.registry.get("ann", "plans")
     git(repo.path, "tag", "v1", "main")
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     sha = tip(forge)
     ben = api(http, token_for(http, "ben")).repository
     made = ben.repo_create_status(
@@ -104,7 +104,7 @@ def test_post_list_and_combine_in_forgejo_shapes(
     assert ben.repo_list_statuses("ann", "plans", other) == []
     # a branch with a slash in its name
     git(repo.path, "branch", "release/1", "main")
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     answer = http.get(f"{API}/ann/plans/commits/release/1/status")
     assert answer.status_code == 200 and answer.json()["state"] == "failure"
     assert len(http.get(f"{API}/ann/plans/commits/release/1/statuses").json()) == 3
@@ -235,7 +235,7 @@ def test_the_commits_page_reads_statuses_in_one_statement(
     for n in range(27):
         commit(work, f"More {n}", **{f"f{n}": "x\n"})
     git(work, "push", "-q", "origin", "main")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     wait_indexed(forge)
     for _ in range(2):
         cat.get(url)
@@ -395,7 +395,7 @@ def test_branch_protections_through_the_api(
     assert forge.protections.for_branch(repo, "main") is None
     fill(forge, tmp_path)
     git(repo.path, "branch", "release/1", "main")
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     branch = ann.repo_get_branch("ann", "plans", "release/1")
     assert (branch.protected, branch.effective_branch_protection_name) == (True, "release/*")
     assert branch.enable_status_check and branch.status_check_contexts == ["ci/{build,test}"]
@@ -496,9 +496,9 @@ def test_statuses_follow_a_rename_and_leave_with_the_repository(
     ann = api(http, token_for(http, "ann")).repository
     ann.repo_create_status("ann", "plans", sha, state="success", context="ci")
     ann.repo_create_branch_protection("ann", "plans", rule_name="main", enable_status_check=True)
-    forge.rename(forge.registry.get("ann", "plans"), "ideas")
+    forge.lifecycle.rename(forge.registry.get("ann", "plans"), "ideas")
     assert ann.repo_get_combined_status_by_ref("ann", "ideas", sha).state == "success"
     assert [r.rule_name for r in ann.repo_list_branch_protection("ann", "ideas")] == ["main"]
-    forge.delete(forge.registry.get("ann", "ideas"))
+    forge.lifecycle.delete(forge.registry.get("ann", "ideas"))
     assert rows(forge) == 0
     assert forge.db.query("SELECT * FROM branch_protections") == []

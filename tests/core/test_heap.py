@@ -136,14 +136,14 @@ def test_a_large_index_lets_go_of_its_repositorys_handle(tmp_path: Path) -> None
 
     def recording(repos: list[Repo]) -> None:
         released.extend(repo.full_name for repo in repos)
-        old.extend(weakref.ref(forge.open(repo)) for repo in repos)
-        forge.release_handles(repos)
+        old.extend(weakref.ref(forge.live.open(repo)) for repo in repos)
+        forge.live.release_handles(repos)
 
     forge.indexer.release_repos = recording
     try:
         build_history(repos / "alice" / "hist.git")  # 10,500 commits
         build_one(repos / "alice" / "one.git")  # too few to be worth letting go of
-        forge.rescan()
+        forge.maintenance.rescan()
         wait_indexed(forge)
         wait_for(lambda: released != [])
         assert released == ["alice/hist"]

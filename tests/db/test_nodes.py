@@ -320,7 +320,7 @@ def test_the_listener_hears_again_after_losing_the_database(
     try:
         wait_for(lambda: one.notices.listening and two.notices.listening)
         repo = two.registry.get("alice", "solo")
-        assert b"side" not in two.snapshot(repo).branches
+        assert b"side" not in two.live.snapshot(repo).branches
         connections = two.notices.connections
         # a ref moved while the listeners lose the database (the notice of it is lost) is
         # read all the same: on each request while deaf, or once listening again
@@ -332,13 +332,13 @@ def test_the_listener_hears_again_after_losing_the_database(
                 (f"LISTEN {CHANNEL}%",),
             )
         wait_for(lambda: two.notices.connections > connections and two.notices.listening)
-        assert b"side" in two.snapshot(repo).branches
+        assert b"side" in two.live.snapshot(repo).branches
         # listening again: a ref moved through the other node is heard
         heard = two.notices.received
         git_text(repos / "alice/solo.git", "branch", "-f", "other", "HEAD")
-        one.refs_moved(one.registry.get("alice", "solo"))
+        one.moves.refs_moved(one.registry.get("alice", "solo"))
         wait_for(lambda: two.notices.received > heard)
-        assert b"other" in two.snapshot(repo).branches
+        assert b"other" in two.live.snapshot(repo).branches
     finally:
         two.stop()
         one.stop()
@@ -355,10 +355,10 @@ def test_one_node_at_a_time_collects_a_repositorys_garbage(
         repo = two.registry.get("alice", "solo")
         assert one.leases.take(f"gc {repo.id}")  # one collects it now
         packs = sorted((repos / "alice/solo.git/objects/pack").iterdir())
-        assert two.collect_garbage(repo) is False  # so the other leaves it alone
+        assert two.garbage.collect(repo) is False  # so the other leaves it alone
         assert sorted((repos / "alice/solo.git/objects/pack").iterdir()) == packs
         one.leases.release(f"gc {repo.id}")
-        assert two.collect_garbage(repo) is True
+        assert two.garbage.collect(repo) is True
         assert not two.leases.holds(f"gc {repo.id}")  # let go once done
         assert one.leases.take(f"gc {repo.id}")
     finally:

@@ -353,7 +353,7 @@ def test_commit_count_matches_rev_list(forge: Forge, fixture_root: Path, relativ
 @pytest.mark.parametrize("relative", [MERGES, DEMO])
 def test_branch_log_order_matches_git(forge: Forge, fixture_root: Path, relative: str) -> None:
     root = fixture_root / relative
-    handle = forge.open(repo_of(forge, relative))
+    handle = forge.live.open(repo_of(forge, relative))
     for branch, tip in git_branches(root).items():
         expected = git_log(root, tip)
         page = libgit2_page(handle, [bytes.fromhex(tip)], 100_000)
@@ -367,7 +367,7 @@ def test_branch_log_order_in_a_long_history(forge: Forge, fixture_root: Path) ->
     root = fixture_root / HISTORY
     tip = git_branches(root)["main"]
     expected = git_log(root, tip, max_count=500)
-    handle = forge.open(repo_of(forge, HISTORY))
+    handle = forge.live.open(repo_of(forge, HISTORY))
     page = libgit2_page(handle, [bytes.fromhex(tip)], 200)
     assert [c.hex() for c in page.commits] == expected[:200]
     assert page.more
@@ -450,7 +450,7 @@ def small_pages(
     forge = start_forge(repos, tmp_path_factory.mktemp("small-pages-data"), commits_per_page=2)
     try:
         repo = repo_of(forge, MERGES)
-        tips = forge.snapshot(repo).tips()
+        tips = forge.live.snapshot(repo).tips()
         wait_for(lambda: all(forge.indexer.ready(repo.id, c) for c in tips))
         yield testing.TestClient(create_app(forge))
     finally:
@@ -589,7 +589,7 @@ def edges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Forge, Pat
     for relative in (EDGES, TIES, SKEW):
         repo = repo_of(forge, relative)
         # raised KeyError before: a --no-ff merge's first parent indexed after its children
-        assert forge.indexer.update(repo, forge.state(repo).snapshot()) == len(
+        assert forge.indexer.update(repo, forge.live.state(repo).snapshot()) == len(
             git_all_commits(root / relative)
         )
     yield forge, root
@@ -602,7 +602,7 @@ def test_awkward_shapes_match_git(edges: tuple[Forge, Path], relative: str) -> N
     repo_dir = root / relative
     graph = graph_of(forge, relative)
     repo = repo_of(forge, relative)
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     starts = git_all_commits(repo_dir)
     paths = [*git_paths_ever(repo_dir), b"missing"]
     compared, wrong = _history_mismatches(repo_dir, graph, starts, paths)

@@ -52,7 +52,7 @@ def test_collecting_a_repository_cuts_its_delta_chains(tmp_path: Path) -> None:
     assert _longest_chain(git_dir) > 10
     forge = start_forge(repos, tmp_path / "data", gc_interval=0)
     try:
-        assert forge.collect_garbage(forge.registry.get("alice", "deep"))
+        assert forge.garbage.collect(forge.registry.get("alice", "deep"))
     finally:
         forge.stop()
     assert 0 < _longest_chain(git_dir) <= 10
@@ -67,7 +67,7 @@ def test_the_depth_is_a_setting(tmp_path: Path) -> None:
     _deep_history(git_dir)
     forge = start_forge(repos, tmp_path / "data", gc_interval=0, gc_pack_depth=3)
     try:
-        assert forge.collect_garbage(forge.registry.get("alice", "deep"))
+        assert forge.garbage.collect(forge.registry.get("alice", "deep"))
     finally:
         forge.stop()
     assert 0 < _longest_chain(git_dir) <= 3

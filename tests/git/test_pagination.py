@@ -231,7 +231,7 @@ def serve(root: Path, data: Path) -> Served:
     served = Served(forge, root)
     for name in HISTORIES:
         repo = served.repo(name)
-        forge.indexer.update(repo, forge.state(repo).snapshot())
+        forge.indexer.update(repo, forge.live.state(repo).snapshot())
     return served
 
 
@@ -381,7 +381,7 @@ def test_a_bookmarked_page_stays_put_when_the_branch_moves(
         pushed = git(repo, "commit-tree", tree, "-p", tip, "-m", "pushed", when=EPOCH_START + 10**7)
         git(repo, "update-ref", "refs/heads/main", pushed.decode().strip(), tip)
         try:
-            served.forge.refs_moved(served.repo("flask"))
+            served.forge.moves.refs_moved(served.repo("flask"))
             assert _SUMMARY.findall(page(client, url))[0] == pushed.decode().strip()
             assert _SUMMARY.findall(page(client, url, query)) == second
         finally:

@@ -315,11 +315,12 @@ def test_scheduled_gc_collects_repositories_whose_refs_moved(tmp_path: Path):
         wait_for(lambda: forge.indexer.ready(repo.id, bytes.fromhex(doomed)) is not None)
         git("--git-dir", str(git_dir), "branch", "-D", "doomed")
         wait_for(lambda: pygit2.Repository(str(git_dir)).get(doomed) is None)
-        snapshot = forge.snapshot(repo)
+        snapshot = forge.live.snapshot(repo)
         assert b"doomed" not in snapshot.branches
         main = bytes.fromhex(rev(git_dir, "main"))
-        assert forge.reachable(repo, snapshot, ObjectType.COMMIT, main, None)
-        assert not forge.reachable(repo, snapshot, ObjectType.COMMIT, bytes.fromhex(doomed), None)
+        assert forge.gate.reachable(repo, snapshot, ObjectType.COMMIT, main, None)
+        doomed_id = bytes.fromhex(doomed)
+        assert not forge.gate.reachable(repo, snapshot, ObjectType.COMMIT, doomed_id, None)
     finally:
         forge.stop()
 
@@ -348,22 +349,22 @@ def test_a_cherry_picked_branchs_files_stay_served_once_it_is_deleted(tmp_path: 
         repo = forge.registry.get("alice", "demo")
         wait_for(lambda: forge.indexer.ready(repo.id, bytes.fromhex(picked)) is not None)
         git("--git-dir", str(git_dir), "branch", "-D", "topic")
-        forge.refs_moved(repo)
+        forge.moves.refs_moved(repo)
 
         def answer(blob: str) -> bool | None:
-            snapshot = forge.snapshot(repo)
-            return forge.reachable(repo, snapshot, ObjectType.BLOB, bytes.fromhex(blob), None)
+            snapshot = forge.live.snapshot(repo)
+            return forge.gate.reachable(repo, snapshot, ObjectType.BLOB, bytes.fromhex(blob), None)
 
         wait_for(lambda: answer(secret) is not None)
         assert answer(secret) is False
         assert answer(shared) is True
         assert (
-            forge.reachable(
-                repo, forge.snapshot(repo), ObjectType.COMMIT, bytes.fromhex(picked), None
+            forge.gate.reachable(
+                repo, forge.live.snapshot(repo), ObjectType.COMMIT, bytes.fromhex(picked), None
             )
             is False
         )
-        allowed = forge.fetchable(repo)
+        allowed = forge.gate.fetchable(repo)
         assert allowed(bytes.fromhex(shared)) is True
         assert allowed(bytes.fromhex(secret)) is False
     finally:

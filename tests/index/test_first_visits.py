@@ -58,7 +58,7 @@ def _repo(forge: Forge) -> Repo:
 
 def _slices(forge: Forge, repo: Repo, count: int) -> None:
     """The commits (the first slice), then ``count - 1`` slices of changed paths."""
-    job = IndexJob(repo, forge.state(repo).snapshot())
+    job = IndexJob(repo, forge.live.state(repo).snapshot())
     try:
         for _ in range(count):
             assert not forge.indexer.work(job)
@@ -179,7 +179,7 @@ def test_a_column_asked_entry_by_entry_stops_once_the_index_has_caught_up(
         asked.append(path)
         if len(asked) == 1:  # the whole index is built while git answers the first entry
             _slices(forge, repo, 1)
-            job = IndexJob(repo, forge.state(repo).snapshot())
+            job = IndexJob(repo, forge.live.state(repo).snapshot())
             try:
                 while not forge.indexer.work(job):
                     pass
@@ -244,7 +244,7 @@ def test_the_bulk_index_makes_way_for_a_viewed_answer_for_a_while(forge: Forge) 
     release = _hold_an_answer(forge, "viewed")
     now = time.monotonic()
     assert indexer._paused(now) and not indexer._paused(now + VIEWED_PAUSE)
-    job = IndexJob(repo, forge.state(repo).snapshot(), fresh=False)
+    job = IndexJob(repo, forge.live.state(repo).snapshot(), fresh=False)
     try:
         assert not indexer.work(job)
     finally:
@@ -264,7 +264,7 @@ def test_a_paused_bulk_index_waits_for_the_pause_rather_than_spinning(forge: For
     interpreter the pause was giving to the page's answer."""
     indexer = forge.indexer
     repo = _repo(forge)
-    indexer.schedule(repo, forge.state(repo).snapshot())  # ready now
+    indexer.schedule(repo, forge.live.state(repo).snapshot())  # ready now
     release = _hold_an_answer(forge, "viewed")
     waits = 0
     real_wait = indexer._wake.wait
@@ -299,7 +299,7 @@ def test_git_is_asked_for_a_column_once_a_slice_is_in(
     repo = _repo(forge)
     tip = git_text(Path(repo.path), "rev-parse", "main").strip()
     client = testing.TestClient(create_app(forge))
-    job = IndexJob(repo, forge.state(repo).snapshot())
+    job = IndexJob(repo, forge.live.state(repo).snapshot())
     try:
         assert not forge.indexer.work(job)  # the commits
         forge.indexer.slice_commits = 1  # (as a slice a viewed answer cut short)
@@ -419,7 +419,7 @@ def test_the_commits_of_the_index_make_way_for_a_viewed_answer(
     indexer = forge.indexer
     repo = _repo(forge)
     release = _hold_an_answer(forge, "viewed")
-    job = IndexJob(repo, forge.state(repo).snapshot())
+    job = IndexJob(repo, forge.live.state(repo).snapshot())
     working = threading.Thread(target=indexer.work, args=(job,))
     try:
         working.start()

@@ -61,7 +61,7 @@ def _repo(forge: Forge, owner: str, name: str) -> Repo:
 
 def _queue(forge: Forge, *repos: Repo) -> None:
     for repo in repos:
-        forge.indexer.schedule(repo, forge.state(repo).snapshot())
+        forge.indexer.schedule(repo, forge.live.state(repo).snapshot())
 
 
 def _done_order(forge: Forge) -> list[tuple[str, dict[str, tuple[int, int] | None]]]:
@@ -133,7 +133,7 @@ def test_a_recent_path_answers_before_the_history_is_indexed(forge: Forge, repos
 def test_a_stopped_index_goes_on_where_it_stopped(repos: Path, tmp_path: Path) -> None:
     first = _forge(repos, tmp_path / "data", index_slice_commits=SLICE)
     repo = _repo(first, "big", "one")
-    job = IndexJob(repo, first.state(repo).snapshot())
+    job = IndexJob(repo, first.live.state(repo).snapshot())
     for _ in range(5):  # the commits, then four slices of changed paths
         assert not first.indexer.work(job)
     floorless.index.indexer._close(job)
@@ -146,7 +146,7 @@ def test_a_stopped_index_goes_on_where_it_stopped(repos: Path, tmp_path: Path) -
         repo = _repo(again, "big", "one")
         root = repos / "big/one.git"
         total = int(git_text(root, "rev-list", "--count", "--all"))
-        assert again.indexer.update(repo, again.state(repo).snapshot()) == 0  # none new
+        assert again.indexer.update(repo, again.live.state(repo).snapshot()) == 0  # none new
         assert again.indexer.commits_indexed == total - 4 * SLICE
         graph = again.indexer.graph(repo.id)
         assert graph is not None and graph.indexed == len(graph) == total
@@ -163,7 +163,7 @@ def test_a_stopped_index_goes_on_where_it_stopped(repos: Path, tmp_path: Path) -
 def test_the_loaded_index_is_packed(repos: Path, tmp_path: Path) -> None:
     first = _forge(repos, tmp_path / "data")
     repo = _repo(first, "big", "one")
-    total = first.indexer.update(repo, first.state(repo).snapshot())
+    total = first.indexer.update(repo, first.live.state(repo).snapshot())
     assert total > 10_000
     first.stop()
     first.db.close()
@@ -172,7 +172,7 @@ def test_the_loaded_index_is_packed(repos: Path, tmp_path: Path) -> None:
     again = _forge(repos, tmp_path / "data")
     try:
         repo = _repo(again, "big", "one")
-        snapshot = again.state(repo).snapshot()
+        snapshot = again.live.state(repo).snapshot()
         gc.collect()
         before = len(gc.get_objects())
         assert again.indexer.update(repo, snapshot) == 0  # loads the stored index
@@ -191,7 +191,7 @@ def test_pages_say_how_far_the_index_is(forge: Forge, monkeypatch: pytest.Monkey
     # what git would answer before the index does is held back (test_first_visits.py)
     monkeypatch.setattr(forge.answers, "_defer", lambda *args, **kwargs: None)
     repo = _repo(forge, "big", "one")
-    job = IndexJob(repo, forge.state(repo).snapshot())
+    job = IndexJob(repo, forge.live.state(repo).snapshot())
     try:
         for _ in range(2):  # the commits, then one slice of changed paths
             assert not forge.indexer.work(job)

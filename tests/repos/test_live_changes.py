@@ -91,13 +91,13 @@ def test_a_commit_made_behind_the_back_shows_up(live, repos):
     reads_before, scans_before = ref_reads.here(), scans.here()
 
     repo = forge.registry.get("alice", "one")
-    cached = forge.state(repo).snapshot()
+    cached = forge.live.state(repo).snapshot()
     new = _commit_behind_the_back(
         one, b"# One\n\nChanged behind floorless's back.\n", "Change the README directly"
     )
     right_after = client.simulate_get("/alice/one")
     assert right_after.status_code == 200
-    if forge.state(repo).snapshot() is cached:
+    if forge.live.state(repo).snapshot() is cached:
         # the background check has not run yet, so the page came from the cached refs
         assert old in right_after.text and new not in right_after.text
 
@@ -129,16 +129,16 @@ def test_ref_checks_read_refs_only_when_something_moved(live, repos):
     forge.stop()  # the checks below run here, not in the background thread
     before = sum(ref_reads.by_thread.values())
     for _ in range(3):
-        assert forge.check_refs() == 0
+        assert forge.maintenance.check_refs() == 0
     assert sum(ref_reads.by_thread.values()) == before
     _commit_behind_the_back(one, b"moved\n", "Move main")
-    assert forge.check_refs() == 1
+    assert forge.maintenance.check_refs() == 1
     git(one, "branch", "side", "main")  # a new ref in refs/heads
-    assert forge.check_refs() == 1
+    assert forge.maintenance.check_refs() == 1
     git(one, "pack-refs", "--all")  # loose refs into packed-refs: the same refs
-    assert forge.check_refs() == 0
+    assert forge.maintenance.check_refs() == 0
     git(one, "tag", "v9")
-    assert forge.check_refs() == 1
+    assert forge.maintenance.check_refs() == 1
     assert "v9" in client.simulate_get("/alice/one/tags").text
 
 

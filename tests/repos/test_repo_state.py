@@ -40,7 +40,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Forge, testing.TestClient]]:
     try:
         client = testing.TestClient(create_app(forge))
         for repo in forge.registry.all():
-            forge.snapshot(repo)
+            forge.live.snapshot(repo)
         wait_indexed(forge)
         for url in PAGES * 2:
             assert client.simulate_get(url).status_code == 200, url
@@ -93,7 +93,7 @@ def test_forget_drops_every_piece(served) -> None:
     one, two = forge.registry.get("alice", "one"), forge.registry.get("alice", "two")
     assert held(forge, one) == dict.fromkeys(NOTHING, True)
     before = held(forge, two)
-    forge.state(one).forget()
+    forge.live.state(one).forget()
     assert held(forge, one) == NOTHING
     assert held(forge, two) == before  # another repository's pieces stay
 
@@ -101,7 +101,7 @@ def test_forget_drops_every_piece(served) -> None:
 def test_the_page_cache_never_serves_a_forgotten_repository(served) -> None:
     forge, client = served
     one = forge.registry.get("alice", "one")
-    forge.state(one).forget()
+    forge.live.state(one).forget()
     hits = _pages(forge).hits
     assert client.simulate_get(PAGES[0]).status_code == 200
     assert _pages(forge).hits == hits  # rendered again, from a new snapshot
@@ -110,7 +110,7 @@ def test_the_page_cache_never_serves_a_forgotten_repository(served) -> None:
 def test_delete_goes_through_forget(served, forgotten) -> None:
     forge, client = served
     one = forge.registry.get("alice", "one")
-    forge.delete(one)
+    forge.lifecycle.delete(one)
     assert forgotten == [one.id]
     assert held(forge, one) == NOTHING
     assert client.simulate_get(PAGES[0]).status_code == 404
@@ -119,7 +119,7 @@ def test_delete_goes_through_forget(served, forgotten) -> None:
 def test_rename_goes_through_forget(served, forgotten) -> None:
     forge, client = served
     one = forge.registry.get("alice", "one")
-    renamed = forge.rename(one, "uno")
+    renamed = forge.lifecycle.rename(one, "uno")
     assert forgotten == [one.id]
     assert held(forge, one) == NOTHING  # under the old path, and by id until read again
     assert client.simulate_get("/alice/uno").status_code == 200
@@ -135,11 +135,11 @@ def test_a_repository_replaced_at_its_path_goes_through_forget(served, forgotten
     forge.registry.delete(old)  # behind this forge's back: its state is not told
     new = forge.registry.create("alice", "one")
     assert new.path == old.path and new.id > old.id
-    handle = forge.open(old)
-    forge.rescan()
+    handle = forge.live.open(old)
+    forge.maintenance.rescan()
     assert forgotten == [old.id]
     assert held(forge, old) == NOTHING
-    assert forge.open(new) is not handle
+    assert forge.live.open(new) is not handle
     page = client.simulate_get("/alice/one")
     assert page.status_code == 200 and "Hello." not in page.text  # empty: not the old one's
 
@@ -149,9 +149,10 @@ def test_a_request_for_the_new_row_forgets_the_replaced_state(served, forgotten)
     old = forge.registry.get("alice", "one")
     forge.registry.delete(old)
     new = forge.registry.create("alice", "one")
-    assert forge.snapshot(new).is_empty
+    assert forge.live.snapshot(new).is_empty
     assert forgotten == [old.id]
-    assert forge.state(old) is forge.state(new)  # an older row: the state of what is there
+    # an older row: the state of what is there
+    assert forge.live.state(old) is forge.live.state(new)
 
 
 def test_a_repository_gone_for_two_scans_goes_through_forget(served, forgotten, tmp_path) -> None:
@@ -159,10 +160,10 @@ def test_a_repository_gone_for_two_scans_goes_through_forget(served, forgotten, 
     one = forge.registry.get("alice", "one")
     aside = tmp_path / "aside.git"
     one.path.rename(aside)
-    forge.rescan()
+    forge.maintenance.rescan()
     assert forgotten == []  # missing once: kept, it may be back in a moment
     assert held(forge, one)["graph"]
-    forge.rescan()
+    forge.maintenance.rescan()
     assert forgotten == [one.id]
     assert held(forge, one) == NOTHING
     assert client.simulate_get(PAGES[0]).status_code == 404
@@ -171,10 +172,10 @@ def test_a_repository_gone_for_two_scans_goes_through_forget(served, forgotten, 
 def test_a_ref_moved_through_floorless_is_read_again(served) -> None:
     forge, client = served
     one = forge.registry.get("alice", "one")
-    state = forge.state(one)
+    state = forge.live.state(one)
     snapshot = state.snapshot()
     git(one.path, "branch", "side", "main")
-    forge.refs_moved(one)
+    forge.moves.refs_moved(one)
     assert state.snapshot() is not snapshot and b"side" in state.snapshot().branches
     assert held(forge, one)["graph"]  # what is keyed by object ids stays
     assert "side" in client.simulate_get("/alice/one/branches").text
@@ -219,26 +220,26 @@ def test_a_repack_behind_the_back_reopens_the_handle(tmp_path: Path) -> None:
         client = testing.TestClient(create_app(forge))
         one = forge.registry.get("alice", "one")
         assert client.simulate_get("/alice/one/raw/branch/main/README.md").status_code == 200
-        snapshot, handle = forge.snapshot(one), forge.open(one)
+        snapshot, handle = forge.live.snapshot(one), forge.live.open(one)
         assert _pack_files_open(old_packs) > 0  # the page read the pack through the handle
         handle_id = id(handle)
         del handle
 
-        assert forge.check_refs() == 0
-        assert id(forge.open(one)) == handle_id  # nothing changed: the same handle
+        assert forge.maintenance.check_refs() == 0
+        assert id(forge.live.open(one)) == handle_id  # nothing changed: the same handle
 
         _commit_behind_the_back(path)
         git(path, "repack", "-adq")  # a new pack with everything; the old one removed
         assert not any(p.exists() for p in old_packs)
-        assert forge.check_refs() == 1  # main moved too
+        assert forge.maintenance.check_refs() == 1  # main moved too
         assert one.path in forge.handles  # reopened at once, by the checking thread
-        assert id(forge.open(one)) != handle_id
+        assert id(forge.live.open(one)) != handle_id
         forge.handles.collect()
         assert _pack_files_open(old_packs) == 0
 
         page = client.simulate_get("/alice/one/raw/branch/main/README.md")
         assert page.status_code == 200 and page.content == b"repacked\n"
-        assert forge.snapshot(one) is not snapshot  # the refs moved: a new snapshot
+        assert forge.live.snapshot(one) is not snapshot  # the refs moved: a new snapshot
     finally:
         gc.enable()
         forge.stop()
@@ -248,16 +249,17 @@ def test_a_repack_alone_keeps_the_snapshot_and_the_index(served) -> None:
     """Only the handle goes: the refs, graph, marks, answers and pages name objects by id."""
     forge, client = served
     one = forge.registry.get("alice", "one")
-    state = forge.state(one)
+    state = forge.live.state(one)
     git(one.path, "repack", "-adq")  # loose objects into a first pack: no pack let go
     git(one.path, "commit-graph", "write", "--reachable")  # beside the packs, not in them
     snapshot, handle = state.snapshot(), state.handle()
-    assert forge.check_refs() == 0 and state.handle() is handle
+    assert forge.maintenance.check_refs() == 0 and state.handle() is handle
 
     blob = git_text_input(one.path, b"kept aside\n", "hash-object", "-w", "--stdin")
     git(one.path, "update-ref", "refs/keep/aside", blob)  # neither a branch nor a tag
     git(one.path, "repack", "-adq")  # one more object: a new pack, the first one removed
-    assert forge.check_refs() == 0  # the refs were read again: the same branches and tags
+    # the refs were read again: the same branches and tags
+    assert forge.maintenance.check_refs() == 0
     assert state.handle() is not handle
     assert state.snapshot() is snapshot
     assert held(forge, one) == dict.fromkeys(NOTHING, True)
@@ -269,12 +271,12 @@ def test_a_repack_alone_keeps_the_snapshot_and_the_index(served) -> None:
 def test_a_pack_directory_that_cannot_be_read_is_no_change(served) -> None:
     forge, _ = served
     one = forge.registry.get("alice", "one")
-    state = forge.state(one)
+    state = forge.live.state(one)
     handle = state.handle()
     pack = one.path / "objects" / "pack"
     pack.rename(one.path / "objects" / "elsewhere")  # a failed stat tells nothing
     try:
-        assert forge.check_refs() == 0 and state.handle() is handle
+        assert forge.maintenance.check_refs() == 0 and state.handle() is handle
     finally:
         (one.path / "objects" / "elsewhere").rename(pack)
 

@@ -105,7 +105,7 @@ def test_a_scan_that_cannot_read_a_directory_drops_nothing(
     for _ in range(3):  # however often it happens
         with monkeypatch.context() as patch:
             _fail(patch, method, lambda p: when(repos, p))
-            result = forge.rescan()
+            result = forge.maintenance.rescan()
         assert _state(forge) == before
         assert result.unreadable, fault
         assert (result.added, result.removed, result.missing) == (0, 0, 0)
@@ -115,7 +115,7 @@ def test_a_scan_that_cannot_read_a_directory_drops_nothing(
     assert {repo.id: forge.indexer.graph(repo.id) for repo in forge.registry.all()} == graphs
     for name in before:
         assert client.simulate_get(f"/{name}").status_code == 200, name
-    clean = forge.rescan()
+    clean = forge.maintenance.rescan()
     assert (clean.added, clean.removed, clean.missing, clean.unreadable) == (0, 0, 0, ())
     assert _state(forge) == before
 
@@ -127,11 +127,11 @@ def test_a_missing_repositories_directory_is_an_error_not_an_empty_forge(
     before = _state(forge)
     repos.rename(tmp_path / "unmounted")  # a share not mounted (yet)
     for _ in range(3):
-        result = forge.rescan()
+        result = forge.maintenance.rescan()
         assert _state(forge) == before
         assert result.unreadable and result.removed == 0
     (tmp_path / "unmounted").rename(repos)
-    forge.rescan()
+    forge.maintenance.rescan()
     assert _state(forge) == before
 
 
@@ -144,21 +144,21 @@ def test_a_repository_is_dropped_only_when_two_scans_in_a_row_miss_it(
     aside = tmp_path / "aside.git"
     # gone for one scan (a remount), back for the next: as it was
     two.rename(aside)
-    first = forge.rescan()
+    first = forge.maintenance.rescan()
     assert _state(forge) == before
     assert first.missing == 1
     aside.rename(two)
-    assert forge.rescan().missing == 0
+    assert forge.maintenance.rescan().missing == 0
     two.rename(aside)
-    assert forge.rescan().missing == 1  # the count started again
+    assert forge.maintenance.rescan().missing == 1  # the count started again
     aside.rename(two)
-    forge.rescan()
+    forge.maintenance.rescan()
     assert _state(forge) == before
     # gone for good: dropped, with its index and answers, at the second scan in a row
     two.rename(aside)
-    first = forge.rescan()
+    first = forge.maintenance.rescan()
     assert (first.missing, first.removed) == (1, 0) and _state(forge) == before
-    second = forge.rescan()
+    second = forge.maintenance.rescan()
     assert (second.missing, second.removed) == (0, 1)
     repo_id = before["alice/two"][0]
     assert "alice/two" not in _state(forge)
@@ -182,7 +182,7 @@ def test_adoption_of_an_unknown_directory_follows_the_setting(tmp_path: Path) ->
             # a name whose visibility is recorded keeps it, whatever the policy
             forge.registry.set_private("alice", "recorded", policy == "public")
             build_one(repos / "alice" / "recorded.git")
-            forge.rescan()
+            forge.maintenance.rescan()
             assert forge.registry.get("alice", "recorded").private == (policy == "public")
         finally:
             forge.stop()
@@ -198,7 +198,7 @@ CHILD = textwrap.dedent(
     """
     import os, pathlib, shutil, sys
     import pygit2
-    from floorless.config import Settings
+    from floorless.core.config import Settings
     from floorless.db import store
     from floorless.forge import Forge
 
@@ -228,9 +228,9 @@ CHILD = textwrap.dedent(
     if operation == "create":
         forge.registry.create("ann", "secret", private=True, description="Plans")
     elif operation == "rename":
-        forge.rename(forge.registry.get("ann", "secret"), "renamed")
+        forge.lifecycle.rename(forge.registry.get("ann", "secret"), "renamed")
     else:
-        forge.delete(forge.registry.get("ann", "secret"))
+        forge.lifecycle.delete(forge.registry.get("ann", "secret"))
     print(steps)
     """
 )

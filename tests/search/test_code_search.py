@@ -54,7 +54,7 @@ def push(site: Site, repo: Repo, files: dict[str, bytes | None], message: str) -
     git(work, "commit", "-q", "-m", message)
     git(work, "push", "-q", "--force", str(repo.path), "HEAD:refs/heads/main")
     head = git_text(work, "rev-parse", "HEAD")
-    site.forge.after_push(repo)  # the ref listeners queue the code index
+    site.forge.moves.after_push(repo)  # the ref listeners queue the code index
     wait_for(
         lambda: (
             (found := site.forge.code.indexed(repo.id)) is not None and found.commit.hex() == head
@@ -333,7 +333,7 @@ def test_a_pattern_without_a_trigram_reads_only_files_with_its_short_runs(site: 
     repo = site.forge.registry.get("alice", "open")
     indexed = site.forge.code.indexed(repo.id)
     assert indexed is not None
-    target = code.Target(repo, indexed, site.forge.open(repo))
+    target = code.Target(repo, indexed, site.forge.live.open(repo))
     calls: list[bytes] = []
     pattern = code.Query.pattern
 
@@ -389,7 +389,7 @@ def test_a_search_out_of_time_says_it_is_partial(site: Site) -> None:
     repo = site.forge.registry.get("alice", "open")
     indexed = site.forge.code.indexed(repo.id)
     assert indexed is not None
-    target = code.Target(repo, indexed, site.forge.open(repo))
+    target = code.Target(repo, indexed, site.forge.live.open(repo))
     spent = code.search(site.forge.code, [target], code.parse("/h.l?p/"), 1, budget=0.0)
     assert spent.partial and spent.read == 0 and not spent.files
     whole = code.search(site.forge.code, [target], code.parse("/h.l?p/"), 1, budget=60.0)
@@ -406,7 +406,7 @@ def test_a_pattern_that_backtracks_spends_its_budget_not_the_process(site: Site)
     push(site, repo, {"letters.txt": b"a" * 3000 + b"\n"}, "Many letters")
     indexed = site.forge.code.indexed(repo.id)
     assert indexed is not None
-    target = code.Target(repo, indexed, site.forge.open(repo))
+    target = code.Target(repo, indexed, site.forge.live.open(repo))
     query = code.parse(r"/\w*\w*\w*\w*\w*\d/")
     found = code.search(site.forge.code, [target], query, 1, budget=0.3)
     assert found.partial and found.read == 1 and not found.files
@@ -432,7 +432,7 @@ def test_another_branch_is_indexed_when_first_asked_for(site: Site) -> None:
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "topic")
     git(work, "push", "-q", str(repo.path), "topic:refs/heads/topic")
-    site.forge.after_push(repo)
+    site.forge.moves.after_push(repo)
     tip = git_text(work, "rev-parse", "HEAD")
     tree = bytes.fromhex(git_text(work, "rev-parse", "HEAD^{tree}"))
     assert found_paths(get(site, "/alice/branches/search?q=kangaroo")) == []

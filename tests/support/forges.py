@@ -101,7 +101,7 @@ def wait_indexed(forge: Forge) -> None:
     """Wait until every readable repository is fully indexed."""
     for repo in forge.registry.all():
         try:
-            snapshot = forge.snapshot(repo)
+            snapshot = forge.live.snapshot(repo)
         except Exception:  # a broken repository is never indexed
             continue
         tips = snapshot.tips()

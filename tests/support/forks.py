@@ -66,7 +66,7 @@ def forge(tmp_path: Path) -> Iterator[Forge]:
     for name, private in (("plans", False), ("secret", True)):
         repo = forge.registry.create("ann", name, private=private)
         git("push", "-q", str(repo.path), "main", "v1", cwd=work)
-        forge.after_push(repo)
+        forge.moves.after_push(repo)
     dan = forge.accounts.get("dan")
     assert dan is not None
     forge.policy.set_collaborator(forge.registry.get("ann", "secret"), dan, "read")

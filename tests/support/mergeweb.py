@@ -25,7 +25,7 @@ def fill(forge: Forge, tmp_path: Path, name: str = "plans") -> Path:
     git(path, "checkout", "-q", "main")
     commit(path, "Main", m="m\n")
     git(path, "push", "-q", "origin", "main", "topic")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     return path
 
 
@@ -36,7 +36,7 @@ def open_pull(forge: Forge, name: str = "plans", head: str = "topic") -> Pull:
         "ann", name, forge.accounts.require("ann"), f"Merge {head}", "", "main",
         ("ann", name, head), tip,
     )  # fmt: skip
-    forge.set_pull_ref(repo, pull.number, tip)
+    forge.moves.set_pull_ref(repo, pull.number, tip)
     settle(forge)
     return forge.pulls.get("ann", name, pull.number)
 

@@ -35,7 +35,7 @@ def push(forge: Forge, work: Path, *refspecs: str) -> None:
     """A plain ``git push`` straight to the repository's directory, as behind floorless's
     back; then the ref check notices it, as it would."""
     git(work, "push", "-q", "-f", "origin", *refspecs)
-    forge.check_refs()
+    forge.maintenance.check_refs()
     settle(forge)
 
 

@@ -56,15 +56,15 @@ class Setup:
     def __init__(self, forge: Forge) -> None:
         self.forge = forge
         self.repo = forge.registry.get("ann", "plans")
-        self.handle = forge.open(self.repo)
+        self.handle = forge.live.open(self.repo)
         self.base = commit(self.handle, BASE, [], "base", "refs/heads/main")
         self.head = commit(self.handle, HEAD, [self.base], "the change", "refs/heads/feature")
-        forge.refs_moved(self.repo)
+        forge.moves.refs_moved(self.repo)
         ben = account(forge, "ben")
         self.pull = forge.pulls.create(
             "ann", "plans", ben, "A change", "", "main", ("ann", "plans", "feature"), self.head
         )
-        forge.set_pull_ref(self.repo, self.pull.number, self.head)
+        forge.moves.set_pull_ref(self.repo, self.pull.number, self.head)
 
     def current(self) -> Pull:
         return self.forge.pulls.get("ann", "plans", self.pull.number)
@@ -97,7 +97,7 @@ class Setup:
         """A new head on the feature branch, recorded as the merging code records it."""
         pull = self.current()
         new = commit(self.handle, files, [pull.head_oid], message, "refs/heads/feature")
-        self.forge.refs_moved(self.repo)  # the follower (merging.py) records the move
+        self.forge.moves.refs_moved(self.repo)  # the follower (merging.py) records the move
         wait_for(lambda: self.current().head_oid == new and self.forge.merger.idle())
         assert self.handle.references[pull.ref].target == pygit2.Oid(hex=new)
         wait_for(self.forge.reviews.idle)

@@ -214,7 +214,7 @@ def test_a_kept_compare_page_shows_a_pull_request_opened_of_it_and_a_new_commit(
     other = commit(
         setup.handle, {**HEAD, "more.txt": "more\n"}, [setup.base], "more", "refs/heads/other"
     )
-    forge_.refs_moved(setup.repo)
+    forge_.moves.refs_moved(setup.repo)
     # the background check of the open pull request writes its answer (a write the pages
     # show, so it moves the activity version): let it land before the page is kept
     wait_for(lambda: setup.current().checked and forge_.merger.idle())
@@ -238,5 +238,5 @@ def test_a_kept_compare_page_shows_a_pull_request_opened_of_it_and_a_new_commit(
     newer = commit(
         setup.handle, {**HEAD, "more.txt": "most\n"}, [other], "newer", "refs/heads/other"
     )
-    forge_.refs_moved(setup.repo)
+    forge_.moves.refs_moved(setup.repo)
     assert newer[:10] in client.simulate_get(page).text

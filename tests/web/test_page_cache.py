@@ -131,7 +131,7 @@ def _languages_counted(forge: Forge, renderer: Renderer, name: str) -> None:
     """Wait for the background count of a large tree's languages, without which its home
     page is not kept (``web/languages.py``)."""
     repo = forge.registry.get("alice", name)
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     tree = handle.revparse_single("HEAD").peel(pygit2.Tree).id.raw
     wait_for(lambda: renderer.languages.get(handle, repo.path, tree) is not None)
 

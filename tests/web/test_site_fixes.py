@@ -241,7 +241,7 @@ def test_the_language_bar(forge: Forge, monkeypatch: pytest.MonkeyPatch, inline:
     monkeypatch.setattr(languages, "INLINE", inline)
     client = testing.TestClient(create_app(forge))  # a renderer of its own: nothing counted
     repo = forge.registry.get("alice", "demo")
-    handle = forge.open(repo)
+    handle = forge.live.open(repo)
     tree = handle.revparse_single("main").peel(pygit2.Tree)
     expected = languages.count(handle, tree)
     assert expected and expected[0].name == "Python"  # src/app.py; the Markdown is prose

@@ -533,7 +533,7 @@ def test_only_administrators_reach_hooks_and_private_ones_are_missing(site: Site
     for path in paths:
         assert site.http.get(path, headers=ben).status_code == 403  # public: may read, not admin
         assert site.http.get(path).status_code == 401
-    site.forge.set_private(site.forge.registry.get("ann", "plans"), True)
+    site.forge.lifecycle.set_private(site.forge.registry.get("ann", "plans"), True)
     for path in [*paths, paths[1] + "/tests"]:
         method = "POST" if path.endswith("/tests") else "GET"
         hidden = site.http.request(method, path, headers=ben)

@@ -91,7 +91,7 @@ def gc(forge: Forge, names: tuple[str, ...]) -> None:
     before = spawned.total
     done = 0
     for repo in repos:
-        if forge.collect_garbage(repo):
+        if forge.garbage.collect(repo):
             done += 1
             click.echo(f"{repo.full_name}: collected")
         else:

@@ -1,117 +1,21 @@
-"""Forks: a repository made from another that borrows its parent's objects.
+"""Forking as someone's act: who may fork a repository, into whose name, and its event.
 
-A fork is a new bare repository (made through the registry, so its creation is as safe
-against a crash as any other) whose ``objects/info/alternates`` names the parent's objects
-directory, and whose branches and tags are written as refs to the parent's commits: no object
-is copied, so forking a repository of any size takes as long as writing its refs. What is
-pushed to the fork afterwards is stored in the fork alone; the parent never reads a fork's
-objects.
-
-Borrowing has three consequences the forge takes care of:
-
-- the parent's garbage collection must keep what it no longer reaches (a fork may still
-  reach it): a repository with forks is collected with ``--prune=never`` (``garbage.py``);
-- deleting the parent would take the fork's history with it: first each fork is made whole
-  (``git repack -a -d`` while the alternates are still there copies what it borrows into its
-  own pack), then its alternates line goes;
-- the alternates path is absolute (libgit2 follows relative alternates one level only, and a
-  fork of a fork is two), so renaming the parent writes the new path into each fork's
-  alternates before the directory moves and removes the old one after.
-
-A pull request from a fork into its parent needs the head's commits in the parent (its
-``refs/pull/N/head`` is fetched from there): ``fetch_head_into_base`` fetches them, one git
-process when the pull request is opened or its head moves, never on a page.
+What a fork is (a repository that borrows its parent's objects) and how one is made, renamed
+and deleted are the repository layer's (``repos/forks.py``, ``repos/lifecycle.py``). This is
+the part that asks who is forking: the web's fork form and the API's ``POST .../forks``
+alike make one here, and the parent's webhooks hear of it (a ``Forked`` change).
 """
 
 from __future__ import annotations
 
-import logging
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-import pygit2
-
-from floorless.core.errors import FloorlessError, Forbidden, NotFound
-from floorless.git.refs import HEADS, TAGS
-
-if TYPE_CHECKING:
-    from floorless.accounts.access import Level, Viewer
-    from floorless.accounts.accounts import Account
-    from floorless.forge import Forge
-    from floorless.repos.registry import Repo
-
-log = logging.getLogger(__name__)
-
-REPACK_TIMEOUT = 6 * 3600.0
-FETCH_TIMEOUT = 600.0
-
-
-@dataclass(frozen=True)
-class ForkRow:
-    owner: str
-    name: str
-    parent_owner: str
-    parent_name: str
-
-
-def alternates_file(repo: Repo) -> Path:
-    return repo.path / "objects" / "info" / "alternates"
-
-
-def objects_dir(git_dir: Path) -> str:
-    return str((git_dir / "objects").resolve())
-
-
-def owns(git_dir: Path, oid: bytes) -> bool:
-    """Whether the object ``oid`` is in the repository's own objects (packed or loose), not
-    in those it borrows through alternates."""
-    objects = str(git_dir / "objects")
-    odb = pygit2.Odb()
-    try:
-        odb.add_backend(pygit2.OdbBackendPack(objects), 2)
-        odb.add_backend(pygit2.OdbBackendLoose(objects, 0, False), 1)
-        return odb.exists(pygit2.Oid(raw=oid))
-    except (pygit2.GitError, ValueError, OSError):
-        return False
-
-
-def parent_of(forge: Forge, owner: str, name: str) -> ForkRow | None:
-    row = forge.db.one("SELECT * FROM forks WHERE owner = ? AND name = ?", (owner, name))
-    if row is None:
-        return None
-    return ForkRow(row["owner"], row["name"], row["parent_owner"], row["parent_name"])
-
-
-def forks_of(forge: Forge, owner: str, name: str) -> list[ForkRow]:
-    rows = forge.db.query(
-        "SELECT * FROM forks WHERE parent_owner = ? AND parent_name = ? ORDER BY owner, name",
-        (owner, name),
-    )
-    return [ForkRow(r["owner"], r["name"], r["parent_owner"], r["parent_name"]) for r in rows]
-
-
-def owners_for(forge: Forge, account: Account) -> list[str]:
-    """Who ``account`` may fork into: themselves, and each organisation they own."""
-    return [account.name] + [org.name for org in forge.accounts.owned_orgs(account)]
-
-
-def fork_for(
-    forge: Forge, viewer: Viewer, level: Level, parent: Repo, owner: str, name: str
-) -> Repo:
-    """The fork ``viewer`` (at ``level`` on ``parent``) asks for, through the web's form or
-    the API alike: into their own name or an organisation they own, named as the parent
-    unless they name it. Refused (Forbidden) before anything is written when the policy does
-    not let them fork, or ``owner`` is no one they may create repositories for."""
-    account = viewer.account
-    if account is None or not forge.policy.may_fork(viewer, level):
-        raise Forbidden("you may not fork this repository")
-    if owner not in owners_for(forge, account):
-        raise Forbidden(f"you cannot create repositories for {owner[:100]!r}")
-    made = fork(forge, parent, owner, name.strip() or parent.name)
-    forge.changed(Forked(parent, made, account))  # the parent's webhooks' fork event
-    return made
+from floorless.accounts.access import Level, Policy, Viewer
+from floorless.accounts.accounts import Account, Accounts
+from floorless.core.errors import Forbidden
+from floorless.repos.lifecycle import Lifecycle
+from floorless.repos.registry import Repo
 
 
 @dataclass(frozen=True)
@@ -123,147 +27,33 @@ class Forked:
     account: Account
 
 
-def fork(forge: Forge, parent: Repo, owner: str, name: str) -> Repo:
-    """Make ``owner/name`` a fork of ``parent``: as private as the parent, the parent's
-    branches, tags and default branch, its objects borrowed. Raises Conflict when the name
-    is taken, BadRequest when it is no repository name."""
-    snapshot = forge.snapshot(parent)
-    source = objects_dir(parent.path)
-    repo = forge.registry.create(
-        owner, name, private=parent.private, description=parent.description
-    )
-    try:
-        alternates = alternates_file(repo)
-        alternates.parent.mkdir(parents=True, exist_ok=True)
-        alternates.write_text(source + "\n")
-        handle = pygit2.Repository(str(repo.path))  # opened after the alternates exist
-        for short, commit in snapshot.branches.items():
-            _write_ref(handle, HEADS + short, commit)
-        for short, tag in snapshot.tags.items():
-            if tag.target:
-                _write_ref(handle, TAGS + short, tag.target)
-        if snapshot.head is not None:
-            handle.references.create("HEAD", snapshot.head.decode(), force=True)
-        with forge.db.transaction():
-            forge.db.execute(
-                "INSERT INTO forks (owner, name, parent_owner, parent_name, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (owner, name, parent.owner, parent.name, time.time()),
-            )
-    except BaseException:
-        forge.delete(repo)
-        raise
-    forge.refs_moved(repo)
-    return repo
+class Forking:
+    def __init__(
+        self,
+        accounts: Accounts,
+        policy: Policy,
+        lifecycle: Lifecycle,
+        changed: Callable[[Forked], None],
+    ) -> None:
+        self.accounts = accounts
+        self.policy = policy
+        self.lifecycle = lifecycle
+        self.changed = changed  # the parent's webhooks' fork event
 
+    def owners_for(self, account: Account) -> list[str]:
+        """Who ``account`` may fork into: themselves, and each organisation they own."""
+        return [account.name] + [org.name for org in self.accounts.owned_orgs(account)]
 
-def _write_ref(handle: pygit2.Repository, name: bytes, target: bytes) -> None:
-    try:
-        text = name.decode("utf-8")
-    except UnicodeDecodeError:  # a ref libgit2 cannot name: left out
-        return
-    handle.references.create(text, pygit2.Oid(raw=target), force=True)
-
-
-def make_whole(forge: Forge, repo: Repo) -> None:
-    """Copy into ``repo`` every object it borrows, then stop borrowing (its parent is about to
-    go). ``git repack -a -d`` without ``-l`` packs the objects its refs reach wherever they
-    are; ``git fsck --connectivity-only`` checks nothing is missing before the alternates go."""
-    alternates = alternates_file(repo)
-    if not alternates.exists():
-        return
-    forge.git.run(repo.path, ("repack", "-a", "-d", "-q"), timeout=REPACK_TIMEOUT)
-    kept = alternates.with_name("alternates.detached")
-    alternates.rename(kept)
-    try:
-        forge.git.run(repo.path, ("fsck", "--connectivity-only", "--no-dangling"), REPACK_TIMEOUT)
-    except FloorlessError:
-        kept.rename(alternates)  # still borrowing: the parent is not deleted
-        raise
-    kept.unlink()
-    forge.state(repo).reopen()
-
-
-def before_delete(forge: Forge, parent: Repo) -> None:
-    """Make every fork of ``parent`` whole; raises (and the deletion does not happen) when
-    one cannot be."""
-    for row in forks_of(forge, parent.owner, parent.name):
-        try:
-            child = forge.registry.get(row.owner, row.name)
-        except NotFound:
-            continue
-        make_whole(forge, child)
-    forge.db.execute(
-        "DELETE FROM forks WHERE parent_owner = ? AND parent_name = ?", (parent.owner, parent.name)
-    )
-
-
-def _children(forge: Forge, parent: Repo) -> list[Repo]:
-    found = []
-    for row in forks_of(forge, parent.owner, parent.name):
-        try:
-            found.append(forge.registry.get(row.owner, row.name))
-        except NotFound:
-            continue
-    return found
-
-
-def before_rename(forge: Forge, parent: Repo, new_git_dir: Path) -> list[Repo]:
-    """Add the parent's objects directory under its new name to each fork's alternates (a
-    missing directory listed there is skipped by git and libgit2), so that no moment of the
-    rename leaves a fork without its objects."""
-    children = _children(forge, parent)
-    new = str(new_git_dir.resolve() / "objects")
-    for child in children:
-        alternates = alternates_file(child)
-        lines = alternates.read_text().splitlines() if alternates.exists() else []
-        if new not in lines:
-            _write_atomically(alternates, [*lines, new])
-    return children
-
-
-def after_rename(forge: Forge, children: list[Repo], old_git_dir: Path) -> None:
-    """Drop the parent's old objects directory from each fork's alternates."""
-    old = str(old_git_dir.resolve() / "objects")
-    for child in children:
-        alternates = alternates_file(child)
-        try:
-            lines = alternates.read_text().splitlines()
-        except OSError:
-            continue
-        _write_atomically(alternates, [line for line in lines if line != old])
-        forge.state(child).reopen()
-
-
-def _write_atomically(path: Path, lines: list[str]) -> None:
-    scratch = path.with_name(path.name + ".new")
-    scratch.write_text("".join(line + "\n" for line in lines))
-    scratch.replace(path)
-
-
-def fetch_head_into_base(forge: Forge, base: Repo, head: Repo, oid: str) -> None:
-    """Make the commit ``oid`` (hex) of ``head`` (a fork, or any repository) and everything it
-    reaches present in ``base``: one ``git fetch`` from ``head``'s directory when ``base``
-    lacks it, nothing when it has it. No ref is written in ``base``: the caller points
-    ``refs/pull/N/head`` at it (``forge.set_pull_ref``)."""
-    target = pygit2.Oid(hex=oid)
-    try:
-        forge.open(base).odb.read_header(target)
-        return
-    except (KeyError, ValueError, pygit2.GitError):
-        pass
-    forge.git.run(
-        base.path,
-        (
-            "-c",
-            "uploadpack.allowAnySHA1InWant=true",
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--quiet",
-            str(head.path),
-            oid,
-        ),
-        timeout=FETCH_TIMEOUT,
-    )
-    forge.state(base).reopen()  # new packs: a handle opened before may not see them
+    def fork_for(self, viewer: Viewer, level: Level, parent: Repo, owner: str, name: str) -> Repo:
+        """The fork ``viewer`` (at ``level`` on ``parent``) asks for, through the web's form or
+        the API alike: into their own name or an organisation they own, named as the parent
+        unless they name it. Refused (Forbidden) before anything is written when the policy
+        does not let them fork, or ``owner`` is no one they may create repositories for."""
+        account = viewer.account
+        if account is None or not self.policy.may_fork(viewer, level):
+            raise Forbidden("you may not fork this repository")
+        if owner not in self.owners_for(account):
+            raise Forbidden(f"you cannot create repositories for {owner[:100]!r}")
+        made = self.lifecycle.fork(parent, owner, name.strip() or parent.name)
+        self.changed(Forked(parent, made, account))
+        return made

@@ -2,15 +2,16 @@
 
 ``Merger`` (``forge.merger``) does two things.
 
-It follows pushes. The forge calls ``queue`` (one of its ``ref_listeners``) whenever it learns
-that a repository's refs moved; that only notes the repository, and one background thread
-then, for that repository: moves the pull requests whose head branch it holds to the branch's
-new tip (a ``pushed`` or ``force_pushed`` event), marks those whose head branch is gone, and
-checks every open pull request whose base it is -- whether the head merges cleanly and which
-files conflict, kept in the pull's row for the pair of commits checked, so that a page reads
-it and never waits. A pull request whose head the base branch reaches (someone merged it by
-hand and pushed) is marked merged. All of it is idempotent and written by compare-and-swap,
-so two threads or two nodes doing the same leave one record.
+It follows pushes. ``queue`` is a listener of the ref-move hub (``repos/moves.py``), called
+whenever the forge learns that a repository's refs moved; that only notes the repository, and
+one background thread then, for that repository: moves the pull requests whose head branch it
+holds to the branch's new tip (a ``pushed`` or ``force_pushed`` event; a fork's head is first
+fetched into the base), marks those whose head branch is gone, and checks every open pull
+request whose base it is -- whether the head merges cleanly and which files conflict, kept in
+the pull's row for the pair of commits checked, so that a page reads it and never waits. A
+pull request whose head the base branch reaches (someone merged it by hand and pushed) is
+marked merged. All of it is idempotent and written by compare-and-swap, so two threads or two
+nodes doing the same leave one record.
 
 It merges. The result is computed in memory (``git/merge.py``), written as objects, and the
 base branch moves by compare-and-swap with ``git update-ref <ref> <new> <old>``: git takes
@@ -27,30 +28,32 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import pygit2
 
-from floorless.accounts.access import Level, Viewer
-from floorless.accounts.accounts import Account
+from floorless.accounts.access import Level, Policy, Viewer
+from floorless.accounts.accounts import Account, Accounts
 from floorless.collab.protections import (
     DisallowedToMerge,
+    Protections,
     Rule,
     Verdict,
     checks,
     matching_files,
     merge_refusals,
 )
-from floorless.collab.pulls import Pull
+from floorless.collab.pulls import Pull, Pulls
+from floorless.collab.statuses import Statuses
 from floorless.core.background import start as start_thread
 from floorless.core.errors import BadRequest, Conflict, FloorlessError, GitCommandError, NotFound
+from floorless.db import Database
 from floorless.git import merge as engine
+from floorless.git.env import GitEnvironment
 from floorless.git.refs import RefSnapshot
-from floorless.repos.registry import Repo
-
-if TYPE_CHECKING:
-    from floorless.forge import Forge
+from floorless.repos.forks import Forks
+from floorless.repos.live import Live
+from floorless.repos.moves import Moves
+from floorless.repos.registry import Registry, Repo
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +97,31 @@ def squash_message(pull: Pull, handle: pygit2.Repository, base: str, head: str, 
 
 
 class Merger:
-    def __init__(self, forge: Forge) -> None:
-        self.forge = forge
-        # Called when the head branch of a pull request from a fork moved to a commit the
-        # base does not have yet (pull, new oid hex): fetch it into the base, then call
-        # ``follow_head``. Forks are their own module's.
-        self.fork_head_moved: list[Callable[[Pull, str], None]] = []
+    def __init__(
+        self,
+        db: Database,
+        git: GitEnvironment,
+        registry: Registry,
+        accounts: Accounts,
+        policy: Policy,
+        pulls: Pulls,
+        protections: Protections,
+        statuses: Statuses,
+        live: Live,
+        moves: Moves,
+        forks: Forks,
+    ) -> None:
+        self.db = db
+        self.git = git
+        self.registry = registry
+        self.accounts = accounts
+        self.policy = policy
+        self.pulls = pulls
+        self.protections = protections
+        self.statuses = statuses
+        self.live = live
+        self.moves = moves
+        self.forks = forks  # a fork's head is fetched into its base (``fork_head_moved``)
         self._queue: dict[int, Repo] = {}
         self._busy = False
         self._stopping = False
@@ -154,8 +176,8 @@ class Merger:
 
     def follow(self, repo: Repo) -> None:
         """Take in the refs of ``repo`` as they are now (see the module's docstring)."""
-        pulls = self.forge.pulls
-        snapshot = self.forge.snapshot(repo)
+        pulls = self.pulls
+        snapshot = self.live.snapshot(repo)
         for pull in pulls.open_with_head(repo.owner, repo.name):
             if pull.agit:
                 continue
@@ -168,29 +190,40 @@ class Merger:
                 if pull.same_repo:
                     self.follow_head(pull, new)
                 else:
-                    for callback in self.fork_head_moved:
-                        callback(pull, new)
+                    self.fork_head_moved(pull, new)
             elif pull.check_state == "head_gone":  # deleted, then pushed again as it was
                 pulls.record_check(pull, "", new, "checking")
         for pull in pulls.open_with_base(repo.owner, repo.name):
             self.check(repo, pull, snapshot)
+
+    def fork_head_moved(self, pull: Pull, new_oid: str) -> None:
+        """The head branch of ``pull``, in a fork, moved to ``new_oid``, a commit the base may
+        not have yet: fetch it into the base (``Forks.fetch_head_into_base``), then follow it."""
+        try:
+            base = self.registry.get(pull.owner, pull.name)
+            head = self.registry.get(pull.head_owner, pull.head_name)
+            self.forks.fetch_head_into_base(base, head, new_oid)
+        except (FloorlessError, pygit2.GitError, OSError) as exc:
+            log.warning("%s#%d: fetching its head: %s", pull.owner, pull.number, exc)
+            return
+        self.follow_head(pull, new_oid)
 
     def follow_head(self, pull: Pull, new_oid: str) -> bool:
         """The head of ``pull`` is now ``new_oid``, a commit the base repository has: record
         the move (once), then point ``refs/pull/N/head`` at whatever head the row holds
         after it -- the row first, so that a slower thread that saw an older tip, and lost
         the row's compare-and-swap, never moves the ref back. Whether this call moved it."""
-        base = self.forge.registry.get(pull.owner, pull.name)
-        handle = self.forge.open(base)
+        base = self.registry.get(pull.owner, pull.name)
+        handle = self.live.open(base)
         try:
             forced = not engine.is_ancestor(handle, pull.head_oid, new_oid)
         except (KeyError, ValueError, pygit2.GitError):  # the old head is not here
             forced = True
-        moved = self.forge.pulls.moved_head(pull, new_oid, forced, None)
-        now = self.forge.pulls.get(pull.owner, pull.name, pull.number)
+        moved = self.pulls.moved_head(pull, new_oid, forced, None)
+        now = self.pulls.get(pull.owner, pull.name, pull.number)
         ref = handle.references.get(pull.ref)
         if ref is None or str(ref.target) != now.head_oid:
-            self.forge.set_pull_ref(base, pull.number, now.head_oid)
+            self.moves.set_pull_ref(base, pull.number, now.head_oid)
         return moved
 
     def check(self, repo: Repo, pull: Pull, snapshot: RefSnapshot) -> str:
@@ -198,15 +231,15 @@ class Merger:
         ``snapshot``, unless the row holds a check of that very pair already; finish an
         interrupted merge, or mark the pull merged when the base reaches its head. The state
         found ("" when nothing could be checked)."""
-        pulls = self.forge.pulls
+        pulls = self.pulls
         tip = snapshot.branches.get(pull.base_branch.encode())
         if tip is None:
             return ""
         base, head = tip.hex(), pull.head_oid
-        handle = self.forge.open(repo)
+        handle = self.live.open(repo)
         intended = pull.merged_oid
         if intended and self._has(handle, intended) and engine.is_ancestor(handle, intended, base):
-            actor = self.forge.accounts.get(pull.merged_by) if pull.merged_by else None
+            actor = self.accounts.get(pull.merged_by) if pull.merged_by else None
             pulls.mark_merged(pull, actor, intended, pull.merge_style)
             return "merged"
         if (pull.checked_base, pull.checked_head) == (base, head) and pull.checked:
@@ -257,19 +290,19 @@ class Merger:
         push) is computed again on the new base. A base branch whose protection requires
         status checks takes a head whose checks pass (``required``), unless ``force`` and
         ``actor`` may force it."""
-        features = self.forge.pulls.features(repo.owner, repo.name)
+        features = self.pulls.features(repo.owner, repo.name)
         if style not in engine.STYLES:
             raise BadRequest(f"no way to merge called {style[:40]!r}")
         if style not in features.merge_styles:
             raise BadRequest(f"this repository does not allow “{NAMES[style]}”")
-        handle = self.forge.open(repo)
+        handle = self.live.open(repo)
         base_ref = f"refs/heads/{pull.base_branch}"
         if expected_base and self._tip(handle, base_ref) != expected_base:
             raise Conflict(
                 f"{pull.base_branch} has moved since this page was shown: look again, then merge"
             )
         with self._lock(repo):
-            pull = self.forge.pulls.get(pull.owner, pull.name, pull.number)
+            pull = self.pulls.get(pull.owner, pull.name, pull.number)
             if pull.merged:
                 raise Conflict(f"pull request #{pull.number} is merged already")
             if pull.issue.state != "open":
@@ -286,13 +319,13 @@ class Merger:
                 if not base:
                     raise Conflict(f"the base branch {pull.base_branch} is gone")
                 result = self._compute(handle, pull, style, base, head, actor, url, message)
-                self.forge.pulls.intend_merge(pull, actor, result, style)
+                self.pulls.intend_merge(pull, actor, result, style)
                 if self.swap(repo, base_ref, result, base):
                     break
-                self.forge.pulls.drop_intent(pull, result)
+                self.pulls.drop_intent(pull, result)
             else:
                 raise Conflict(f"{pull.base_branch} kept moving: try again")
-            self.forge.refs_moved(repo)
+            self.moves.refs_moved(repo)
             self.finish(pull, actor, result, style)
         if delete_branch:
             self._delete_head(repo, pull, actor, head)
@@ -303,15 +336,15 @@ class Merger:
         whose protection rule holds it: required checks, approvals, requests for changes, an
         outdated head, protected files, who may merge (``protections.merge_refusals``). An
         administrator the rule does not bind may force it past them (``force``)."""
-        rule = self.forge.protections.for_branch(repo, pull.base_branch)
+        rule = self.protections.for_branch(repo, pull.base_branch)
         if rule is None:
             return
-        policy, viewer = self.forge.policy, Viewer(actor)
+        policy, viewer = self.policy, Viewer(actor)
         level = policy.level(viewer, repo)
         found = None
         if rule.enable_status_check:
-            found = checks(rule, self.forge.statuses.latest(repo, head))
-        handle = self.forge.open(repo)
+            found = checks(rule, self.statuses.latest(repo, head))
+        handle = self.live.open(repo)
         base = self._tip(handle, f"refs/heads/{pull.base_branch}")
         outdated = False
         if rule.block_on_outdated_branch and base:
@@ -335,7 +368,7 @@ class Merger:
         """The latest approval or request for changes of each reviewer of ``pull``, and
         whether the rule counts it: theirs when it lists whose approvals count, else anyone's
         who may write to the repository."""
-        rows = self.forge.db.query(
+        rows = self.db.query(
             "SELECT a.name, r.state, r.commit_oid FROM reviews r"
             " JOIN accounts a ON a.id = r.author_id WHERE r.issue_id = ?"
             " AND r.submitted_at IS NOT NULL AND r.state IN ('approve', 'request_changes')"
@@ -349,16 +382,16 @@ class Merger:
             if rule.enable_approvals_whitelist:
                 official = name.lower() in listed
             else:
-                account = self.forge.accounts.get(name)
+                account = self.accounts.get(name)
                 official = account is not None and (
-                    self.forge.policy.level(Viewer(account), repo) >= Level.WRITE
+                    self.policy.level(Viewer(account), repo) >= Level.WRITE
                 )
             found.append(Verdict(name, str(row["state"]), str(row["commit_oid"]), official))
         return found
 
     def finish(self, pull: Pull, actor: Account, result: str, style: str) -> None:
         """Record the merge, once the base branch is at ``result``."""
-        self.forge.pulls.mark_merged(pull, actor, result, style)
+        self.pulls.mark_merged(pull, actor, result, style)
 
     def _compute(
         self,
@@ -398,10 +431,10 @@ class Merger:
         if pull.agit:
             return pull.head_oid
         try:
-            head_repo = self.forge.registry.get(pull.head_owner, pull.head_name)
+            head_repo = self.registry.get(pull.head_owner, pull.head_name)
         except NotFound as exc:
             raise Conflict("the head's repository is gone") from exc
-        tip = self._tip(self.forge.open(head_repo), f"refs/heads/{pull.head_branch}")
+        tip = self._tip(self.live.open(head_repo), f"refs/heads/{pull.head_branch}")
         if not tip:
             raise Conflict(f"the head branch {pull.head_branch} is gone")
         return tip
@@ -410,7 +443,7 @@ class Merger:
         """Move ``ref`` from ``old`` to ``new`` if it is still at ``old`` (see the module's
         docstring); False when it is not (or its lock is held by a push right now)."""
         try:
-            self.forge.git.run(repo.path, ["update-ref", ref, new, old])
+            self.git.run(repo.path, ["update-ref", ref, new, old])
         except GitCommandError as exc:
             log.info("%s: %s did not move: %s", repo.full_name, ref, exc)
             return False
@@ -423,24 +456,24 @@ class Merger:
         if pull.agit:
             return
         try:
-            head_repo = self.forge.registry.get(pull.head_owner, pull.head_name)
+            head_repo = self.registry.get(pull.head_owner, pull.head_name)
         except NotFound:
             return
-        if self.forge.policy.level(Viewer(actor), head_repo) < Level.WRITE:
+        if self.policy.level(Viewer(actor), head_repo) < Level.WRITE:
             return
-        if self.forge.snapshot(head_repo).default_branch == pull.head_branch.encode():
+        if self.live.snapshot(head_repo).default_branch == pull.head_branch.encode():
             return
-        based = self.forge.pulls.open_with_base(head_repo.owner, head_repo.name)
+        based = self.pulls.open_with_base(head_repo.owner, head_repo.name)
         if any(other.base_branch == pull.head_branch for other in based):
             return
-        if self.forge.protections.for_branch(head_repo, pull.head_branch) is not None:
+        if self.protections.for_branch(head_repo, pull.head_branch) is not None:
             log.info("%s: protected head branch %s kept", head_repo.full_name, pull.head_branch)
             return  # a protected branch is never deleted, by a merge neither
         try:
             branch = f"refs/heads/{pull.head_branch}"
-            self.forge.git.run(head_repo.path, ["update-ref", "-d", branch, head])
+            self.git.run(head_repo.path, ["update-ref", "-d", branch, head])
         except GitCommandError as exc:
             log.info("%s: head branch not deleted: %s", head_repo.full_name, exc)
             return
-        self.forge.pulls.issues.event(pull.issue, actor, "head_deleted", "", pull.head_branch)
-        self.forge.refs_moved(head_repo)
+        self.pulls.issues.event(pull.issue, actor, "head_deleted", "", pull.head_branch)
+        self.moves.refs_moved(head_repo)

@@ -257,7 +257,7 @@ class References:
     # -- commits ------------------------------------------------------------------------------
 
     def queue(self, repo: Repo, snapshot: RefSnapshot | None = None) -> None:
-        """Read the commits new on ``repo``'s branches soon (for ``ref_listeners``)."""
+        """Read the commits new on ``repo``'s branches soon (for ``Moves.listeners``)."""
         owner, name = repo.owner, repo.name
         self._jobs.queue((owner, name), lambda: self.read_commits(owner, name))
 

@@ -14,7 +14,7 @@ are now; one whose lines changed, whose file is gone or no longer changed by the
 is marked outdated, keeping the commit and lines it was written on, and is no longer anchored
 on the files tab. Each update is a compare-and-swap on the comment's commit, so that two
 threads or nodes doing the same work write it once. The thread is woken by the pull request
-records (``Pulls.on_head_moved``), by any move of a repository's refs (``ref_listeners``), and
+records (``Pulls.on_head_moved``), by any move of a repository's refs (``Moves.listeners``), and
 by a page that finds a comment behind (it shows it unanchored meanwhile).
 
 "New since you last looked": the head each person last saw the files at is kept
@@ -450,7 +450,7 @@ class Reviews:
 
     def follow_soon(self, owner: str, name: str) -> None:
         """Queue following the comments of the open pull requests whose base or head is the
-        repository ``owner/name`` (cheap: for ``ref_listeners`` and the pull records)."""
+        repository ``owner/name`` (cheap: for ``Moves.listeners`` and the pull records)."""
         self._queue(("repo", owner, name), lambda: self._follow_repo(owner, name))
 
     def follow_pull_soon(self, pull: Pull) -> None:

@@ -4,7 +4,7 @@ Nodes share the database and the repositories directory, but each keeps its own 
 them: ref snapshots, page caches, the history index's graph. When one node moves a ref, or
 removes or renames a repository, or stores more of an index, it sends a notice on one
 channel; every node listens on a connection of its own, in a background thread, and takes
-the notice in as if the change had been made locally (``Forge._heard``).
+the notice in as if the change had been made locally (``repos/peers.py``).
 
 A notice is ``NODE REPO_ID EVENT`` (``moved``: refs moved; ``gone``: deleted or renamed;
 ``indexed``: more of the index is stored). A node hears its own notices too, and skips them.

@@ -51,7 +51,7 @@ class RepoView:
     def reachable(self, kind: ObjectType, oid: bytes) -> None:
         """Refuse an object asked for by id that no branch or tag reaches (a deleted branch's
         commit, say) exactly as one that does not exist; 503 while that is not known yet."""
-        answer = self.forge.reachable(self.repo, self.snapshot, kind, oid, PAGE_BUDGET)
+        answer = self.forge.gate.reachable(self.repo, self.snapshot, kind, oid, PAGE_BUDGET)
         if answer is None:
             raise falcon.HTTPServiceUnavailable(
                 description="this repository's history is being indexed; try again in a moment",
@@ -156,9 +156,9 @@ def _visibility(forge: Forge) -> tuple[int, int]:
 
 def repo_view(forge: Forge, req: falcon.Request, owner: str, name: str) -> RepoView:
     repo, level = find_repo(forge, req, owner, name)
-    snapshot = forge.snapshot(repo)
+    snapshot = forge.live.snapshot(repo)
     view = RepoView(
-        forge, repo, snapshot, forge.open(repo), level, parent=_parent(forge, req, repo)
+        forge, repo, snapshot, forge.live.open(repo), level, parent=_parent(forge, req, repo)
     )
     # An error past this point (an unknown ref or path) is shown under the repository's
     # header: the reader may read the repository, so its name and tabs tell nothing new.

@@ -40,7 +40,7 @@ def forge(tmp_path: Path) -> Iterator[Forge]:
     for name, private in (("plans", False), ("secret", True)):
         repo = forge.registry.create("ann", name, private=private)
         git("push", "-q", str(repo.path), "main", cwd=work)
-        forge.after_push(repo)
+        forge.moves.after_push(repo)
     yield forge
     forge.stop()
 
@@ -263,7 +263,7 @@ def test_a_fork_made_and_listed_through_the_api(forge: Forge, http: httpx.Client
     assert api(http).repository.list_forks("cat", "plans") == []  # a fork of none
 
     # a private fork is listed and counted only for who may read it
-    forge.set_private(forge.registry.get("ben", "mine"), True)
+    forge.lifecycle.set_private(forge.registry.get("ben", "mine"), True)
     assert [r.full_name for r in cat.repository.list_forks("ann", "plans")] == ["cat/plans"]
     assert cat.repository.repo_get("ann", "plans").forks_count == 1
     anonymous = http.get(f"{REPOS}/ann/plans/forks")

@@ -545,7 +545,7 @@ def test_default_branch_moves_to_an_existing_branch(forge: Forge, http: httpx.Cl
     tree = handle.TreeBuilder().write()
     first = handle.create_commit("refs/heads/main", who, who, "first", tree, [])
     handle.create_reference("refs/heads/dev", first)
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     client = api(http, token_for(http, "ann"))
     got = client.repository.repo_get("ann", "code")
     assert (got.empty, got.default_branch) == (False, "main")

@@ -290,7 +290,7 @@ def site(tmp_path: Path) -> Iterator[tuple[Forge, testing.TestClient, dict[str, 
     for repo in (plans, secret):
         shutil.rmtree(repo.path)
         build_one(repo.path)
-        forge.refs_moved(repo)
+        forge.moves.refs_moved(repo)
     forge.policy.set_collaborator(plans, forge.accounts.get("ben"), "write")  # type: ignore[arg-type]
     forge.policy.set_collaborator(plans, forge.accounts.get("cat"), "read")  # type: ignore[arg-type]
     wait_indexed(forge)
@@ -730,7 +730,7 @@ def test_the_description_has_every_field_of_the_answers(site) -> None:
         {"sha": git_text(repo.path, "rev-parse", "main:y.txt")},
     )
     git(repo.path, "tag", "-a", "-m", "A tag", "v1", "main")
-    forge.refs_moved(repo)
+    forge.moves.refs_moved(repo)
     commit = get_json(client, f"{API}/ann/plans/git/commits/{sha}")[1]
     answers = {
         "Branch": json.loads(made.text),

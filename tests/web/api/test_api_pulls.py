@@ -23,7 +23,6 @@ from support.merging import commit, push, settle, tip
 from support.serving import serving
 from support.spawns import counting
 
-from floorless.collab import forks
 from floorless.collab.filters import IssueFilter
 from floorless.collab.pulls import Features
 from floorless.forge import Forge
@@ -697,14 +696,14 @@ def test_the_base_branch_changed_by_an_edit(forge: Forge, http: httpx.Client, wo
 
 def test_a_pull_request_from_a_fork(forge: Forge, http: httpx.Client, work: Path) -> None:
     parent = forge.registry.get("ann", "plans")
-    fork = forks.fork(forge, parent, "ben", "plans")
-    forge.refs_moved(fork)
+    fork = forge.lifecycle.fork(parent, "ben", "plans")
+    forge.moves.refs_moved(fork)
     git(work, "remote", "add", "fork", str(fork.path))
     git(work, "checkout", "-q", "-b", "idea", "main")
     idea = commit(work, "Ben's idea", i="idea\n")
     git(work, "checkout", "-q", "main")
     git(work, "push", "-q", "fork", "idea")
-    forge.check_refs()
+    forge.maintenance.check_refs()
     settle(forge)
     ben = token_for(http, "ben")
     made = api(http, ben).repository.repo_create_pull_request(

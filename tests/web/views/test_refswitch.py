@@ -244,7 +244,7 @@ def test_a_moved_ref_makes_a_new_list(tmp_path: Path) -> None:
         assert listed(before.text, "tag")[0] == urls.src(named, "tag", many_refs_tag(20))
         git(repo, "tag", "old-one", git_text(repo, "rev-parse", "main~25"))
         git(repo, "tag", "newest", "main")
-        forge.refs_moved(named)
+        forge.moves.refs_moved(named)
         after = switch(client, "alice/moving", **{"for": "src"})
         tags = listed(after.text, "tag")
         assert tags[:3] == [

@@ -2,7 +2,7 @@
 shapes, and branches (created, deleted). Each needs WRITE on the repository.
 
 A write commits without a work tree and moves the branch by compare-and-swap
-(``floorless.git.write``), then is taken in as a push is (``forge.after_push``): pages, the
+(``floorless.git.write``), then is taken in as a push is (``forge.moves.after_push``): pages, the
 index, pull requests and other nodes follow at once. Input is checked whole before anything
 is written: a wrong type, content that is not base64, a stale blob id, a path or branch
 name git would refuse are each a 4xx with nothing written (a field floorless does not know
@@ -255,7 +255,7 @@ class Writer(GitApi):
             empty_ok=empty,
             guard=lambda target, old, new: guard(self.forge, req, view, target, old, new),
         )
-        self.forge.after_push(view.repo)
+        self.forge.moves.after_push(view.repo)
         new = bytes(written.commit.id.raw)
         tell_hooks(self.forge, req, view.repo, written.parent, new, written.branch)
         return written, shapes.Links(public_url(self.forge.settings, req), view.repo)
@@ -424,7 +424,7 @@ class CreateBranch(GitApi):
         )
         if not moved:
             raise Conflict(f"branch {name!r} already exists")
-        self.forge.after_push(view.repo)
+        self.forge.moves.after_push(view.repo)
         tell_hooks(self.forge, req, view.repo, None, resolved.commit, name)
         info = objects.commit_info(objects.get_commit(view.handle, resolved.commit))
         self.send(resp, shapes.branch(links, name.encode(), info, may_write(view)), 201)
@@ -457,6 +457,6 @@ class DeleteBranch(GitApi):
         guard(self.forge, req, view, text, tip, None)
         if not write.delete_branch(self.forge.git, view.repo.path, text, tip):
             raise Conflict("the branch moved meanwhile; try again")
-        self.forge.after_push(view.repo)
+        self.forge.moves.after_push(view.repo)
         tell_hooks(self.forge, req, view.repo, tip, None, text)
         resp.status = falcon.HTTP_204

@@ -1,6 +1,6 @@
 """A repository's forks: listed (those the caller may see), and made.
 
-A fork is made by ``floorless.collab.forks.fork_for``, as the web's fork form makes one: into the
+A fork is made by ``floorless.collab.forks.Forking``, as the web's fork form makes one: into the
 caller's name or an organisation they own, as private as its parent, its objects borrowed
 (refs written, no process). Forgejo answers the new repository with 202 (its fork used to
 be made in the background); so does floorless, though the fork is complete when it answers.
@@ -12,7 +12,6 @@ from dataclasses import replace
 
 import falcon
 
-from floorless.collab import forks
 from floorless.forgejo.people import person
 from floorless.web.api.base import Field, Operation, Unprocessable
 from floorless.web.api.repos import LIST, RepoResource
@@ -48,7 +47,7 @@ class Forks(RepoResource):
                 named = str(body["organization"])[:100]
                 raise Unprocessable(f"organisation does not exist [name: {named}]")
             target = org.name
-        made = forks.fork_for(
-            self.forge, self.viewer(req), level, found, target, str(body.get("name", ""))
+        made = self.forge.forking.fork_for(
+            self.viewer(req), level, found, target, str(body.get("name", ""))
         )
         self.send(resp, self.shown(req, [made])[0], 202)

@@ -39,7 +39,9 @@ class GitApi(Resource):
         """The repository if the caller may reach ``needed`` on it (one they may not read
         answers exactly as a missing one: 404), and its links."""
         repo, level = self.repo(req, owner, name, needed)
-        view = RepoView(self.forge, repo, self.forge.snapshot(repo), self.forge.open(repo), level)
+        view = RepoView(
+            self.forge, repo, self.forge.live.snapshot(repo), self.forge.live.open(repo), level
+        )
         return view, Links(public_url(self.forge.settings, req), repo)
 
 

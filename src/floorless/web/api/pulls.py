@@ -524,7 +524,7 @@ class PullMerge(PullApi):
         expected = str(body.get("head_commit_id") or "").lower()
         if expected and expected != pull.head_oid:
             raise Conflict("the head has moved since: look again, then merge")
-        snapshot = self.forge.snapshot(view.repo)
+        snapshot = self.forge.live.snapshot(view.repo)
         state = self.forge.merger.check(view.repo, pull, snapshot)
         pull = self.pull(view, index)
         if pull.merged or state == "merged":

@@ -116,8 +116,10 @@ class RepoResource(Resource):
             str(body.get("description", "")),
         )
         if branch != "main":
-            self.forge.open(repo).create_reference_symbolic("HEAD", f"refs/heads/{branch}", True)
-            self.forge.refs_moved(repo)
+            self.forge.live.open(repo).create_reference_symbolic(
+                "HEAD", f"refs/heads/{branch}", True
+            )
+            self.forge.moves.refs_moved(repo)
         self.send(resp, self.shown(req, [repo])[0], 201)
 
 
@@ -259,11 +261,11 @@ class OneRepo(RepoResource):
         body = self.body(req)
         forge = self.forge
         branch = body.get("default_branch")
-        if branch is not None and branch.encode() != forge.snapshot(found).default_branch:
+        if branch is not None and branch.encode() != forge.live.snapshot(found).default_branch:
             _check_branch_name(branch)
             if (
-                forge.snapshot(found).branches
-                and branch.encode() not in forge.snapshot(found).branches
+                forge.live.snapshot(found).branches
+                and branch.encode() not in forge.live.snapshot(found).branches
             ):
                 raise Unprocessable(f"there is no branch {branch!r} to be the default")
         features = forge.pulls.features(found.owner, found.name)
@@ -285,24 +287,24 @@ class OneRepo(RepoResource):
         if changed.default_merge not in changed.merge_styles:
             raise Unprocessable("the default merge style must be one of those allowed")
         if body.get("private") is False:  # checked before anything changes
-            forge.check_public(found)
+            forge.lifecycle.check_public(found)
         if "name" in body and body["name"] != found.name:
-            found = forge.rename(found, str(body["name"]).strip())
+            found = forge.lifecycle.rename(found, str(body["name"]).strip())
         if "description" in body:
             forge.registry.set_description(found, str(body["description"]))
         if "private" in body:
-            forge.set_private(found, bool(body["private"]))
+            forge.lifecycle.set_private(found, bool(body["private"]))
         if changed != features:
             forge.pulls.set_features(found.owner, found.name, changed)
-        if branch is not None and branch.encode() != forge.snapshot(found).default_branch:
-            forge.open(found).create_reference_symbolic("HEAD", f"refs/heads/{branch}", True)
-            forge.refs_moved(found)
+        if branch is not None and branch.encode() != forge.live.snapshot(found).default_branch:
+            forge.live.open(found).create_reference_symbolic("HEAD", f"refs/heads/{branch}", True)
+            forge.moves.refs_moved(found)
         self.send(resp, self.shown(req, [forge.registry.get(found.owner, found.name)])[0])
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         self.writer(req)
         found, _ = self.repo(req, owner, repo, Level.ADMIN)
-        self.forge.delete(found)
+        self.forge.lifecycle.delete(found)
         self.nothing(resp)
 
 

@@ -364,7 +364,7 @@ def open_pull(
     )
     if not sides.same_repo:
         copy_objects(sides.head_view.handle, base.handle, sides.head_oid, found.merge_base)
-    forge.set_pull_ref(base.repo, pull.number, sides.head_oid)
+    forge.moves.set_pull_ref(base.repo, pull.number, sides.head_oid)
     return pull
 
 

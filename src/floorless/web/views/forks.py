@@ -11,7 +11,6 @@ from __future__ import annotations
 import falcon
 
 from floorless.accounts.accounts import Account
-from floorless.collab import forks
 from floorless.core.errors import FloorlessError, Forbidden
 from floorless.forgejo import urls
 from floorless.web import auth
@@ -39,7 +38,7 @@ class Fork(FormView):
         form: dict[str, str],
         error: str = "",
     ) -> None:
-        owners = forks.owners_for(self.forge, account)
+        owners = self.forge.forking.owners_for(account)
         context = view.template_context(owners=owners, form=form, error=error)
         self.html(resp, "fork.html", **context)
 
@@ -49,7 +48,7 @@ class Fork(FormView):
         viewer = auth.viewer_of(req)
         target, name = form.get("owner", account.name), form.get("name", "")
         try:
-            made = forks.fork_for(self.forge, viewer, view.level, view.repo, target, name)
+            made = self.forge.forking.fork_for(viewer, view.level, view.repo, target, name)
         except FloorlessError as exc:
             resp.status = exc.status
             self.show(resp, view, account, form, str(exc))

@@ -108,7 +108,9 @@ def hook_environment(
         hooks.ENV_REPO: repo.full_name,
         hooks.ENV_URL: public_url(forge.settings, req),
         hooks.ENV_LEVEL: str(int(forge.policy.level(viewer, repo))),
-        hooks.ENV_BORROWED: "\n".join(str(p.path) for p in forge.readable_lenders(viewer, repo)),
+        hooks.ENV_BORROWED: "\n".join(
+            str(p.path) for p in forge.gate.readable_lenders(viewer, repo)
+        ),
         "PYTHONPATH": str(Path(floorless.__file__).resolve().parent.parent),
     }
 
@@ -134,7 +136,7 @@ class InfoRefs(GitView):
         if (
             service == "git-upload-pack"
             and protocol.wants_v2(env.get("GIT_PROTOCOL"))
-            and not self.forge.state(found).extended_format()
+            and not self.forge.live.state(found).extended_format()
         ):
             resp.data = self.advertisement()
             return
@@ -180,7 +182,7 @@ class Service(GitView):
         if self.service == "git-receive-pack":
             resp.data = self.push(req, found, body)
             return
-        allowed = self.forge.fetchable(found)  # nothing by id that no ref reaches
+        allowed = self.forge.gate.fetchable(found)  # nothing by id that no ref reaches
         body, refused = unreachable.screen_wants(body, allowed, self.forge.git.tmp)
         if refused is not None:
             resp.data = refused
@@ -291,7 +293,7 @@ class Service(GitView):
         """After git ended: the refs, caches and index learn of the push, then its webhooks
         (the updates git applied, and the pull requests an AGit push opened or moved)."""
         pusher, public = viewer_of(req).account, public_url(self.settings, req)
-        self.forge.after_push(found)
+        self.forge.moves.after_push(found)
         updates = [
             hookpayloads.Update(old, new, ref)
             for old, new, ref in request.updates

@@ -138,7 +138,7 @@ class SiteSearch(View):
         targets = []
         for repo in repos:
             try:
-                handle = self.forge.open(repo)
+                handle = self.forge.live.open(repo)
             except FloorlessError:  # gone or broken on disk: nothing of it to show
                 continue
             targets.append(code.Target(repo, indexed[repo.id], handle))

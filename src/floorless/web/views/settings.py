@@ -76,7 +76,7 @@ class Settings(FormView):
             self.show(resp, self.forge.registry.get(found.owner, found.name), error=str(exc))
 
     def do_update(self, repo: Repo, form: dict[str, str]) -> None:
-        self.forge.set_private(repo, form.get("visibility") == "private")
+        self.forge.lifecycle.set_private(repo, form.get("visibility") == "private")
         self.forge.registry.set_description(repo, form.get("description", ""))
         raise falcon.HTTPSeeOther(urls.settings(repo))
 
@@ -113,13 +113,13 @@ class Settings(FormView):
         raise falcon.HTTPSeeOther(urls.settings(repo) + "#protection")
 
     def do_rename(self, repo: Repo, form: dict[str, str]) -> None:
-        renamed = self.forge.rename(repo, form.get("name", "").strip())
+        renamed = self.forge.lifecycle.rename(repo, form.get("name", "").strip())
         raise falcon.HTTPSeeOther(urls.settings(renamed))
 
     def do_delete(self, repo: Repo, form: dict[str, str]) -> None:
         if form.get("confirm", "").strip() != repo.full_name:
             raise BadRequest(f"type {repo.full_name} to confirm the deletion")
-        self.forge.delete(repo)
+        self.forge.lifecycle.delete(repo)
         raise falcon.HTTPSeeOther(urls.owner(repo.owner))
 
     def do_collaborator(self, repo: Repo, form: dict[str, str]) -> None:
