@@ -22,12 +22,14 @@ benchmark has, one after the other so that none shares the cores with another:
   on the data directory ``first`` left, its index complete.
 
 Each part's failure is recorded and the others still run. The figures go into the JSON and
-docs/benchmarks.md (``bench.report``), judged against the targets.
+docs/benchmarks.md (``bench.scenarios.cold``), judged against the targets.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import tempfile
 import time
 import traceback
@@ -36,16 +38,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import measure
-from bench.repos import SIZES
-from bench.run import (
+from bench import cold, cold_commit, index, lanes, measure, sweep
+from bench.harness import (
     Target,
+    fresh_database,
     git,
     prepare_store,
+    server_rss_mb,
     start_floorless,
     target_repository,
     wait_listening,
 )
+from bench.repos import SIZES
 
 PARTS = ("index", "first", "blame", "commit", "sweep", "lanes")
 # what "within a few seconds" is held to, for the first visit's pages and after a restart
@@ -82,8 +86,6 @@ def server_memory(root: int) -> dict[str, float]:
     """Resident memory of a ``floorless serve`` (pid ``root``): its worker processes' (the
     forges, whose memory the targets are about), and the whole tree with granian's main
     process and any git child."""
-    from bench.load import server_rss_mb
-
     workers: list[int] = []
     try:
         for task in Path(f"/proc/{root}/task").iterdir():
@@ -196,10 +198,6 @@ def run(
 ) -> ColdResults:
     """Each of ``parts`` in turn. With ``postgres`` (a server's URL), each ``floorless serve``
     keeps its data in a fresh database there, and runs ``processes`` processes."""
-    from bench import cold, cold_commit, index, lanes, sweep
-    from bench.run import target_repository
-    from bench.scaleout import fresh_database
-
     if processes > 1 and not postgres:
         raise ValueError("more than one floorless process needs a PostgreSQL server")
     databases: dict[str, tuple[str, ...]] = {}
@@ -274,9 +272,6 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.cold_suite --repo large [--parts index,first]``: print the JSON."""
-    import json
-    import sys
-
     parser = argparse.ArgumentParser(prog="python -m bench.cold_suite", description=__doc__)
     parser.add_argument("--repo", default="medium")
     parser.add_argument("--parts", default=",".join(PARTS))

@@ -5,8 +5,8 @@ issues and pull requests (one in ``--pull-every`` a pull request of a real topic
 an issue with ``--comments`` comments and a pull request with as many, all written through
 floorless's own services before the server starts. Then ``floorless serve`` answers, and
 each page's warm p50 is measured with its requests alternating with those of the
-repository's commits page (one keep-alive connection each, as ``bench.run``'s paired
-scenario does), so that every figure comes with its ratio to a commits page measured in the
+repository's commits page (one keep-alive connection each, as the ``slow`` scenario's paired
+measurement does), so that every figure comes with its ratio to a commits page measured in the
 same rounds. Processes per page are counted as the main benchmark counts them, and the
 database statements from ``Server-Timing`` (``query``).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 import pygit2
 
 from bench import measure
-from bench.run import (
+from bench.harness import (
     OWNER,
     machine,
     prepare_store,

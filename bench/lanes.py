@@ -37,7 +37,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench import contenders, measure
-from bench.run import (
+from bench.harness import (
     OWNER,
     Target,
     git,
@@ -46,7 +46,7 @@ from bench.run import (
     target_repository,
     wait_listening,
 )
-from bench.run import wait_floorless_indexed as wait_indexed
+from bench.harness import wait_floorless_indexed as wait_indexed
 
 CHEAP = ("raw", "file")
 PHASES = ("unloaded", "busy", "dear")

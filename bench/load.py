@@ -38,8 +38,15 @@ from pathlib import Path
 import pygit2
 
 from bench import measure
-from bench.run import OWNER, page_urls, prepare_store, start_floorless, target_repository
-from bench.run import wait_floorless_indexed as wait_indexed
+from bench.harness import (
+    OWNER,
+    page_urls,
+    prepare_store,
+    server_rss_mb,
+    start_floorless,
+    target_repository,
+)
+from bench.harness import wait_floorless_indexed as wait_indexed
 
 HEAVY_REPO = "heavy"
 HEAVY_FILE = "big.bin"
@@ -72,21 +79,6 @@ def build_heavy(path: Path, megabytes: int) -> None:
     builder.insert(HEAVY_FILE, blob, pygit2.enums.FileMode.BLOB)
     who = pygit2.Signature("Bench", "bench@example.org", 1_700_000_000, 0)
     repo.create_commit("refs/heads/main", who, who, "a large blob\n", builder.write(), [])
-
-
-def server_rss_mb(root_pid: int) -> float:
-    """Resident memory of the server's processes below ``root_pid`` (granian's and its worker)."""
-    total = 0
-    todo = [root_pid]
-    while todo:
-        pid = todo.pop()
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                todo += [int(p) for p in (task / "children").read_text().split()]
-    return total / 1024
 
 
 def _slow_body_client(port: int, stop_at: float, tally: Counter[str], lock: threading.Lock) -> None:

@@ -10,8 +10,8 @@ storage and PostgreSQL, against one node on local disk and SQLite.
   HTTPS.
 
 Warm p50 per page is measured with requests alternating between the single node and the
-proxy, one keep-alive connection each (as ``bench.run``'s paired scenario does), after a
-warm-up through the proxy long enough for every page to be cached on both nodes.
+proxy, one keep-alive connection each (as the ``slow`` scenario's paired measurement does),
+after a warm-up through the proxy long enough for every page to be cached on both nodes.
 Throughput at ``--concurrency`` connections is measured for the single node, for the proxy
 with one node behind it, and for the proxy with both. The database statements each page
 runs come from the nodes' ``Server-Timing`` header (``query``): on SQLite and on PostgreSQL.
@@ -34,9 +34,10 @@ from pathlib import Path
 
 from bench import measure, slowfs
 from bench import proxy as nginx
-from bench.run import (
+from bench.harness import (
     PAGES,
     Served,
+    fresh_database,
     git,
     machine,
     page_urls,
@@ -107,19 +108,6 @@ def postgres(url: str | None) -> Iterator[str]:
             check=False,
             timeout=120,
         )
-
-
-def fresh_database(server: str, name: str) -> str:
-    """An empty database ``name`` on the PostgreSQL server at ``server``; its URL."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return server.rsplit("/", 1)[0] + "/" + name
 
 
 def warm(url: str, requests: int) -> None:

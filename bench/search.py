@@ -29,8 +29,7 @@ from urllib.parse import quote
 import pygit2
 
 from bench import measure
-from bench.repos import _ADJS, _NOUNS, _VERBS
-from bench.run import (
+from bench.harness import (
     OWNER,
     machine,
     prepare_store,
@@ -39,6 +38,7 @@ from bench.run import (
     wait_floorless_indexed,
     wait_listening,
 )
+from bench.repos import _ADJS, _NOUNS, _VERBS
 
 MARKER = "floorless_rare_marker_7431"
 QUERIES = [

@@ -39,7 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench import contenders, measure
-from bench.run import (
+from bench.harness import (
     OWNER,
     Served,
     git,
@@ -48,7 +48,7 @@ from bench.run import (
     target_repository,
     wait_listening,
 )
-from bench.run import wait_floorless_indexed as wait_indexed
+from bench.harness import wait_floorless_indexed as wait_indexed
 
 CLASSES = ("file", "dir", "history", "commit")
 COUNTS = {"file": 300, "dir": 100, "history": 100, "commit": 100}

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import api, report
-from bench.run import Options, run
+from bench import report
+from bench.run import options, run
+from bench.scenarios import api
 
 pytestmark = pytest.mark.bench
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.bench
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("bench-api")
-    options = Options(
+    given = options(
         repo="small",
         scenarios=("api",),
         contenders=("floorless",),
@@ -28,14 +29,15 @@ def results(tmp_path_factory: pytest.TempPathFactory):
         workdir=work / "run",
         cache_dir=work / "cache",
     )
-    return run(options, log=lambda line: None)
+    return run(given, log=lambda line: None)
 
 
 def test_each_api_read_is_measured_beside_its_page(results) -> None:
-    assert results.runs == [] and results.paired is None  # nothing but the api scenario
-    assert results.api is not None
-    assert [r.read for r in results.api] == list(api.READS)
-    pages = {r.read: r.page_name for r in results.api}
+    # nothing but the api scenario
+    assert results.runs == [] and results.figures.keys() == {"api"}
+    reads = results.figures["api"]
+    assert [r.read for r in reads] == list(api.READS)
+    pages = {r.read: r.page_name for r in reads}
     assert pages == {
         "file": "file",
         "dir": "dir",
@@ -43,7 +45,7 @@ def test_each_api_read_is_measured_beside_its_page(results) -> None:
         "branches": "branches",
         "tree": "dir",
     }
-    for read in results.api:
+    for read in reads:
         for measured in (read.page, read.api):
             assert measured.status == 200 and measured.requests == 3, measured.url
             # counted for this URL alone, by the server itself: nothing spawned
@@ -52,7 +54,7 @@ def test_each_api_read_is_measured_beside_its_page(results) -> None:
         assert "/api/v1/repos/bench/small/" in read.api.url
         assert "/api/v1/" not in read.page.url
         assert "spawn" in (read.api.server_timing or "")
-    urls = {r.read: r.api.url for r in results.api}
+    urls = {r.read: r.api.url for r in reads}
     assert urls["commits"].endswith("/commits?sha=main&limit=50")
     assert "/git/trees/" in urls["tree"] and "/contents/" in urls["file"]
 

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from support.forges import POSTGRES
 
-from bench import contenders, report, scaleout, sweep
-from bench.run import Results
+from bench import contenders, harness, report, sweep
+from bench.harness import Results
+from bench.scenarios import cold as scenario
 
 FIGURES: dict[str, Any] = {
     "repo": "large",
@@ -164,12 +165,12 @@ def results(cold: dict[str, Any] | None) -> Results:
         machine={"cores": "2", "cpu": "cpu", "kernel": "6", "python": "3.11", "git": "git"},
         started="today",
         seconds=1.0,
-        cold=cold,
+        figures={} if cold is None else {"cold": cold},
     )
 
 
 def judged(cold: dict[str, Any]) -> dict[str, bool | None]:
-    return {c.target: c.passed for c in report.cold_checks(cold)}
+    return {c.target: c.passed for c in scenario.judge(cold)}
 
 
 def find(checks: dict[str, bool | None], words: str) -> bool | None:
@@ -217,7 +218,7 @@ def test_the_commit_page_is_judged_less_its_rendering() -> None:
     is still said beside it."""
     cold = copy.deepcopy(FIGURES)
     cold["commit"].update(page_render_ms=300.0, unrendered_ms=150.0, target_ratio=1.5)
-    details = {c.target: (c.passed, c.detail) for c in report.cold_checks(cold)}
+    details = {c.target: (c.passed, c.detail) for c in scenario.judge(cold)}
     ((passed, detail),) = [v for t, v in details.items() if "300-file commit" in t]
     assert passed is True
     assert detail.startswith("1.50x: 150 ms (the page, 450 ms, less 300 ms of rendering)")
@@ -230,7 +231,7 @@ def test_a_failed_part_is_said_so_and_the_rest_still_judged() -> None:
     cold = copy.deepcopy(FIGURES)
     cold["sweep"] = {}
     cold["errors"] = {"sweep": "RuntimeError: floorless did not finish indexing in time"}
-    details = {c.target: (c.passed, c.detail) for c in report.cold_checks(cold)}
+    details = {c.target: (c.passed, c.detail) for c in scenario.judge(cold)}
     sweep = [v for t, v in details.items() if "distinct URLs" in t]
     assert len(sweep) == 2
     assert all(passed is None and "did not finish indexing" in why for passed, why in sweep)
@@ -271,7 +272,7 @@ def test_the_report_shows_every_part_and_keeps_the_figures_through_json() -> Non
     assert cgit_row in page
     assert "Slow storage" not in page  # no storage scenario ran
     again = report.from_json(report.to_json(results(FIGURES)))
-    assert again.cold == FIGURES
+    assert again.figures["cold"] == FIGURES
     assert report.markdown(again, "c") == report.markdown(results(FIGURES), "c")
 
 
@@ -284,16 +285,16 @@ def test_a_cold_run_alone_replaces_only_the_cold_section_of_the_page(tmp_path: P
     report.write_docs(results(FIGURES), docs, "python -m bench --scenarios cold")
     once = docs.read_text()
     assert once.startswith(before.rstrip("\n"))  # the warm run's page kept, the cold added
-    assert once.count(report.COLD_HEADING) == 1
+    assert once.count(scenario.HEADING) == 1
     assert "python -m bench --scenarios cold" in once
     later = copy.deepcopy(FIGURES)
     later["commit"]["ratio"] = 1.5
     report.write_docs(results(later), docs, "python -m bench --scenarios cold")
     twice = docs.read_text()
-    assert twice.count(report.COLD_HEADING) == 1  # replaced, not added again
+    assert twice.count(scenario.HEADING) == 1  # replaced, not added again
     assert "`git show --stat` plus the rendering of what it shows: met (1.50x" in twice
     assert "**missed** (4.50x" not in twice
-    assert twice.split(report.COLD_HEADING)[0] == once.split(report.COLD_HEADING)[0]
+    assert twice.split(scenario.HEADING)[0] == once.split(scenario.HEADING)[0]
 
 
 def test_the_sweep_pools_its_rounds_and_counts_failed_answers() -> None:
@@ -366,7 +367,7 @@ def test_the_sweep_asks_every_url_again_after_a_restart(tmp_path: Path) -> None:
         pytest.skip(reason)
     serve = []
     if POSTGRES:  # the restarted server finds its index in the same database
-        serve = ["--database", scaleout.fresh_database(POSTGRES, "bench_sweep_rounds")]
+        serve = ["--database", harness.fresh_database(POSTGRES, "bench_sweep_rounds")]
     options = argparse.Namespace(
         repo="small",
         seed=7,

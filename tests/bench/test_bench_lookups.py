@@ -15,6 +15,8 @@ import pytest
 
 from bench import report
 from bench.__main__ import main
+from bench.scenarios import finder as finder_scenario
+from bench.scenarios import search as search_scenario
 
 pytestmark = pytest.mark.bench
 
@@ -39,7 +41,7 @@ def _figure(query: str, mode: str, p50: float, spawns: float | None = 0.0) -> di
 
 def test_the_targets_are_judged_on_the_slowest_query() -> None:
     search = {"figures": [_figure("a", "literal", 40.0), _figure("b", "regex", 900.0)]}
-    judged = {c.target: c.passed for c in report.search_checks(search)}
+    judged = {c.target: c.passed for c in search_scenario.judge(search)}
     assert judged == {
         "literal code search p50 within 100 ms (slowest query)": True,
         "regex code search p50 within 1000 ms (slowest query)": True,
@@ -47,12 +49,12 @@ def test_the_targets_are_judged_on_the_slowest_query() -> None:
     }
     slow = copy.deepcopy(search)
     slow["figures"] += [_figure("c", "literal", 100.5), _figure("d", "regex", 1001.0, 1.0)]
-    checks = report.search_checks(slow)
+    checks = search_scenario.judge(slow)
     assert [c.passed for c in checks] == [False, False, False]
     assert checks[0].detail.startswith("c (repository): 100.5 ms")
     unknown = {"figures": [_figure("a", "literal", 1.0, None)]}
-    assert [c.passed for c in report.search_checks(unknown)] == [True, None, None]
-    assert [c.passed for c in report.finder_checks({"spawned": 2.0, "requests": 3})] == [False]
+    assert [c.passed for c in search_scenario.judge(unknown)] == [True, None, None]
+    assert [c.passed for c in finder_scenario.judge({"spawned": 2.0, "requests": 3})] == [False]
 
 
 def test_search_and_finder_run_as_scenarios_and_keep_the_rest_of_the_page(
@@ -69,7 +71,7 @@ def test_search_and_finder_run_as_scenarios_and_keep_the_rest_of_the_page(
             "",
             "the local figures",
             "",
-            report.SEARCH_HEADING,
+            search_scenario.HEADING,
             "",
             "an older run's search figures",
             "",
@@ -95,11 +97,11 @@ def test_search_and_finder_run_as_scenarios_and_keep_the_rest_of_the_page(
     assert "literal code search p50 within 100 ms (slowest query)" in marks
     text = docs.read_text()
     assert "an older run's search figures" not in text  # its section replaced
-    assert text.count(report.SEARCH_HEADING) == 1 and text.count(report.FINDER_HEADING) == 1
+    assert text.count(search_scenario.HEADING) == 1 and text.count(finder_scenario.HEADING) == 1
     assert "the local figures" in text and "the cold requests" in text  # the rest kept
-    assert text.index(report.FINDER_HEADING) < text.index("## Cold requests")
+    assert text.index(finder_scenario.HEADING) < text.index("## Cold requests")
     assert "- code search starts no process: met" in text
     assert "| literal, one file | `floorless_rare_marker_7431` | repository | 200 |" in text
     assert "| path list, a tree never listed (cold) |" in text
     again = report.from_json(found.read_text())
-    assert again.search == body["search"] and again.finder == body["finder"]
+    assert again.figures == {"search": body["search"], "finder": body["finder"]}

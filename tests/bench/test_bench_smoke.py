@@ -10,7 +10,7 @@ import pytest
 from support.fuse import fuse_or_skip
 
 from bench import report
-from bench.run import Options, run
+from bench.run import options, run
 
 pytestmark = pytest.mark.bench
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.bench
 def results(tmp_path_factory: pytest.TempPathFactory):
     fuse_or_skip()
     work = tmp_path_factory.mktemp("bench")
-    options = Options(
+    given = options(
         repo="small",
         scenarios=("local", "slow"),
         contenders=("floorless", "reference"),
@@ -34,7 +34,7 @@ def results(tmp_path_factory: pytest.TempPathFactory):
         workdir=work / "run",
         cache_dir=work / "cache",
     )
-    return run(options, log=lambda line: None)
+    return run(given, log=lambda line: None)
 
 
 def by(results, contender: str, scenario: str):
@@ -79,7 +79,7 @@ def test_the_reference_spawns_and_reaches_the_slow_filesystem_floorless_does_not
 
 
 def test_local_and_slow_floorless_measured_interleaved(results) -> None:
-    paired = results.paired
+    paired = results.figures["paired"]
     assert paired is not None
     assert (
         set(paired.local)
