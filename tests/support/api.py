@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import secrets
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,7 @@ import pytest
 from pyforgejo import PyforgejoApi
 
 from floorless.forge import Forge
+from floorless.forgejo import schema
 from floorless.web.app import create_app
 from support.accounts import PASSWORD
 from support.forges import start_forge
@@ -65,3 +67,23 @@ def error_of(answer: httpx.Response) -> str:
     assert set(body) == {"message", "url"}, body
     assert body["url"].endswith("/api/swagger")
     return str(body["message"])
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A field of a request shape as the tests send it: its type in a 422's words and
+    whether it is required."""
+
+    kind: str
+    required: bool
+
+
+def declared(shape: type | None) -> dict[str, Declared]:
+    """The fields a body shape (``Operation.body``, a ``TypedDict``) declares."""
+    if shape is None:
+        return {}
+    needed = schema.required(shape)
+    return {
+        name: Declared(schema.kind_name(kind), name in needed)
+        for name, kind in schema.fields(shape).items()
+    }

@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pygit2
 
 from floorless.collab.protections import Rule
 from floorless.core.caches import Cache, approximate_size
 from floorless.forgejo import urls
-from floorless.git import diff, objects
+from floorless.forgejo.people import User
+from floorless.forgejo.schema import DateTime
+from floorless.git import diff, objects, refs
 from floorless.git.lenient import AnyCommit
-from floorless.git.refs import Tag
 from floorless.repos.registry import Repo
 
 Json = dict[str, Any]
 
 # Forgejo answers every commit of a repository without signature checking with this
-UNSIGNED: Json = {
+UNSIGNED: PayloadCommitVerification = {
     "verified": False,
     "reason": "gpg.error.not_signed_commit",
     "signature": "",
@@ -63,15 +64,15 @@ def when(person: objects.Person) -> str:
     return person.when.isoformat()
 
 
-def commit_user(person: objects.Person) -> Json:
+def commit_user(person: objects.Person) -> CommitUser:
     return {"name": person.name, "email": person.email, "date": when(person)}
 
 
-def payload_user(person: objects.Person) -> Json:
+def payload_user(person: objects.Person) -> PayloadUser:
     return {"name": person.name, "email": person.email, "username": ""}
 
 
-def payload_commit(links: Links, info: objects.CommitInfo) -> Json:
+def payload_commit(links: Links, info: objects.CommitInfo) -> PayloadCommit:
     """A branch's commit (Forgejo's PayloadCommit): its page as ``url``, the author's date."""
     return {
         "id": info.id,
@@ -89,7 +90,7 @@ def payload_commit(links: Links, info: objects.CommitInfo) -> Json:
 
 def branch(
     links: Links, name: bytes, info: objects.CommitInfo, can_push: bool, rule: Rule | None = None
-) -> Json:
+) -> Branch:
     """Forgejo's ``Branch``; ``rule``, the protection rule that matches it, when it was read
     (for one branch; a list of them leaves it out, to read no more than its page)."""
     return {
@@ -106,8 +107,8 @@ def branch(
 
 
 def tag(
-    links: Links, handle: pygit2.Repository, found: Tag, info: objects.CommitInfo | None
-) -> Json:
+    links: Links, handle: pygit2.Repository, found: refs.Tag, info: objects.CommitInfo | None
+) -> Tag:
     """A tag: ``id`` is the tag object's for an annotated tag, else the commit's; the
     message is the tag's, or the commit's for a lightweight one."""
     name = text(found.name)
@@ -130,7 +131,7 @@ def tag(
     }
 
 
-def reference(links: Links, name: bytes, kind: str, sha: str) -> Json:
+def reference(links: Links, name: bytes, kind: str, sha: str) -> Reference:
     """A ref: ``kind`` "commit" or "tag" (an annotated tag's object)."""
     return {
         "ref": text(name),
@@ -146,24 +147,28 @@ def delta_status(status: pygit2.enums.DeltaStatus) -> str:
 
 # A commit's changed files: as many as it changes (thousands for a big merge), so bounded in
 # bytes rather than in commits.
-_CHANGES: Cache[bytes, tuple[list[Json], Json]] = Cache.lru(16 << 20, getsizeof=approximate_size)
+_CHANGES: Cache[bytes, tuple[list[CommitAffectedFiles], CommitStats]] = Cache.lru(
+    16 << 20, getsizeof=approximate_size
+)
 
 
-def changes(handle: pygit2.Repository, commit: AnyCommit) -> tuple[list[Json], Json]:
+def changes(
+    handle: pygit2.Repository, commit: AnyCommit
+) -> tuple[list[CommitAffectedFiles], CommitStats]:
     """The files the commit changes against its first parent, with their status, and its
     line counts (the commit page's, within its budgets); kept by commit id."""
     key = commit.id.raw
     found = _CHANGES.get(key)
     if found is None:
         counted = diff.commit_diff(handle, commit, STAT_LIMITS)
-        files = [
+        files: list[CommitAffectedFiles] = [
             {
                 "filename": text(f.new_path or f.old_path),
                 "status": _STATUS.get(f.status, "modified"),
             }
             for f in counted.files
         ]
-        stats = {
+        stats: CommitStats = {
             "total": counted.additions + counted.deletions,
             "additions": counted.additions,
             "deletions": counted.deletions,
@@ -176,7 +181,7 @@ def changes(handle: pygit2.Repository, commit: AnyCommit) -> tuple[list[Json], J
 # A commit's JSON, kept by where it is shown (the forge's URL, the repository's name: its
 # links) and its id: nothing in it can change. Building one (a dozen quoted URLs, its
 # parents' dates) took a commits answer of 50 ten times as long as the commits page.
-_SHAPED: Cache[tuple[str, str, str, bytes, bool, bool, bool], Json] = Cache.lru(
+_SHAPED: Cache[tuple[str, str, str, bytes, bool, bool, bool], Commit] = Cache.lru(
     32 << 20, getsizeof=approximate_size
 )
 
@@ -188,7 +193,7 @@ def commit(
     files: bool = True,
     stat: bool = True,
     verification: bool = True,
-) -> Json:
+) -> Commit:
     """A commit as ``commits`` and ``git/commits/{sha}`` answer it (Forgejo's Commit); the
     same dict each time it is asked for again: not to be changed by the caller."""
     key = (
@@ -212,10 +217,10 @@ def _commit(
     files: bool,
     stat: bool,
     verification: bool,
-) -> Json:
+) -> Commit:
     info = objects.commit_info(commit_obj)
     api = links.commit_api(info.id)
-    shaped: Json = {
+    shaped: Commit = {
         "url": api,
         "sha": info.id,
         "created": when(info.committer),
@@ -245,12 +250,14 @@ def _commit(
     return shaped
 
 
-def _parent(links: Links, handle: pygit2.Repository, sha: str) -> Json:
+def _parent(links: Links, handle: pygit2.Repository, sha: str) -> CommitMeta:
     parent = objects.commit_info(objects.get_commit(handle, bytes.fromhex(sha)))
     return {"url": links.commit_api(sha), "sha": sha, "created": when(parent.committer)}
 
 
-def file_commit(links: Links, handle: pygit2.Repository, commit_obj: pygit2.Commit) -> Json:
+def file_commit(
+    links: Links, handle: pygit2.Repository, commit_obj: pygit2.Commit
+) -> FileCommitResponse:
     """The commit a write through ``contents`` made (Forgejo's FileCommitResponse)."""
     info = objects.commit_info(commit_obj)
     return {
@@ -269,13 +276,13 @@ def file_commit(links: Links, handle: pygit2.Repository, commit_obj: pygit2.Comm
 MODES = {0o040000: "tree", 0o160000: "commit"}
 
 
-def git_entry(links: Links, handle: pygit2.Repository, entry: objects.Entry) -> Json:
+def git_entry(links: Links, handle: pygit2.Repository, entry: objects.Entry) -> GitEntry:
     """One entry of ``git/trees/{sha}``; ``path`` is below the tree asked for."""
     kind = MODES.get(entry.mode, "blob")
     size = 0
     if kind == "blob":
         size = objects.object_size(handle, objects.to_oid(bytes.fromhex(entry.id))) or 0
-    shaped: Json = {
+    shaped: GitEntry = {
         "path": text(entry.path),
         "mode": f"{entry.mode:06o}",
         "type": kind,
@@ -307,7 +314,7 @@ def contents(
     mode: int,
     last_commit: bytes | None,
     content: bytes | None = None,
-) -> Json:
+) -> ContentsResponse:
     """A file or directory as ``contents`` answers it (Forgejo's ContentsResponse):
     ``content`` (base64) only for a file read alone; a symlink's ``target``."""
     what = content_kind(mode)
@@ -322,7 +329,7 @@ def contents(
         git_url = links.api("git", "trees", sha)
     elif what != "submodule":
         git_url = links.api("git", "blobs", sha)
-    shaped: Json = {
+    shaped: ContentsResponse = {
         "name": text(path.rsplit(b"/", 1)[-1]),
         "path": text(path),
         "sha": sha,
@@ -349,151 +356,242 @@ def contents(
     return shaped
 
 
-# The OpenAPI definitions of these shapes (``openapi.py`` takes them in): each field's type,
-# checked against real answers by the tests.
-_META = {"url": "string", "sha": "string", "created": "date-time"}
-_VERIFICATION = {
-    "verified": "boolean",
-    "reason": "string",
-    "signature": "string",
-    "signer": "PayloadUser",
-    "payload": "string",
-}
-SCHEMAS: dict[str, dict[str, str]] = {
-    "PayloadUser": {"name": "string", "email": "string", "username": "string"},
-    "PayloadCommitVerification": _VERIFICATION,
-    "PayloadCommit": {
-        "id": "string",
-        "message": "string",
-        "url": "string",
-        "author": "PayloadUser",
-        "committer": "PayloadUser",
-        "verification": "PayloadCommitVerification",
-        "timestamp": "date-time",
-        "added": "[string]",
-        "removed": "[string]",
-        "modified": "[string]",
-    },
-    "Branch": {
-        "name": "string",
-        "commit": "PayloadCommit",
-        "protected": "boolean",
-        "required_approvals": "integer",
-        "enable_status_check": "boolean",
-        "status_check_contexts": "[string]",
-        "user_can_push": "boolean",
-        "user_can_merge": "boolean",
-        "effective_branch_protection_name": "string",
-    },
-    "CommitMeta": _META,
-    "Tag": {
-        "name": "string",
-        "message": "string",
-        "id": "string",
-        "commit": "CommitMeta",
-        "zipball_url": "string",
-        "tarball_url": "string",
-    },
-    "GitObject": {"type": "string", "sha": "string", "url": "string"},
-    "Reference": {"ref": "string", "url": "string", "object": "GitObject"},
-    "CommitUser": {"name": "string", "email": "string", "date": "string"},
-    "RepoCommit": {
-        "url": "string",
-        "author": "CommitUser",
-        "committer": "CommitUser",
-        "message": "string",
-        "tree": "CommitMeta",
-        "verification": "PayloadCommitVerification",
-    },
-    "CommitAffectedFiles": {"filename": "string", "status": "string"},
-    "CommitStats": {"total": "integer", "additions": "integer", "deletions": "integer"},
-    "Commit": {
-        "url": "string",
-        "sha": "string",
-        "created": "date-time",
-        "html_url": "string",
-        "commit": "RepoCommit",
-        "author": "User",
-        "committer": "User",
-        "parents": "[CommitMeta]",
-        "files": "[CommitAffectedFiles]",
-        "stats": "CommitStats",
-    },
-    "GitEntry": {
-        "path": "string",
-        "mode": "string",
-        "type": "string",
-        "size": "integer",
-        "sha": "string",
-        "url": "string",
-    },
-    "GitTreeResponse": {
-        "sha": "string",
-        "url": "string",
-        "tree": "[GitEntry]",
-        "truncated": "boolean",
-        "page": "integer",
-        "total_count": "integer",
-    },
-    "GitBlobResponse": {
-        "content": "string",
-        "encoding": "string",
-        "url": "string",
-        "sha": "string",
-        "size": "integer",
-    },
-    "FileLinksResponse": {"self": "string", "git": "string", "html": "string"},
-    "ContentsResponse": {
-        **{
-            k: "string"
-            for k in (
-                "name",
-                "path",
-                "sha",
-                "last_commit_sha",
-                "type",
-                "encoding",
-                "content",
-                "target",
-                "url",
-                "html_url",
-                "git_url",
-                "download_url",
-                "submodule_git_url",
-            )
-        },
-        "size": "integer",
-        "_links": "FileLinksResponse",
-    },
-    "FileCommitResponse": {
-        "url": "string",
-        "sha": "string",
-        "created": "date-time",
-        "html_url": "string",
-        "author": "CommitUser",
-        "committer": "CommitUser",
-        "message": "string",
-        "tree": "CommitMeta",
-        "parents": "[CommitMeta]",
-    },
-    "FileResponse": {
-        "content": "ContentsResponse",
-        "commit": "FileCommitResponse",
-        "verification": "PayloadCommitVerification",
-    },
-    "FilesResponse": {
-        "files": "[ContentsResponse]",
-        "commit": "FileCommitResponse",
-        "verification": "PayloadCommitVerification",
-    },
-    "FileDeleteResponse": {
-        "content": "ContentsResponse",
-        "commit": "FileCommitResponse",
-        "verification": "PayloadCommitVerification",
-    },
-    "Compare": {
-        "total_commits": "integer",
-        "commits": "[Commit]",
-        "files": "[CommitAffectedFiles]",
-    },
-}
+# Forgejo's shapes of git's objects, as the builders above make them; the OpenAPI
+# definitions are made from them (``forgejo/schema.py``).
+
+
+class PayloadUser(TypedDict):
+    """Forgejo's ``PayloadUser``."""
+
+    name: str
+    email: str
+    username: str
+
+
+class PayloadCommitVerification(TypedDict):
+    """Forgejo's ``PayloadCommitVerification``."""
+
+    verified: bool
+    reason: str
+    signature: str
+    signer: PayloadUser | None
+    payload: str
+
+
+class PayloadCommit(TypedDict):
+    """Forgejo's ``PayloadCommit``."""
+
+    id: str
+    message: str
+    url: str
+    author: PayloadUser
+    committer: PayloadUser
+    verification: PayloadCommitVerification | None
+    timestamp: DateTime
+    added: list[str] | None
+    removed: list[str] | None
+    modified: list[str] | None
+
+
+class Branch(TypedDict):
+    """Forgejo's ``Branch``."""
+
+    name: str
+    commit: PayloadCommit
+    protected: bool
+    required_approvals: int
+    enable_status_check: bool
+    status_check_contexts: list[str]
+    user_can_push: bool
+    user_can_merge: bool
+    effective_branch_protection_name: str
+
+
+class CommitMeta(TypedDict):
+    """Forgejo's ``CommitMeta``."""
+
+    url: str
+    sha: str
+    created: NotRequired[DateTime]
+
+
+class Tag(TypedDict):
+    """Forgejo's ``Tag``."""
+
+    name: str
+    message: str
+    id: str
+    commit: CommitMeta | None
+    zipball_url: str
+    tarball_url: str
+
+
+class GitObject(TypedDict):
+    """Forgejo's ``GitObject``."""
+
+    type: str
+    sha: str
+    url: str
+
+
+class Reference(TypedDict):
+    """Forgejo's ``Reference``."""
+
+    ref: str
+    url: str
+    object: GitObject
+
+
+class CommitUser(TypedDict):
+    """Forgejo's ``CommitUser``."""
+
+    name: str
+    email: str
+    date: str
+
+
+class RepoCommit(TypedDict):
+    """Forgejo's ``RepoCommit``."""
+
+    url: str
+    author: CommitUser
+    committer: CommitUser
+    message: str
+    tree: CommitMeta
+    verification: PayloadCommitVerification | None
+
+
+class CommitAffectedFiles(TypedDict):
+    """Forgejo's ``CommitAffectedFiles``."""
+
+    filename: str
+    status: str
+
+
+class CommitStats(TypedDict):
+    """Forgejo's ``CommitStats``."""
+
+    total: int
+    additions: int
+    deletions: int
+
+
+class Commit(TypedDict):
+    """Forgejo's ``Commit``."""
+
+    url: str
+    sha: str
+    created: DateTime
+    html_url: str
+    commit: RepoCommit
+    author: User | None
+    committer: User | None
+    parents: list[CommitMeta]
+    files: NotRequired[list[CommitAffectedFiles]]
+    stats: NotRequired[CommitStats]
+
+
+class GitEntry(TypedDict):
+    """Forgejo's ``GitEntry``."""
+
+    path: str
+    mode: str
+    type: str
+    size: int
+    sha: str
+    url: NotRequired[str]
+
+
+class GitTreeResponse(TypedDict):
+    """Forgejo's ``GitTreeResponse``."""
+
+    sha: str
+    url: str
+    tree: list[GitEntry]
+    truncated: bool
+    page: int
+    total_count: int
+
+
+class GitBlobResponse(TypedDict):
+    """Forgejo's ``GitBlobResponse``."""
+
+    content: str
+    encoding: str
+    url: str
+    sha: str
+    size: int
+
+
+class FileLinksResponse(TypedDict):
+    """Forgejo's ``FileLinksResponse``."""
+
+    self: str
+    git: str | None
+    html: str
+
+
+class ContentsResponse(TypedDict):
+    """Forgejo's ``ContentsResponse``."""
+
+    name: str
+    path: str
+    sha: str
+    last_commit_sha: str | None
+    type: str
+    encoding: str | None
+    content: str | None
+    target: str | None
+    url: str
+    html_url: str
+    git_url: str | None
+    download_url: str | None
+    submodule_git_url: str | None
+    size: int
+    _links: FileLinksResponse
+
+
+class FileCommitResponse(TypedDict):
+    """Forgejo's ``FileCommitResponse``."""
+
+    url: str
+    sha: str
+    created: DateTime
+    html_url: str
+    author: CommitUser
+    committer: CommitUser
+    message: str
+    tree: CommitMeta
+    parents: list[CommitMeta]
+
+
+class FileResponse(TypedDict):
+    """Forgejo's ``FileResponse``."""
+
+    content: ContentsResponse
+    commit: FileCommitResponse
+    verification: PayloadCommitVerification
+
+
+class FilesResponse(TypedDict):
+    """Forgejo's ``FilesResponse``."""
+
+    files: list[ContentsResponse]
+    commit: FileCommitResponse
+    verification: PayloadCommitVerification
+
+
+class FileDeleteResponse(TypedDict):
+    """Forgejo's ``FileDeleteResponse``."""
+
+    content: ContentsResponse
+    commit: FileCommitResponse
+    verification: PayloadCommitVerification
+
+
+class Compare(TypedDict):
+    """Forgejo's ``Compare``."""
+
+    total_commits: int
+    commits: list[Commit]
+    files: list[CommitAffectedFiles]

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TypedDict
 
 from floorless.accounts.access import Viewer
-from floorless.collab.issues import Comment, Entry, Issue
-from floorless.collab.triage import Label, Milestone
+from floorless.collab import issues as collab
+from floorless.collab import triage
 from floorless.forge import Forge
 from floorless.forgejo import urls
-from floorless.forgejo.people import Person, people, rfc3339, user_json
+from floorless.forgejo.people import Person, User, people, rfc3339, user_json
+from floorless.forgejo.schema import DateTime
 from floorless.repos.registry import Repo
-
-Json = dict[str, Any]
 
 # Forgejo's stand-in for an account that is gone (its ``user_model.NewGhostUser``)
 GHOST = Person(-1, "Ghost", "user", "", False, None)
@@ -29,7 +28,7 @@ GHOST = Person(-1, "Ghost", "user", "", False, None)
 DRAFT_PREFIXES = ("wip:", "[wip]")
 
 
-def label_json(label: Label, repo: Repo, public: str) -> Json:
+def label_json(label: triage.Label, repo: Repo, public: str) -> Label:
     """Forgejo's ``Label``: its colour without the ``#``."""
     return {
         "id": label.id,
@@ -42,7 +41,7 @@ def label_json(label: Label, repo: Repo, public: str) -> Json:
     }
 
 
-def milestone_json(milestone: Milestone) -> Json:
+def milestone_json(milestone: triage.Milestone) -> Milestone:
     """Forgejo's ``Milestone``. Floorless keeps no time of a milestone's creation or change:
     those are the epoch, as Forgejo writes an unknown time; ``closed_at`` is null."""
     return {
@@ -69,7 +68,7 @@ class IssueFacts:
         viewer: Viewer,
         repo: Repo,
         public: str,
-        issues: Sequence[Issue] = (),
+        issues: Sequence[collab.Issue] = (),
         names: Iterable[str] = (),
     ) -> None:
         self.forge = forge
@@ -87,7 +86,7 @@ class IssueFacts:
             wanted.update(found)
         self.people = people(forge.db, wanted)
 
-    def user(self, name: str) -> Json:
+    def user(self, name: str) -> User:
         """A person named on the page as Forgejo's ``User``; the ghost for one who is gone."""
         who = self.people.get(name.lower(), GHOST) if name else GHOST
         return user_json(who, self.viewer, self.public)
@@ -98,13 +97,13 @@ class IssueFacts:
         return self.public + urls.issue(self.repo, number, comment)
 
 
-def issue_json(issue: Issue, facts: IssueFacts) -> Json:
+def issue_json(issue: collab.Issue, facts: IssueFacts) -> Issue:
     """Forgejo's ``Issue`` (a pull request's too: then ``pull_request`` is set)."""
     repo = facts.repo
     assignees = [facts.user(name) for name in facts.assignees.get(issue.id, [])]
     milestone = facts.milestones.get(issue.id)
     html_url = facts.page_url(issue.number, issue.is_pull)
-    pull: Json | None = None
+    pull: PullRequestMeta | None = None
     if issue.is_pull:
         merged_at = facts.merges.get(issue.id)
         pull = {
@@ -149,7 +148,7 @@ def issue_json(issue: Issue, facts: IssueFacts) -> Json:
     }
 
 
-def comment_json(comment: Comment, facts: IssueFacts) -> Json:
+def comment_json(comment: collab.Comment, facts: IssueFacts) -> Comment:
     """Forgejo's ``Comment``: ``issue_url`` (an issue's) or ``pull_request_url`` (a pull
     request's) is the page it is on, the other is empty, as Forgejo has them."""
     page = facts.page_url(comment.number, comment.is_pull)
@@ -196,7 +195,7 @@ class Sorting:
     and the repository's milestones, by name: two statements for the page at most. One
     deleted since is shown by its name alone (id 0), as the event recorded it."""
 
-    def __init__(self, forge: Forge, repo: Repo, entries: Iterable[Entry]) -> None:
+    def __init__(self, forge: Forge, repo: Repo, entries: Iterable[collab.Entry]) -> None:
         names = {entry.body[1:] for entry in entries if entry.kind == "label"}
         named = forge.triage.labels_named(repo.owner, repo.name, names=names)
         self.labels = {x.name.lower(): x for x in named}
@@ -204,24 +203,26 @@ class Sorting:
             m.title.lower(): m for m in forge.triage.milestones(repo.owner, repo.name)
         }
 
-    def label(self, name: str) -> Label:
-        return self.labels.get(name.lower()) or Label(0, name, "#000000")
+    def label(self, name: str) -> triage.Label:
+        return self.labels.get(name.lower()) or triage.Label(0, name, "#000000")
 
-    def milestone(self, title: str) -> Json | None:
+    def milestone(self, title: str) -> Milestone | None:
         if not title:
             return None
-        found = self.milestones.get(title.lower()) or Milestone(0, title, "", None, "open")
+        found = self.milestones.get(title.lower()) or triage.Milestone(0, title, "", None, "open")
         return milestone_json(found)
 
 
-def timeline_json(entry: Entry, issue: Issue, facts: IssueFacts, sorting: Sorting) -> Json:
+def timeline_json(
+    entry: collab.Entry, issue: collab.Issue, facts: IssueFacts, sorting: Sorting
+) -> TimelineComment:
     """Forgejo's ``TimelineComment`` for an entry of ``issue``'s timeline: a comment, or an
     event of the type Forgejo gives the same change, with what it names (a label, a
     milestone, an assignee, a title, a commit)."""
     kind = entry.kind
     page = facts.page_url(issue.number, issue.is_pull)
     anchor = f"#issuecomment-{entry.id}" if kind == "comment" else f"#event-{entry.id}"
-    shaped: Json = {
+    shaped: TimelineComment = {
         "id": entry.id,
         "type": TIMELINE_TYPES.get(kind, kind),
         "html_url": page + anchor,
@@ -291,133 +292,163 @@ def timeline_json(entry: Entry, issue: Issue, facts: IssueFacts, sorting: Sortin
     return shaped
 
 
-def timeline_names(entries: Iterable[Entry]) -> set[str]:
+def timeline_names(entries: Iterable[collab.Entry]) -> set[str]:
     """The people a page of a timeline names: who acted, who was (un)assigned."""
     names = {entry.who for entry in entries if entry.who}
     names |= {e.body for e in entries if e.kind in ("assigned", "unassigned") and e.body}
     return names
 
 
-SCHEMAS: dict[str, dict[str, str]] = {
-    "Label": {
-        "id": "integer",
-        "name": "string",
-        "exclusive": "boolean",
-        "is_archived": "boolean",
-        "color": "string",
-        "description": "string",
-        "url": "string",
-    },
-    "Milestone": {
-        "id": "integer",
-        "title": "string",
-        "description": "string",
-        "state": "string",
-        "open_issues": "integer",
-        "closed_issues": "integer",
-        "created_at": "date-time",
-        "updated_at": "date-time",
-        "closed_at": "date-time",
-        "due_on": "date-time",
-    },
-    "PullRequestMeta": {
-        "merged": "boolean",
-        "merged_at": "date-time",
-        "draft": "boolean",
-        "html_url": "string",
-    },
-    "RepositoryMeta": {
-        "id": "integer",
-        "name": "string",
-        "owner": "string",
-        "full_name": "string",
-    },
-    "Attachment": {
-        "id": "integer",
-        "name": "string",
-        "size": "integer",
-        "download_count": "integer",
-        "created_at": "date-time",
-        "uuid": "string",
-        "browser_download_url": "string",
-        "type": "string",
-    },
-    "Issue": {
-        "id": "integer",
-        "url": "string",
-        "html_url": "string",
-        "number": "integer",
-        "user": "User",
-        "original_author": "string",
-        "original_author_id": "integer",
-        "title": "string",
-        "body": "string",
-        "ref": "string",
-        "assets": "[Attachment]",
-        "labels": "[Label]",
-        "milestone": "Milestone",
-        "assignee": "User",
-        "assignees": "[User]",
-        "state": "string",
-        "is_locked": "boolean",
-        "comments": "integer",
-        "created_at": "date-time",
-        "updated_at": "date-time",
-        "closed_at": "date-time",
-        "due_date": "date-time",
-        "pull_request": "PullRequestMeta",
-        "repository": "RepositoryMeta",
-        "pin_order": "integer",
-    },
-    "TrackedTime": {  # never one: floorless keeps no time spent
-        "id": "integer",
-        "created": "date-time",
-        "time": "integer",
-        "user_name": "string",
-        "issue_id": "integer",
-    },
-    "TimelineComment": {
-        "id": "integer",
-        "type": "string",
-        "html_url": "string",
-        "pull_request_url": "string",
-        "issue_url": "string",
-        "user": "User",
-        "body": "string",
-        "created_at": "date-time",
-        "updated_at": "date-time",
-        "old_project_id": "integer",
-        "project_id": "integer",
-        "old_milestone": "Milestone",
-        "milestone": "Milestone",
-        "tracked_time": "TrackedTime",
-        "old_title": "string",
-        "new_title": "string",
-        "old_ref": "string",
-        "new_ref": "string",
-        "ref_issue": "Issue",
-        "ref_comment": "Comment",
-        "ref_action": "string",
-        "ref_commit_sha": "string",
-        "review_id": "integer",
-        "label": "Label",
-        "assignee": "User",
-        "assignee_team": "Team",
-        "removed_assignee": "boolean",
-        "resolve_doer": "User",
-        "dependent_issue": "Issue",
-    },
-    "Comment": {
-        "id": "integer",
-        "html_url": "string",
-        "pull_request_url": "string",
-        "issue_url": "string",
-        "user": "User",
-        "original_author": "string",
-        "original_author_id": "integer",
-        "body": "string",
-        "assets": "[Attachment]",
-        "created_at": "date-time",
-        "updated_at": "date-time",
-    },
-}
+class Team(TypedDict):
+    """Forgejo's ``Team``: never one, floorless has no teams."""
+
+    id: int
+    name: str
+
+
+class Label(TypedDict):
+    """Forgejo's ``Label``."""
+
+    id: int
+    name: str
+    exclusive: bool
+    is_archived: bool
+    color: str
+    description: str
+    url: str
+
+
+class Milestone(TypedDict):
+    """Forgejo's ``Milestone``."""
+
+    id: int
+    title: str
+    description: str
+    state: str
+    open_issues: int
+    closed_issues: int
+    created_at: DateTime
+    updated_at: DateTime
+    closed_at: DateTime | None
+    due_on: DateTime | None
+
+
+class PullRequestMeta(TypedDict):
+    """Forgejo's ``PullRequestMeta``."""
+
+    merged: bool
+    merged_at: DateTime | None
+    draft: bool
+    html_url: str
+
+
+class RepositoryMeta(TypedDict):
+    """Forgejo's ``RepositoryMeta``."""
+
+    id: int
+    name: str
+    owner: str
+    full_name: str
+
+
+class Attachment(TypedDict):
+    """Forgejo's ``Attachment``."""
+
+    id: int
+    name: str
+    size: int
+    download_count: int
+    created_at: DateTime
+    uuid: str
+    browser_download_url: str
+    type: str
+
+
+class Issue(TypedDict):
+    """Forgejo's ``Issue``."""
+
+    id: int
+    url: str
+    html_url: str
+    number: int
+    user: User
+    original_author: str
+    original_author_id: int
+    title: str
+    body: str
+    ref: str
+    assets: list[Attachment]
+    labels: list[Label]
+    milestone: Milestone | None
+    assignee: User | None
+    assignees: list[User]
+    state: str
+    is_locked: bool
+    comments: int
+    created_at: DateTime
+    updated_at: DateTime
+    closed_at: DateTime | None
+    due_date: DateTime | None
+    pull_request: PullRequestMeta | None
+    repository: RepositoryMeta
+    pin_order: int
+
+
+class TrackedTime(TypedDict):
+    """Forgejo's ``TrackedTime``."""
+
+    id: int
+    created: DateTime
+    time: int
+    user_name: str
+    issue_id: int
+
+
+class TimelineComment(TypedDict):
+    """Forgejo's ``TimelineComment``."""
+
+    id: int
+    type: str
+    html_url: str
+    pull_request_url: str
+    issue_url: str
+    user: User
+    body: str
+    created_at: DateTime
+    updated_at: DateTime
+    old_project_id: int
+    project_id: int
+    old_milestone: Milestone | None
+    milestone: Milestone | None
+    tracked_time: TrackedTime | None
+    old_title: str
+    new_title: str
+    old_ref: str
+    new_ref: str
+    ref_issue: Issue | None
+    ref_comment: Comment | None
+    ref_action: str
+    ref_commit_sha: str
+    review_id: int
+    label: Label | None
+    assignee: User | None
+    assignee_team: Team | None
+    removed_assignee: bool
+    resolve_doer: User | None
+    dependent_issue: Issue | None
+
+
+class Comment(TypedDict):
+    """Forgejo's ``Comment``."""
+
+    id: int
+    html_url: str
+    pull_request_url: str
+    issue_url: str
+    user: User
+    original_author: str
+    original_author_id: int
+    body: str
+    assets: list[Attachment]
+    created_at: DateTime
+    updated_at: DateTime

@@ -25,10 +25,10 @@ from floorless.collab.issues import Change
 from floorless.core.errors import FloorlessError
 from floorless.forge import Forge
 from floorless.forgejo import urls
-from floorless.forgejo.git import Links, payload_commit
+from floorless.forgejo.git import Links, PayloadCommit, payload_commit
 from floorless.forgejo.issues import GHOST, IssueFacts, comment_json, issue_json
-from floorless.forgejo.people import Person, RepoFacts, person, repo_json, user_json
-from floorless.forgejo.pulls import PullFacts, pull_json
+from floorless.forgejo.people import Person, RepoFacts, User, person, repo_json, user_json
+from floorless.forgejo.pulls import PullFacts, PullRequest, pull_json
 from floorless.git import objects
 from floorless.repos.registry import Repo
 from floorless.webhooks.hooks import Hook
@@ -210,7 +210,7 @@ def test_payload(forge: Forge, repo: Repo, account: Account, public: str) -> Jso
     }
 
 
-def _user(forge: Forge, account: Account, public: str) -> Json:
+def _user(forge: Forge, account: Account, public: str) -> User:
     who = person(forge.db, account.name) or Person(
         account.id, account.name, "user", account.email or "", False, None
     )
@@ -262,7 +262,7 @@ def _usernames(forge: Forge, commits: list[pygit2.Commit]) -> dict[str, str]:
 
 def commit_json(
     handle: pygit2.Repository, links: Links, commit: pygit2.Commit, names: dict[str, str]
-) -> Json:
+) -> PayloadCommit:
     """Forgejo's ``PayloadCommit``, with the files the commit added, removed and modified
     (against its first parent)."""
     shown = payload_commit(links, objects.commit_info(commit))
@@ -287,7 +287,7 @@ def commit_json(
             removed.append(delta.old_file.path)
         else:
             modified.append(delta.new_file.path)
-    shown.update(added=added, removed=removed, modified=modified)
+    shown["added"], shown["removed"], shown["modified"] = added, removed, modified
     return shown
 
 
@@ -398,11 +398,11 @@ def issue_event(forge: Forge, change: Change) -> None:
     forge.webhooks.emit(hooks, kind, payload, action=action)
 
 
-def _pull(forge: Forge, repo: Repo, viewer: Viewer, public: str, number: int) -> Json:
+def _pull(forge: Forge, repo: Repo, viewer: Viewer, public: str, number: int) -> PullRequest:
     pull = forge.pulls.get(repo.owner, repo.name, number)
     facts = PullFacts(forge, viewer, repo, forge.snapshot(repo), forge.open(repo), [pull], public)
     return pull_json(facts, pull)
 
 
-def _ghost(forge: Forge, public: str) -> Json:
+def _ghost(forge: Forge, public: str) -> User:
     return user_json(GHOST, ANONYMOUS, public)

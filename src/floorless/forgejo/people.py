@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from floorless.accounts.access import Level, Viewer
@@ -21,6 +22,7 @@ from floorless.core.errors import NotFound
 from floorless.db import Database, Row
 from floorless.forge import Forge
 from floorless.forgejo import urls
+from floorless.forgejo.schema import DateTime
 from floorless.repos.registry import Repo
 
 # Forgejo's scope categories: a floorless token is read or write over all of them.
@@ -87,7 +89,7 @@ def _person(row: Row) -> Person:
     )
 
 
-def user_json(who: Person, viewer: Viewer, public: str) -> dict[str, object]:
+def user_json(who: Person, viewer: Viewer, public: str) -> User:
     """Forgejo's ``User``: the address only to the person and an administrator, as Forgejo
     keeps it private by default; others see a placeholder that reaches no one."""
     me = viewer.account
@@ -121,7 +123,7 @@ def user_json(who: Person, viewer: Viewer, public: str) -> dict[str, object]:
     }
 
 
-def org_json(org: Person, public: str) -> dict[str, object]:
+def org_json(org: Person, public: str) -> Organization:
     """Forgejo's ``Organization``."""
     return {
         "id": org.id,
@@ -138,7 +140,7 @@ def org_json(org: Person, public: str) -> dict[str, object]:
     }
 
 
-def token_json(token: Token, plain: str = "") -> dict[str, object]:
+def token_json(token: Token, plain: str = "") -> AccessToken:
     """Forgejo's ``AccessToken``: ``sha1`` (the token itself) only when it is made."""
     return {
         "id": token.id,
@@ -241,7 +243,7 @@ def _pairs(keys: Sequence[tuple[str, str]], prefix: str = "") -> tuple[str, list
     return clause, [part for key in keys for part in key]
 
 
-def repo_json(repo: Repo, facts: RepoFacts, public: str, nested: bool = False) -> dict[str, object]:
+def repo_json(repo: Repo, facts: RepoFacts, public: str, nested: bool = False) -> Repository:
     """Forgejo's ``Repository`` for ``repo``, with the caller's permissions on it."""
     forge = facts.forge
     snapshot = forge.snapshot(repo)
@@ -321,3 +323,128 @@ def repo_json(repo: Repo, facts: RepoFacts, public: str, nested: bool = False) -
         "object_format_name": "sha1",
         "topics": [],
     }
+
+
+class User(TypedDict):
+    """Forgejo's ``User``."""
+
+    id: int
+    source_id: int
+    followers_count: int
+    following_count: int
+    starred_repos_count: int
+    login: str
+    login_name: str
+    full_name: str
+    email: str
+    avatar_url: str
+    html_url: str
+    language: str
+    location: str
+    pronouns: str
+    website: str
+    description: str
+    visibility: str
+    username: str
+    last_login: DateTime
+    created: DateTime
+    is_admin: bool
+    restricted: bool
+    active: bool
+    prohibit_login: bool
+
+
+class Organization(TypedDict):
+    """Forgejo's ``Organization``."""
+
+    id: int
+    repo_admin_change_team_access: bool
+    name: str
+    username: str
+    full_name: str
+    email: str
+    avatar_url: str
+    description: str
+    website: str
+    location: str
+    visibility: str
+
+
+class AccessToken(TypedDict):
+    """Forgejo's ``AccessToken``."""
+
+    id: int
+    name: str
+    sha1: str
+    token_last_eight: str
+    scopes: list[str]
+    created_at: DateTime
+    last_used_at: DateTime
+
+
+class Permission(TypedDict):
+    """Forgejo's ``Permission``."""
+
+    admin: bool
+    push: bool
+    pull: bool
+
+
+class Repository(TypedDict):
+    """Forgejo's ``Repository``."""
+
+    owner: User
+    parent: Repository | None
+    permissions: Permission
+    topics: list[str]
+    id: int
+    size: int
+    stars_count: int
+    forks_count: int
+    watchers_count: int
+    open_issues_count: int
+    open_pr_counter: int
+    release_counter: int
+    name: str
+    full_name: str
+    description: str
+    language: str
+    languages_url: str
+    html_url: str
+    url: str
+    link: str
+    ssh_url: str
+    clone_url: str
+    original_url: str
+    website: str
+    default_branch: str
+    default_merge_style: str
+    avatar_url: str
+    mirror_interval: str
+    object_format_name: str
+    created_at: DateTime
+    updated_at: DateTime
+    archived_at: DateTime
+    empty: bool
+    private: bool
+    fork: bool
+    template: bool
+    mirror: bool
+    archived: bool
+    has_issues: bool
+    has_wiki: bool
+    has_pull_requests: bool
+    has_projects: bool
+    has_releases: bool
+    has_packages: bool
+    has_actions: bool
+    ignore_whitespace_conflicts: bool
+    allow_merge_commits: bool
+    allow_rebase: bool
+    allow_rebase_explicit: bool
+    allow_squash_merge: bool
+    allow_fast_forward_only_merge: bool
+    allow_rebase_update: bool
+    default_delete_branch_after_merge: bool
+    default_allow_maintainer_edit: bool
+    internal: bool

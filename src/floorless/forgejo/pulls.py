@@ -16,7 +16,7 @@ diffs nothing.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any, cast
+from typing import TypedDict, cast
 
 import pygit2
 
@@ -28,14 +28,21 @@ from floorless.core.errors import BadRequest, NotFound
 from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.forgejo.git import text
-from floorless.forgejo.issues import DRAFT_PREFIXES, IssueFacts, label_json, milestone_json
-from floorless.forgejo.people import RepoFacts, repo_json, rfc3339
+from floorless.forgejo.issues import (
+    DRAFT_PREFIXES,
+    IssueFacts,
+    Label,
+    Milestone,
+    Team,
+    label_json,
+    milestone_json,
+)
+from floorless.forgejo.people import RepoFacts, Repository, User, repo_json, rfc3339
+from floorless.forgejo.schema import DateTime
 from floorless.git import diff as gitdiff
 from floorless.git.refs import RefSnapshot
 from floorless.repos.registry import Repo
 from floorless.web.views.compare import commit_of
-
-Json = dict[str, Any]
 
 # The diff a pull request's counts and files are read from: as many files as a commit's
 # API answer lists, no lines kept (only their counts).
@@ -118,12 +125,12 @@ class PullFacts:
             [*names, *(p.merged_by for p in pulls)],
         )
         self.review_comments = _review_comment_counts(forge, [p.issue.id for p in pulls])
-        self._repo_json: dict[tuple[str, str], Json | None] = {}
+        self._repo_json: dict[tuple[str, str], Repository | None] = {}
 
-    def user(self, name: str) -> Json:
+    def user(self, name: str) -> User:
         return self.issues.user(name)
 
-    def repository(self, owner: str, name: str) -> tuple[int, Json | None]:
+    def repository(self, owner: str, name: str) -> tuple[int, Repository | None]:
         """A side's repository id and JSON; None for one gone, or one the caller may not
         read (a private fork's head names no more of it than its label does)."""
         repo = self.repos.get((owner, name))
@@ -163,7 +170,7 @@ def mergeable(forge: Forge, repo: Repo, pull: Pull, base_tip: str) -> bool:
     return False
 
 
-def pull_json(facts: PullFacts, pull: Pull) -> Json:
+def pull_json(facts: PullFacts, pull: Pull) -> PullRequest:
     """Forgejo's ``PullRequest``: its labels, milestone and people as its ``Issue`` shows
     them (``issueshapes.py``)."""
     repo, issue = facts.repo, pull.issue
@@ -260,7 +267,7 @@ def _merge_base(facts: PullFacts, base_tip: str, head: str) -> str:
     return pull_base
 
 
-def changed_file(public: str, repo: Repo, head: str, item: gitdiff.FileDiff) -> Json:
+def changed_file(public: str, repo: Repo, head: str, item: gitdiff.FileDiff) -> ChangedFile:
     """One file of ``pulls/{n}/files`` (Forgejo's ``ChangedFile``)."""
     name = item.new_path if item.status != "deleted" else item.old_path
     added, deleted = item.additions or 0, item.deletions or 0
@@ -280,7 +287,7 @@ def changed_file(public: str, repo: Repo, head: str, item: gitdiff.FileDiff) -> 
 
 def review_json(
     facts: PullFacts, pull: Pull, review: Review, comments: int, stale: bool = False
-) -> Json:
+) -> PullReview:
     """Forgejo's ``PullReview``."""
     repo = facts.repo
     when = rfc3339(review.submitted_at or review.created_at)
@@ -302,7 +309,7 @@ def review_json(
     }
 
 
-def review_comment_json(facts: PullFacts, pull: Pull, comment: ReviewComment) -> Json:
+def review_comment_json(facts: PullFacts, pull: Pull, comment: ReviewComment) -> PullReviewComment:
     """Forgejo's ``PullReviewComment``: ``position`` the line on the head's side,
     ``original_position`` the line on the merge base's (the other 0)."""
     repo = facts.repo
@@ -328,98 +335,107 @@ def review_comment_json(facts: PullFacts, pull: Pull, comment: ReviewComment) ->
     }
 
 
-# The OpenAPI definitions of these shapes (``openapi.py`` takes them in).
-SCHEMAS: dict[str, dict[str, str]] = {
-    "Team": {"id": "integer", "name": "string"},  # never one: floorless has no teams
-    "PRBranchInfo": {
-        "label": "string",
-        "ref": "string",
-        "sha": "string",
-        "repo_id": "integer",
-        "repo": "Repository",
-    },
-    "PullRequest": {
-        "id": "integer",
-        "url": "string",
-        "number": "integer",
-        "user": "User",
-        "title": "string",
-        "body": "string",
-        "labels": "[Label]",
-        "milestone": "Milestone",
-        "assignee": "User",
-        "assignees": "[User]",
-        "requested_reviewers": "[User]",
-        "requested_reviewers_teams": "[Team]",
-        "state": "string",
-        "draft": "boolean",
-        "is_locked": "boolean",
-        "comments": "integer",
-        "review_comments": "integer",
-        "additions": "integer",
-        "deletions": "integer",
-        "changed_files": "integer",
-        "html_url": "string",
-        "diff_url": "string",
-        "patch_url": "string",
-        "mergeable": "boolean",
-        "merged": "boolean",
-        "merged_at": "date-time",
-        "merge_commit_sha": "string",
-        "merged_by": "User",
-        "allow_maintainer_edit": "boolean",
-        "base": "PRBranchInfo",
-        "head": "PRBranchInfo",
-        "merge_base": "string",
-        "due_date": "date-time",
-        "created_at": "date-time",
-        "updated_at": "date-time",
-        "closed_at": "date-time",
-        "pin_order": "integer",
-        "flow": "integer",
-    },
-    "ChangedFile": {
-        "filename": "string",
-        "previous_filename": "string",
-        "status": "string",
-        "additions": "integer",
-        "deletions": "integer",
-        "changes": "integer",
-        "html_url": "string",
-        "contents_url": "string",
-        "raw_url": "string",
-    },
-    "PullReview": {
-        "id": "integer",
-        "user": "User",
-        "team": "Team",
-        "state": "string",
-        "body": "string",
-        "commit_id": "string",
-        "stale": "boolean",
-        "official": "boolean",
-        "dismissed": "boolean",
-        "comments_count": "integer",
-        "submitted_at": "date-time",
-        "updated_at": "date-time",
-        "html_url": "string",
-        "pull_request_url": "string",
-    },
-    "PullReviewComment": {
-        "id": "integer",
-        "body": "string",
-        "user": "User",
-        "resolver": "User",
-        "pull_request_review_id": "integer",
-        "created_at": "date-time",
-        "updated_at": "date-time",
-        "path": "string",
-        "commit_id": "string",
-        "original_commit_id": "string",
-        "diff_hunk": "string",
-        "position": "integer",
-        "original_position": "integer",
-        "html_url": "string",
-        "pull_request_url": "string",
-    },
-}
+class PRBranchInfo(TypedDict):
+    """Forgejo's ``PRBranchInfo``."""
+
+    label: str
+    ref: str
+    sha: str
+    repo_id: int
+    repo: Repository | None
+
+
+class PullRequest(TypedDict):
+    """Forgejo's ``PullRequest``."""
+
+    id: int
+    url: str
+    number: int
+    user: User
+    title: str
+    body: str
+    labels: list[Label]
+    milestone: Milestone | None
+    assignee: User | None
+    assignees: list[User]
+    requested_reviewers: list[User]
+    requested_reviewers_teams: list[Team]
+    state: str
+    draft: bool
+    is_locked: bool
+    comments: int
+    review_comments: int
+    additions: int
+    deletions: int
+    changed_files: int
+    html_url: str
+    diff_url: str
+    patch_url: str
+    mergeable: bool
+    merged: bool
+    merged_at: DateTime | None
+    merge_commit_sha: str | None
+    merged_by: User | None
+    allow_maintainer_edit: bool
+    base: PRBranchInfo
+    head: PRBranchInfo
+    merge_base: str
+    due_date: DateTime | None
+    created_at: DateTime
+    updated_at: DateTime
+    closed_at: DateTime | None
+    pin_order: int
+    flow: int
+
+
+class ChangedFile(TypedDict):
+    """Forgejo's ``ChangedFile``."""
+
+    filename: str
+    previous_filename: str
+    status: str
+    additions: int
+    deletions: int
+    changes: int
+    html_url: str
+    contents_url: str
+    raw_url: str
+
+
+class PullReview(TypedDict):
+    """Forgejo's ``PullReview``."""
+
+    id: int
+    user: User
+    team: Team | None
+    state: str
+    body: str
+    commit_id: str
+    stale: bool
+    official: bool
+    dismissed: bool
+    comments_count: int
+    submitted_at: DateTime
+    updated_at: DateTime
+    html_url: str
+    pull_request_url: str
+
+
+class PullReviewComment(TypedDict):
+    """Forgejo's ``PullReviewComment``."""
+
+    id: int
+    body: str
+    user: User
+    resolver: User | None
+    pull_request_review_id: int
+    created_at: DateTime
+    updated_at: DateTime
+    path: str
+    commit_id: str
+    original_commit_id: str
+    diff_hunk: str
+    position: int
+    original_position: int
+    html_url: str
+    pull_request_url: str

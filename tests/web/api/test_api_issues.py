@@ -23,8 +23,8 @@ from floorless.accounts.access import Viewer
 from floorless.collab.filters import IssueFilter
 from floorless.core import timing
 from floorless.forge import Forge
+from floorless.forgejo import issues as shapes
 from floorless.forgejo.issues import (
-    SCHEMAS,
     IssueFacts,
     comment_json,
     issue_json,
@@ -58,7 +58,7 @@ def test_shapes_parse_into_forgejo_models_and_match_their_schemas(forge: Forge) 
     issue = forge.issues.get("ann", "shapes", issue.number)
     facts = IssueFacts(forge, Viewer(ann), repo, BASE, [issue, pull.issue], ["ben"])
     shaped = issue_json(issue, facts)
-    assert set(shaped) == set(SCHEMAS["Issue"])
+    assert set(shaped) == set(shapes.Issue.__annotations__)
     parsed = ForgejoIssue.model_validate(shaped)
     assert parsed.number == issue.number and parsed.state == "closed" and parsed.closed_at
     assert parsed.user and parsed.user.login == "ann"
@@ -83,7 +83,7 @@ def test_shapes_parse_into_forgejo_models_and_match_their_schemas(forge: Forge) 
     (found,) = forge.issues.comments("ann", "shapes", issue.number)
     assert found.id == comment
     shaped = comment_json(found, facts)
-    assert set(shaped) == set(SCHEMAS["Comment"])
+    assert set(shaped) == set(shapes.Comment.__annotations__)
     parsed_comment = ForgejoComment.model_validate(shaped)
     assert parsed_comment.html_url == (
         f"{BASE}/ann/shapes/issues/{issue.number}#issuecomment-{comment}"
@@ -92,10 +92,10 @@ def test_shapes_parse_into_forgejo_models_and_match_their_schemas(forge: Forge) 
     assert parsed_comment.user and parsed_comment.user.login == "ben"
 
     label = label_json(bug, repo, BASE)
-    assert set(label) == set(SCHEMAS["Label"])
+    assert set(label) == set(shapes.Label.__annotations__)
     assert ForgejoLabel.model_validate(label).name == "bug"
     milestone = milestone_json(forge.triage.milestone("ann", "shapes", soon))
-    assert set(milestone) == set(SCHEMAS["Milestone"])
+    assert set(milestone) == set(shapes.Milestone.__annotations__)
     assert ForgejoMilestone.model_validate(milestone).state == "open"
 
 
@@ -372,7 +372,7 @@ def _issue_routes() -> list[tuple[str, str, dict[str, object]]]:
         if kind.__module__.rsplit(".", 1)[-1] != "issues":
             continue
         for method, operation in kind.operations.items():
-            body = {f: _fine(spec.kind) for f, spec in (operation.body or {}).items()}
+            body = {f: _fine(s.kind) for f, s in support.api.declared(operation.body).items()}
             found.append((method, template, body))
     return found
 
@@ -466,7 +466,7 @@ def test_every_declared_field_of_a_wrong_type_is_a_422(forge: Forge, http: httpx
         elif "/labels/" in template:
             path = path.rsplit("/", 1)[0] + f"/{label.id}"
         kind = next(k for t, k in API_ROUTES if t == template)
-        body = kind.operations[method].body or {}
+        body = support.api.declared(kind.operations[method].body)
         required = {f: fine[f] for f, spec in body.items() if spec.required}
         for field, spec in body.items():
             answer = http.request(

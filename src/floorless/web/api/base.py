@@ -14,8 +14,8 @@ would break those clients for nothing). Errors raised here, or anywhere below, b
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, TypedDict
 from urllib.parse import urlencode
 
 import falcon
@@ -24,6 +24,8 @@ from floorless.accounts.access import Level, Viewer
 from floorless.accounts.accounts import Account
 from floorless.core.errors import BadRequest, FloorlessError, TooLarge, Unauthorized
 from floorless.forge import Forge
+from floorless.forgejo import schema
+from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
 from floorless.web.auth import Authenticator, viewer_of
 from floorless.web.context import find_repo
@@ -34,16 +36,6 @@ MAX_LIMIT = 50  # Forgejo's MAX_RESPONSE_ITEMS
 MAX_BODY = 1 << 20  # bytes of JSON a request may send
 MAX_PAGE = 1_000_000  # a page past any list, and an offset every database can hold
 JSON = "application/json; charset=utf-8"
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "boolean": (bool,),
-    "array": (list,),
-    "integers": (list,),
-    "ids": (list,),
-    "objects": (list,),
-    "object": (dict,),
-}
 
 
 class Unprocessable(FloorlessError):
@@ -53,33 +45,28 @@ class Unprocessable(FloorlessError):
 
 
 @dataclass(frozen=True)
-class Field:
-    """A field of a request body, or a query parameter: its JSON type."""
-
-    # string, integer, boolean, array (of strings), integers (an array of them), ids (an
-    # array of integers or strings: ids or names, as Forgejo's labels of an issue), objects
-    # (an array of them, each checked by its operation) or object
-    kind: str
-    description: str = ""
-    required: bool = False
-
-
-@dataclass(frozen=True)
 class Operation:
+    """What a resource's method does, for its checks and its description: ``answer``, the
+    shape it answers (``list[Shape]`` for a list of them, None for no body); ``body`` and
+    ``query``, the shapes (``TypedDict``) of what it reads (``forgejo/schema.py``)."""
+
     summary: str
-    answer: str | None  # a schema's name, "[Name]" for a list of them, None for no body
+    answer: object = None
     status: int = 200
-    body: dict[str, Field] | None = None
-    query: dict[str, Field] = field(default_factory=dict)
+    body: type | None = None
+    query: type | None = None
     paged: bool = False  # takes page and limit; answers Link and X-Total-Count
     signed_in: bool = False  # refused (401) to an anonymous caller
     basic: bool = False  # needs HTTP Basic with the password
+    operation_id: str = ""  # Forgejo's name of the operation (``repoGetPullRequest``)
+    tag: str = ""  # Forgejo's group of it (``repository``, ``issue``, ``user``, ...)
 
 
-PAGED = {
-    "page": Field("integer", "page number of results to return (1-based)"),
-    "limit": Field("integer", f"page size of results (at most {MAX_LIMIT})"),
-}
+class Paged(TypedDict, total=False):
+    """``page`` and ``limit``: what every list takes."""
+
+    page: Annotated[int, Doc("page number of results to return (1-based)")]
+    limit: Annotated[int, Doc(f"page size of results (at most {MAX_LIMIT})")]
 
 
 @dataclass(frozen=True)
@@ -147,7 +134,7 @@ class Resource:
         """The request's JSON object, its declared fields checked (see the module's words);
         undeclared fields are dropped."""
         operation = self.operations.get(req.method.lower())
-        declared = operation.body if operation is not None and operation.body else {}
+        shape = operation.body if operation is not None else None
         length = req.content_length
         if length is not None and length > MAX_BODY:
             raise TooLarge(f"the request body is over {MAX_BODY} bytes")
@@ -155,30 +142,7 @@ class Resource:
         if len(raw) > MAX_BODY:
             raise TooLarge(f"the request body is over {MAX_BODY} bytes")
         data = json_object(raw)
-        found: dict[str, Any] = {}
-        for name, spec in declared.items():
-            value = data.get(name)
-            if value is None:
-                if spec.required:
-                    raise Unprocessable(f"[{name}]: Required")
-                continue
-            wanted = _TYPES[spec.kind]
-            wrong = not isinstance(value, wanted) or (
-                spec.kind == "integer" and isinstance(value, bool)
-            )
-            if spec.kind == "array" and not wrong:
-                wrong = not all(isinstance(item, str) for item in value)
-            if spec.kind == "objects" and not wrong:
-                wrong = not all(isinstance(item, dict) for item in value)
-            if spec.kind in ("integers", "ids") and not wrong:
-                allowed = (int, str) if spec.kind == "ids" else (int,)
-                wrong = not all(
-                    isinstance(item, allowed) and not isinstance(item, bool) for item in value
-                )
-            if wrong:
-                raise Unprocessable(f"[{name}]: must be of type {spec.kind}")
-            found[name] = value
-        return found
+        return {} if shape is None else decode(shape, data)
 
     # -- pages of lists -----------------------------------------------------------------------
 
@@ -219,6 +183,24 @@ class ForbiddenScope(FloorlessError):
 
     def __init__(self) -> None:
         super().__init__("token does not have at least one of required scope(s): write")
+
+
+def decode(shape: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``shape`` (a ``TypedDict``) that ``data`` holds, each checked against its
+    declared type: a required one missing (or null) is ``[name]: Required``, one of the wrong
+    type ``[name]: must be of type integer`` (in the words of ``schema.kind_name``)."""
+    needed = schema.required(shape)
+    found: dict[str, Any] = {}
+    for name, kind in schema.fields(shape).items():
+        value = data.get(name)
+        if value is None:
+            if name in needed:
+                raise Unprocessable(f"[{name}]: Required")
+            continue
+        if not schema.accepts(kind, value):
+            raise Unprocessable(f"[{name}]: must be of type {schema.kind_name(kind)}")
+        found[name] = value
+    return found
 
 
 INT64 = (-(1 << 63), (1 << 63) - 1)  # what every database stores, and git's dates allow
@@ -299,3 +281,10 @@ def query_flag(req: falcon.Request, name: str) -> bool | None:
     if value.lower() in ("false", "0"):
         return False
     raise BadRequest(f"{name} must be true or false")
+
+
+class APIError(TypedDict):
+    """Forgejo's ``APIError``."""
+
+    message: str
+    url: str

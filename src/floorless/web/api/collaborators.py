@@ -12,18 +12,42 @@ Forgejo answers a name that is no account with 422 where it is the object of the
 
 from __future__ import annotations
 
+from typing import Annotated, TypedDict
+
 import falcon
 
 from floorless.accounts.access import ROLES, Level, Viewer
 from floorless.accounts.accounts import Account
 from floorless.core.errors import Forbidden, NotFound
-from floorless.forgejo.people import people, user_json
+from floorless.forgejo.people import User, people, user_json
+from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
-from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
+from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
 from floorless.web.views.base import public_url
 
+
+class RepoCollaboratorPermission(TypedDict):
+    """Forgejo's ``RepoCollaboratorPermission``."""
+
+    permission: str
+    role_name: str
+    user: User
+
+
+class AddCollaboratorOption(TypedDict, total=False):
+    """What ``PUT`` of ``Collaborator`` takes (Forgejo's ``AddCollaboratorOption``)."""
+
+    permission: Annotated[str, Doc("read, write (the default) or admin")]
+
+
 _SIGNED_IN_LIST = Operation(
-    "a repository's collaborators", "[User]", query=dict(PAGED), paged=True, signed_in=True
+    "a repository's collaborators",
+    list[User],
+    query=Paged,
+    paged=True,
+    signed_in=True,
+    operation_id="repoListCollaborators",
+    tag="repository",
 )
 
 
@@ -34,7 +58,7 @@ class CollaboratorResource(Resource):
         self.caller(req)
         return found
 
-    def users(self, req: falcon.Request, names: list[str]) -> list[dict[str, object]]:
+    def users(self, req: falcon.Request, names: list[str]) -> list[User]:
         """Forgejo's ``User`` for each of ``names``, in their order, read in one statement."""
         found = people(self.forge.db, names)
         viewer, public = self.viewer(req), public_url(self.forge.settings, req)
@@ -64,17 +88,29 @@ class Collaborators(CollaboratorResource):
 class Collaborator(CollaboratorResource):
     operations = {
         "get": Operation(
-            "whether someone is a collaborator (204 yes, 404 no)", None, 204, signed_in=True
+            "whether someone is a collaborator (204 yes, 404 no)",
+            None,
+            204,
+            signed_in=True,
+            operation_id="repoCheckCollaborator",
+            tag="repository",
         ),
         "put": Operation(
             "add a collaborator, or change their permission (the repository's admins)",
             None,
             204,
-            body={"permission": Field("string", "read, write (the default) or admin")},
+            body=AddCollaboratorOption,
             signed_in=True,
+            operation_id="repoAddCollaborator",
+            tag="repository",
         ),
         "delete": Operation(
-            "remove a collaborator (the repository's admins)", None, 204, signed_in=True
+            "remove a collaborator (the repository's admins)",
+            None,
+            204,
+            signed_in=True,
+            operation_id="repoDeleteCollaborator",
+            tag="repository",
         ),
     }
 
@@ -120,8 +156,10 @@ class Permission(CollaboratorResource):
     operations = {
         "get": Operation(
             "what someone may do with a repository (its admins, or that person)",
-            "RepoCollaboratorPermission",
+            RepoCollaboratorPermission,
             signed_in=True,
+            operation_id="repoGetRepoPermissions",
+            tag="repository",
         )
     }
 
@@ -144,7 +182,14 @@ class Permission(CollaboratorResource):
 
 
 class Assignees(CollaboratorResource):
-    operations = {"get": Operation("who issues and pull requests may be assigned to", "[User]")}
+    operations = {
+        "get": Operation(
+            "who issues and pull requests may be assigned to",
+            list[User],
+            operation_id="repoGetAssignees",
+            tag="repository",
+        )
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         found, _ = self.repo(req, owner, repo)

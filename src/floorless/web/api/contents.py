@@ -7,16 +7,19 @@ floorless keeps no LFS objects, so ``media`` answers a file's own bytes, as ``ra
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import replace
+from typing import Annotated, ClassVar, TypedDict
 
 import falcon
 import pygit2
 
 from floorless.core.errors import BadRequest, NotFound
 from floorless.forgejo import git as shapes
+from floorless.forgejo.git import ContentsResponse
+from floorless.forgejo.schema import Doc
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web.api.base import Field, Operation
+from floorless.web.api.base import Operation
 from floorless.web.api.files import ChangeFiles, FileContents
 from floorless.web.api.gitbase import (
     GitApi,
@@ -30,11 +33,27 @@ from floorless.web.context import RepoView
 from floorless.web.views import archive
 from floorless.web.views.raw import send_blob
 
-_REF = {"ref": Field("string", "a branch, tag or commit id (the default branch if not given)")}
+
+class RefQuery(TypedDict, total=False):
+    """What ``GET`` of ``ContentsRoot`` reads from its query."""
+
+    ref: Annotated[str, Doc("a branch, tag or commit id (the default branch if not given)")]
+
+
 _CONTENTS = Operation(
-    "get a file (with content) or a directory's entries", "ContentsResponse", query=_REF
+    "get a file (with content) or a directory's entries",
+    ContentsResponse,
+    query=RefQuery,
+    operation_id="repoGetContents",
+    tag="repository",
 )
-_CONTENTS_ROOT = Operation("get the root directory's entries", "[ContentsResponse]", query=_REF)
+_CONTENTS_ROOT = Operation(
+    "get the root directory's entries",
+    list[ContentsResponse],
+    query=RefQuery,
+    operation_id="repoGetContentsList",
+    tag="repository",
+)
 
 
 class ContentsReader(GitApi):
@@ -116,7 +135,13 @@ class RawFile(GitApi):
     (Forgejo's older ``raw/{ref}/{path}``), else the default branch is read."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a file's bytes", None, query=_REF)
+        "get": Operation(
+            "get a file's bytes",
+            None,
+            query=RefQuery,
+            operation_id="repoGetRawFile",
+            tag="repository",
+        )
     }
 
     def on_get(
@@ -150,10 +175,22 @@ def _leading_ref(view: RepoView, path: bytes) -> Resolved | None:
     return None
 
 
+class MediaFile(RawFile):
+    """``GET media/{path}``: as ``raw/``, under the name Forgejo gives its LFS-aware twin."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": replace(RawFile.operations["get"], operation_id="repoGetRawFileOrLFS")
+    }
+
+
 class Archive(GitApi):
     """``GET archive/{ref}.tar.gz`` (``.zip``, ``.tar``): the web's archive, one git child."""
 
-    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get an archive of a ref", None)}
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation(
+            "get an archive of a ref", None, operation_id="repoGetArchive", tag="repository"
+        )
+    }
 
     def on_head(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str

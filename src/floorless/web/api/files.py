@@ -16,7 +16,7 @@ import binascii
 import logging
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Required, TypedDict
 
 import falcon
 import pygit2
@@ -27,11 +27,13 @@ from floorless.core.errors import BadRequest, Conflict, FloorlessError, Forbidde
 from floorless.forge import Forge
 from floorless.forgejo import git as shapes
 from floorless.forgejo import payloads as hookpayloads
-from floorless.forgejo import urls
+from floorless.forgejo import schema, urls
+from floorless.forgejo.git import Branch, FileDeleteResponse, FileResponse, FilesResponse
+from floorless.forgejo.schema import Doc
 from floorless.git import objects, write
 from floorless.git.write import Change, Unprocessable, check_branch_name, check_write_path
 from floorless.repos.registry import Repo
-from floorless.web.api.base import Field, Operation
+from floorless.web.api.base import Operation
 from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView
@@ -39,70 +41,144 @@ from floorless.web.views.base import public_url
 
 log = logging.getLogger(__name__)
 
-_COMMON = {
-    "branch": str,
-    "new_branch": str,
-    "message": str,
-    "author": dict,
-    "committer": dict,
-    "dates": dict,
-    "signoff": bool,
-}
-CREATE_FIELDS = {**_COMMON, "content": str}
-UPDATE_FIELDS = {**_COMMON, "content": str, "sha": str, "from_path": str}
-DELETE_FIELDS = {**_COMMON, "sha": str}
-CHANGE_FIELDS = {**_COMMON, "files": list}
-OPERATION_FIELDS = {"operation": str, "path": str, "content": str, "sha": str, "from_path": str}
-BRANCH_FIELDS = {"new_branch_name": str, "old_branch_name": str, "old_ref_name": str}
 VERBS = {"create": "Add", "update": "Update", "delete": "Delete"}
 
-# What the description (``openapi.py``) says of these operations' bodies
-_WRITE_DOC = {
-    "branch": Field("string", "the branch to commit on (the default branch when not given)"),
-    "new_branch": Field("string", "a new branch to create with the commit, from branch"),
-    "message": Field("string", "the commit message (one is made when not given)"),
-    "author": Field("object", "name and email of the author (the caller when not given)"),
-    "committer": Field("object", "name and email of the committer (the author when not given)"),
-    "dates": Field("object", "author and committer dates, RFC 3339"),
-    "signoff": Field("boolean", "not supported: ignored"),
-}
-_CONTENT = Field("string", "the file's new content, in base64", required=True)
-_SHA = Field("string", "the blob id of the file as last read", required=True)
+
+class FileOptions(TypedDict, total=False):
+    """What every write through ``contents`` takes (Forgejo's ``FileOptions``)."""
+
+    branch: Annotated[str, Doc("the branch to commit on (the default branch when not given)")]
+    new_branch: Annotated[str, Doc("a new branch to create with the commit, from branch")]
+    message: Annotated[str, Doc("the commit message (one is made when not given)")]
+    author: Annotated[
+        dict[str, Any], Doc("name and email of the author (the caller when not given)")
+    ]
+    committer: Annotated[
+        dict[str, Any], Doc("name and email of the committer (the author when not given)")
+    ]
+    dates: Annotated[dict[str, Any], Doc("author and committer dates, RFC 3339")]
+    signoff: Annotated[bool, Doc("not supported: ignored")]
+
+
+_CONTENT = Doc("the file's new content, in base64")
+_SHA = Doc("the blob id of the file as last read")
+
+
+class CreateFileOptions(FileOptions, total=False):
+    """What ``POST contents/{path}`` takes (Forgejo's ``CreateFileOptions``)."""
+
+    content: Required[Annotated[str, _CONTENT]]
+
+
+class UpdateFileOptions(FileOptions, total=False):
+    """What ``PUT contents/{path}`` takes (Forgejo's ``UpdateFileOptions``)."""
+
+    content: Required[Annotated[str, _CONTENT]]
+    sha: Required[Annotated[str, _SHA]]
+    from_path: str
+
+
+class DeleteFileOptions(FileOptions, total=False):
+    """What ``DELETE contents/{path}`` takes (Forgejo's ``DeleteFileOptions``)."""
+
+    sha: Required[Annotated[str, _SHA]]
+
+
+class ChangeFileOperation(TypedDict, total=False):
+    """One change of ``POST contents`` (Forgejo's ``ChangeFileOperation``)."""
+
+    operation: Required[Annotated[str, Doc("create, update or delete")]]
+    path: Required[Annotated[str, Doc("the file's path")]]
+    content: Annotated[str, _CONTENT]
+    sha: Annotated[str, Doc("the blob id of the file as last read (update, delete)")]
+    from_path: Annotated[str, Doc("the path it is moved from (update)")]
+
+
+class ChangeFilesOptions(FileOptions, total=False):
+    """What ``POST contents`` takes (Forgejo's ``ChangeFilesOptions``)."""
+
+    files: Annotated[list[ChangeFileOperation], Doc("operation, path, content, sha, from_path")]
+
+
+class Identity(TypedDict, total=False):
+    """An author or committer of a write (Forgejo's ``Identity``)."""
+
+    name: str
+    email: str
+
+
+class Dates(TypedDict, total=False):
+    """The dates of a write (Forgejo's ``CommitDateOptions``), RFC 3339."""
+
+    author: str
+    committer: str
+
+
+class CreateBranchRepoOption(TypedDict, total=False):
+    """What ``POST branches`` takes (Forgejo's ``CreateBranchRepoOption``)."""
+
+    new_branch_name: Required[Annotated[str, Doc("the branch's name")]]
+    old_ref_name: Annotated[str, Doc("the branch, tag or commit it starts at")]
+    old_branch_name: Annotated[str, Doc("the branch it starts at (deprecated)")]
+
+
 CREATE_FILE = Operation(
-    "create a file", "FileResponse", 201, body={**_WRITE_DOC, "content": _CONTENT}
+    "create a file",
+    FileResponse,
+    201,
+    body=CreateFileOptions,
+    operation_id="repoCreateFile",
+    tag="repository",
 )
 UPDATE_FILE = Operation(
     "update a file (moved too, with from_path)",
-    "FileResponse",
-    body={**_WRITE_DOC, "content": _CONTENT, "sha": _SHA, "from_path": Field("string", "")},
+    FileResponse,
+    body=UpdateFileOptions,
+    operation_id="repoUpdateFile",
+    tag="repository",
 )
-DELETE_FILE = Operation("delete a file", "FileDeleteResponse", body={**_WRITE_DOC, "sha": _SHA})
+DELETE_FILE = Operation(
+    "delete a file",
+    FileDeleteResponse,
+    body=DeleteFileOptions,
+    operation_id="repoDeleteFile",
+    tag="repository",
+)
 CHANGE_FILES = Operation(
     "create, update and delete several files in one commit",
-    "FilesResponse",
+    FilesResponse,
     201,
-    body={**_WRITE_DOC, "files": Field("array", "operation, path, content, sha, from_path")},
+    body=ChangeFilesOptions,
+    operation_id="repoChangeFiles",
+    tag="repository",
 )
 CREATE_BRANCH = Operation(
     "create a branch",
-    "Branch",
+    Branch,
     201,
-    body={
-        "new_branch_name": Field("string", "the branch's name", required=True),
-        "old_ref_name": Field("string", "the branch, tag or commit it starts at"),
-        "old_branch_name": Field("string", "the branch it starts at (deprecated)"),
-    },
+    body=CreateBranchRepoOption,
+    operation_id="repoCreateBranch",
+    tag="repository",
 )
-DELETE_BRANCH = Operation("delete a branch (not the default)", None, 204)
+DELETE_BRANCH = Operation(
+    "delete a branch (not the default)",
+    None,
+    204,
+    operation_id="repoDeleteBranch",
+    tag="repository",
+)
 
 
-def checked(body: Mapping[str, Any], fields: Mapping[str, type], what: str = "body") -> None:
-    """Each field of its type (JSON null for an optional one), else 422; a field not known
-    here is ignored, as the framework (``base.py``) and Forgejo's decoder ignore it."""
+def checked(body: Mapping[str, Any], shape: type, what: str = "body") -> None:
+    """Each field of its declared type in ``shape`` (JSON null for an optional one), else
+    422; a field not known here is ignored, as the framework (``base.py``) and Forgejo's
+    decoder ignore it."""
+    fields = schema.fields(shape)
     for key, value in body.items():
-        expected = fields.get(key)
-        if expected is None:
+        kind = fields.get(key)
+        if kind is None:
             continue
+        expected = schema.python_type(kind)
         if value is not None and (
             not isinstance(value, expected) or (expected is not bool and isinstance(value, bool))
         ):
@@ -135,7 +211,7 @@ def _date(value: Any, name: str) -> datetime | None:
 def _identity(value: Any, name: str) -> tuple[str, str] | None:
     if value is None:
         return None
-    checked(value, {"name": str, "email": str}, name)
+    checked(value, Identity, name)
     who, email = value.get("name") or "", value.get("email") or ""
     if not who and not email:
         return None
@@ -157,7 +233,7 @@ def signatures(
     author = author or committer or me
     committer = committer or author
     when = body.get("dates") or {}
-    checked(when, {"author": str, "committer": str}, "dates")
+    checked(when, Dates, "dates")
     now = objects.now()
     author_at = _date(when.get("author"), "author") or now
     committer_at = _date(when.get("committer"), "committer") or now
@@ -262,7 +338,7 @@ class Writer(GitApi):
 
     def file(
         self, links: shapes.Links, view: RepoView, written: write.Written, path: bytes
-    ) -> shapes.Json | None:
+    ) -> shapes.ContentsResponse | None:
         """The file ``path`` as the new commit has it (None: it was deleted)."""
         try:
             obj, mode = objects.lookup(view.handle, written.commit, path)
@@ -300,12 +376,12 @@ class Writer(GitApi):
         owner: str,
         repo: str,
         operation: str,
-        fields: Mapping[str, type],
+        shape: type,
         status: int,
     ) -> None:
         view, _ = self.open(req, owner, repo, Level.WRITE)
         body = read_body(req)
-        checked(body, fields)
+        checked(body, shape)
         path = check_write_path(urls.exact_tail(req).decode("utf-8", "surrogateescape"))
         sha = body.get("sha")
         if operation != "create" and not sha:
@@ -334,17 +410,17 @@ class FileContents(Writer):
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
-        self._one(req, resp, owner, repo, "create", CREATE_FIELDS, 201)
+        self._one(req, resp, owner, repo, "create", CreateFileOptions, 201)
 
     def on_put(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
-        self._one(req, resp, owner, repo, "update", UPDATE_FIELDS, 200)
+        self._one(req, resp, owner, repo, "update", UpdateFileOptions, 200)
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
     ) -> None:
-        self._one(req, resp, owner, repo, "delete", DELETE_FIELDS, 200)
+        self._one(req, resp, owner, repo, "delete", DeleteFileOptions, 200)
 
 
 class ChangeFiles(Writer):
@@ -355,7 +431,7 @@ class ChangeFiles(Writer):
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, _ = self.open(req, owner, repo, Level.WRITE)
         body = read_body(req)
-        checked(body, CHANGE_FIELDS)
+        checked(body, ChangeFilesOptions)
         files = body.get("files")
         if not files:
             raise Unprocessable("'files' must list at least one change")
@@ -365,7 +441,7 @@ class ChangeFiles(Writer):
         for item in files:
             if not isinstance(item, dict):
                 raise Unprocessable("each of 'files' must be an object")
-            checked(item, OPERATION_FIELDS, "file")
+            checked(item, ChangeFileOperation, "file")
             operation = item.get("operation")
             if operation not in write.OPERATIONS:
                 raise Unprocessable("'operation' must be create, update or delete")
@@ -404,7 +480,7 @@ class CreateBranch(GitApi):
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         view, links = self.open(req, owner, repo, Level.WRITE)
         body = read_body(req)
-        checked(body, BRANCH_FIELDS)
+        checked(body, CreateBranchRepoOption)
         name = body.get("new_branch_name")
         if not isinstance(name, str):
             raise Unprocessable("'new_branch_name' is required")

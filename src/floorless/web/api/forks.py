@@ -9,26 +9,39 @@ be made in the background); so does floorless, though the fork is complete when 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Annotated, TypedDict
 
 import falcon
 
-from floorless.forgejo.people import person
-from floorless.web.api.base import Field, Operation, Unprocessable
+from floorless.forgejo.people import Repository, person
+from floorless.forgejo.schema import Doc
+from floorless.web.api.base import Operation, Unprocessable
 from floorless.web.api.repos import LIST, RepoResource
+
+
+class CreateForkOption(TypedDict, total=False):
+    """What ``POST`` of ``Forks`` takes (Forgejo's ``CreateForkOption``)."""
+
+    organization: Annotated[str, Doc("the organisation to own the fork")]
+    name: Annotated[str, Doc("the fork's name (the repository's when not given)")]
 
 
 class Forks(RepoResource):
     operations = {
-        "get": replace(LIST, summary="a repository's forks that the caller may see"),
+        "get": replace(
+            LIST,
+            summary="a repository's forks that the caller may see",
+            operation_id="listForks",
+            tag="repository",
+        ),
         "post": Operation(
             "fork a repository, as the caller's or an organisation's they own",
-            "Repository",
+            Repository,
             status=202,
-            body={
-                "organization": Field("string", "the organisation to own the fork"),
-                "name": Field("string", "the fork's name (the repository's when not given)"),
-            },
+            body=CreateForkOption,
             signed_in=True,
+            operation_id="createFork",
+            tag="repository",
         ),
     }
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 import time
-from typing import ClassVar
+from dataclasses import replace
+from typing import Annotated, ClassVar, TypedDict
 
 import falcon
 import pygit2
@@ -21,10 +22,12 @@ from floorless.core.caches import Cache
 from floorless.core.errors import Conflict, NotFound
 from floorless.forgejo import git as shapes
 from floorless.forgejo import urls
+from floorless.forgejo.git import Commit, GitBlobResponse, GitTreeResponse, Reference, Tag
+from floorless.forgejo.schema import Doc
 from floorless.git import objects
 from floorless.git.oid import is_full
 from floorless.git.refs import check_path
-from floorless.web.api.base import PAGED, Field, Operation
+from floorless.web.api.base import Operation, Paged
 from floorless.web.api.files import CreateBranch, DeleteBranch
 from floorless.web.api.gitbase import (
     GitApi,
@@ -41,23 +44,32 @@ from floorless.web.api.gitbase import (
 from floorless.web.context import RepoView
 from floorless.web.views.commits import Cursor, history_page
 
-_REF = {"ref": Field("string", "a branch, tag or commit id (the default branch if not given)")}
-_COMMIT_FLAGS = {
-    "stat": Field("boolean", "with each commit's line counts (true when not given)"),
-    "files": Field("boolean", "with each commit's changed files (true when not given)"),
-    "verification": Field("boolean", "with each commit's verification (true when not given)"),
-}
-_COMMITS_QUERY = {
-    "sha": Field("string", "the branch, tag or commit to list from"),
-    "path": Field("string", "only commits that change this path"),
-    **_COMMIT_FLAGS,
-    **PAGED,
-}
-_TREE_QUERY = {
-    "recursive": Field("boolean", "every entry below, not only the tree's own"),
-    "page": Field("integer", "page number (1-based)"),
-    "per_page": Field("integer", "entries per page (at most 1000)"),
-}
+
+class CommitsQuery(Paged, total=False):
+    """What ``GET`` of ``Commits`` reads from its query."""
+
+    sha: Annotated[str, Doc("the branch, tag or commit to list from")]
+    path: Annotated[str, Doc("only commits that change this path")]
+    stat: Annotated[bool, Doc("with each commit's line counts (true when not given)")]
+    files: Annotated[bool, Doc("with each commit's changed files (true when not given)")]
+    verification: Annotated[bool, Doc("with each commit's verification (true when not given)")]
+
+
+class CommitQuery(TypedDict, total=False):
+    """What ``GET`` of ``GitCommit`` reads from its query."""
+
+    stat: Annotated[bool, Doc("with each commit's line counts (true when not given)")]
+    files: Annotated[bool, Doc("with each commit's changed files (true when not given)")]
+    verification: Annotated[bool, Doc("with each commit's verification (true when not given)")]
+
+
+class TreeQuery(TypedDict, total=False):
+    """What ``GET`` of ``Tree`` reads from its query."""
+
+    recursive: Annotated[bool, Doc("every entry below, not only the tree's own")]
+    page: Annotated[int, Doc("page number (1-based)")]
+    per_page: Annotated[int, Doc("entries per page (at most 1000)")]
+
 
 HISTORY_WAIT = 5.0  # seconds a list of commits waits for a walk going on in the background
 TREE_PER_PAGE = 1000  # Forgejo's DEFAULT_GIT_TREES_PER_PAGE
@@ -68,7 +80,14 @@ class Branches(CreateBranch):
     """``GET branches``: newest first, the default branch first of all (``POST``: files.py)."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list branches", "[Branch]", query=dict(PAGED), paged=True),
+        "get": Operation(
+            "list branches",
+            list[shapes.Branch],
+            query=Paged,
+            paged=True,
+            operation_id="repoListBranches",
+            tag="repository",
+        ),
         **CreateBranch.operations,
     }
 
@@ -94,7 +113,9 @@ class Branch(DeleteBranch):
     """``GET branches/{branch}``: the name may have slashes (``DELETE``: files.py)."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a branch", "Branch"),
+        "get": Operation(
+            "get a branch", shapes.Branch, operation_id="repoGetBranch", tag="repository"
+        ),
         **DeleteBranch.operations,
     }
 
@@ -111,7 +132,7 @@ class Branch(DeleteBranch):
         self.send(resp, shapes.branch(links, name, info, may_write(view), rule))
 
 
-def _tag(view: RepoView, links: shapes.Links, name: bytes) -> shapes.Json:
+def _tag(view: RepoView, links: shapes.Links, name: bytes) -> Tag:
     found = view.snapshot.tags[name]
     info = None
     if found.commit is not None:
@@ -123,7 +144,14 @@ class Tags(GitApi):
     """``GET tags``: newest first."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list tags", "[Tag]", query=dict(PAGED), paged=True)
+        "get": Operation(
+            "list tags",
+            list[Tag],
+            query=Paged,
+            paged=True,
+            operation_id="repoListTags",
+            tag="repository",
+        )
     }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
@@ -138,7 +166,9 @@ class Tags(GitApi):
 class TagOne(GitApi):
     """``GET tags/{tag}``: the name may have slashes."""
 
-    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get a tag", "Tag")}
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a tag", Tag, operation_id="repoGetTag", tag="repository")
+    }
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
@@ -155,7 +185,12 @@ class Refs(GitApi):
     starts with ``refs/{prefix}`` (a list even of one, as Forgejo answers); 404 for none."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list refs (under a prefix)", "[Reference]")
+        "get": Operation(
+            "list refs (under a prefix)",
+            list[Reference],
+            operation_id="repoListAllGitRefs",
+            tag="repository",
+        )
     }
 
     def on_get(
@@ -163,7 +198,7 @@ class Refs(GitApi):
     ) -> None:
         view, links = self.open(req, owner, repo)
         prefix = b"refs/" + urls.exact_tail(req) if tail else b"refs/"
-        found: list[shapes.Json] = []
+        found: list[Reference] = []
         snapshot = view.snapshot
         for name in snapshot.sorted_branches:
             full = b"refs/heads/" + name
@@ -180,11 +215,25 @@ class Refs(GitApi):
         self.send(resp, found)
 
 
+class RefsUnder(Refs):
+    """``GET git/refs/{prefix}``: as ``git/refs``, under Forgejo's name for it."""
+
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": replace(Refs.operations["get"], operation_id="repoListGitRefs")
+    }
+
+
 class GitCommit(GitApi):
     """``GET git/commits/{sha}``: a commit id (full or abbreviated), or a ref."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a commit", "Commit", query=_COMMIT_FLAGS)
+        "get": Operation(
+            "get a commit",
+            Commit,
+            query=CommitQuery,
+            operation_id="repoGetSingleCommit",
+            tag="repository",
+        )
     }
 
     def on_get(
@@ -211,7 +260,14 @@ class Commits(GitApi):
     newest first, a page at a time from the walks the indexer keeps."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list commits", "[Commit]", query=_COMMITS_QUERY, paged=True)
+        "get": Operation(
+            "list commits",
+            list[Commit],
+            query=CommitsQuery,
+            paged=True,
+            operation_id="repoGetAllCommits",
+            tag="repository",
+        )
     }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
@@ -261,7 +317,9 @@ class Tree(GitApi):
     ref) or a tree by id; recursive lists as ``git ls-tree -r -t`` does."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a tree", "GitTreeResponse", query=_TREE_QUERY)
+        "get": Operation(
+            "get a tree", GitTreeResponse, query=TreeQuery, operation_id="GetTree", tag="repository"
+        )
     }
 
     def on_get(
@@ -335,7 +393,9 @@ class Blob(GitApi):
     """``GET git/blobs/{sha}``: the content in base64 while it fits the in-process budget
     (Forgejo leaves it out past its own limit too)."""
 
-    operations: ClassVar[dict[str, Operation]] = {"get": Operation("get a blob", "GitBlobResponse")}
+    operations: ClassVar[dict[str, Operation]] = {
+        "get": Operation("get a blob", GitBlobResponse, operation_id="GetBlob", tag="repository")
+    }
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
@@ -377,7 +437,9 @@ class Compare(GitApi):
     Forgejo compares)."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("compare two commits", "Compare")
+        "get": Operation(
+            "compare two commits", shapes.Compare, operation_id="repoCompareDiff", tag="repository"
+        )
     }
 
     def on_get(

@@ -9,33 +9,70 @@ value is a 422 and nothing is written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Required, TypedDict
 
 import falcon
 
 from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forgejo import payloads as hookpayloads
 from floorless.forgejo.people import person, rfc3339
+from floorless.forgejo.schema import DateTime, Doc
 from floorless.repos.registry import Repo
-from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
+from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
 from floorless.web.views.base import public_url
-from floorless.webhooks.hooks import Hook
-
-_CONFIG = "url (http or https), content_type (json or form), secret, http_method (POST by default)"
-_CREATE = {
-    "type": Field("string", "forgejo, gitea or gogs (the same payloads)", required=True),
-    "config": Field("object", _CONFIG, required=True),
-    "events": Field("array", "Forgejo's event names (push when none)"),
-    "branch_filter": Field("string", "a glob the branch must match (every branch when empty)"),
-    "authorization_header": Field("string", "sent as the Authorization header"),
-    "active": Field("boolean", "whether it is sent events (false when not given, as Forgejo)"),
-}
-_EDIT = {k: v for k, v in _CREATE.items() if k != "type"} | {
-    "config": Field("object", _CONFIG),
-}
+from floorless.webhooks.hooks import Hook as Webhook
 
 
-def hook_json(hook: Hook) -> dict[str, Any]:
+class Hook(TypedDict):
+    """Forgejo's ``Hook``."""
+
+    id: int
+    type: str
+    branch_filter: str
+    url: str
+    content_type: str
+    config: dict[str, Any]
+    events: list[str]
+    authorization_header: str
+    active: bool
+    updated_at: DateTime
+    created_at: DateTime
+
+
+_CONFIG = Doc(
+    "url (http or https), content_type (json or form), secret, http_method (POST by default)"
+)
+
+
+class HookOptions(TypedDict, total=False):
+    """What a hook's creation and edit both take."""
+
+    events: Annotated[list[str], Doc("Forgejo's event names (push when none)")]
+    branch_filter: Annotated[str, Doc("a glob the branch must match (every branch when empty)")]
+    authorization_header: Annotated[str, Doc("sent as the Authorization header")]
+    active: Annotated[bool, Doc("whether it is sent events (false when not given, as Forgejo)")]
+
+
+class CreateHookOption(HookOptions, total=False):
+    """What ``POST hooks`` takes (Forgejo's ``CreateHookOption``)."""
+
+    type: Required[Annotated[str, Doc("forgejo, gitea or gogs (the same payloads)")]]
+    config: Required[Annotated[dict[str, Any], _CONFIG]]
+
+
+class EditHookOption(HookOptions, total=False):
+    """What ``PATCH hooks/{id}`` takes (Forgejo's ``EditHookOption``)."""
+
+    config: Annotated[dict[str, Any], _CONFIG]
+
+
+class HookTestQuery(TypedDict, total=False):
+    """What ``POST`` of ``RepoHookTest`` reads from its query."""
+
+    ref: Annotated[str, Doc("not supported: the default branch is sent")]
+
+
+def hook_json(hook: Webhook) -> Hook:
     """Forgejo's ``Hook``: everything but the secret."""
     return {
         "id": hook.id,
@@ -132,7 +169,7 @@ class HookResource(Resource):
 
     def one(
         self, req: falcon.Request, owner: str, repo: str | None, hook_id: str
-    ) -> tuple[Hook, Repo | None]:
+    ) -> tuple[Webhook, Repo | None]:
         repo_id, org_id, found = self.target(req, owner, repo)
         try:
             number = int(hook_id)
@@ -168,19 +205,55 @@ class HookResource(Resource):
         self.nothing(resp)
 
 
-_HOOK_OPS = {
-    "get": Operation("a webhook", "Hook"),
-    "patch": Operation("edit a webhook", "Hook", body=_EDIT, signed_in=True),
-    "delete": Operation("delete a webhook", None, status=204, signed_in=True),
-}
-_HOOKS_OPS = {
-    "get": Operation("list webhooks", "[Hook]", query=dict(PAGED), paged=True),
-    "post": Operation("create a webhook", "Hook", status=201, body=_CREATE, signed_in=True),
-}
+def _hook_ops(who: str, tag: str) -> dict[str, Operation]:
+    """One hook's operations, of a repository's (``who`` "repo") or an organisation's
+    ("org"): Forgejo names them apart (``repoGetHook``, ``orgGetHook``)."""
+    return {
+        "get": Operation("a webhook", Hook, operation_id=f"{who}GetHook", tag=tag),
+        "patch": Operation(
+            "edit a webhook",
+            Hook,
+            body=EditHookOption,
+            signed_in=True,
+            operation_id=f"{who}EditHook",
+            tag=tag,
+        ),
+        "delete": Operation(
+            "delete a webhook",
+            None,
+            status=204,
+            signed_in=True,
+            operation_id=f"{who}DeleteHook",
+            tag=tag,
+        ),
+    }
+
+
+def _hooks_ops(who: str, tag: str) -> dict[str, Operation]:
+    """The operations of a repository's or an organisation's list of hooks."""
+    return {
+        "get": Operation(
+            "list webhooks",
+            list[Hook],
+            query=Paged,
+            paged=True,
+            operation_id=f"{who}ListHooks",
+            tag=tag,
+        ),
+        "post": Operation(
+            "create a webhook",
+            Hook,
+            status=201,
+            body=CreateHookOption,
+            signed_in=True,
+            operation_id=f"{who}CreateHook",
+            tag=tag,
+        ),
+    }
 
 
 class RepoHooks(HookResource):
-    operations = _HOOKS_OPS
+    operations = _hooks_ops("repo", "repository")
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         self.list_hooks(req, resp, owner, repo)
@@ -190,7 +263,7 @@ class RepoHooks(HookResource):
 
 
 class RepoHook(HookResource):
-    operations = _HOOK_OPS
+    operations = _hook_ops("repo", "repository")
 
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
@@ -214,8 +287,10 @@ class RepoHookTest(HookResource):
             "send a webhook a push of the default branch's last commit",
             None,
             status=204,
-            query={"ref": Field("string", "not supported: the default branch is sent")},
+            query=HookTestQuery,
             signed_in=True,
+            operation_id="repoTestHook",
+            tag="repository",
         )
     }
 
@@ -234,7 +309,7 @@ class RepoHookTest(HookResource):
 
 
 class OrgHooks(HookResource):
-    operations = _HOOKS_OPS
+    operations = _hooks_ops("org", "organization")
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org: str) -> None:
         self.list_hooks(req, resp, org, None)
@@ -244,7 +319,7 @@ class OrgHooks(HookResource):
 
 
 class OrgHook(HookResource):
-    operations = _HOOK_OPS
+    operations = _hook_ops("org", "organization")
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org: str, id: str) -> None:
         self.get_hook(req, resp, org, None, id)

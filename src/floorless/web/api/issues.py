@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Required, TypedDict
 
 import falcon
 
@@ -31,6 +31,7 @@ from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import Comment, Issue
 from floorless.collab.triage import Label, Milestone
 from floorless.core.errors import Conflict, Forbidden, NotFound
+from floorless.forgejo import issues as shapes
 from floorless.forgejo.issues import (
     IssueFacts,
     Sorting,
@@ -42,39 +43,127 @@ from floorless.forgejo.issues import (
     timeline_names,
 )
 from floorless.forgejo.people import people
+from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
-from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
+from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
 from floorless.web.views.base import public_url
+
+
+class IssueListQuery(Paged, total=False):
+    """What ``GET`` of ``RepoIssues`` reads from its query."""
+
+    state: Annotated[str, Doc("open (the default), closed or all")]
+    labels: Annotated[str, Doc("label names, comma separated: those with all")]
+    q: Annotated[str, Doc("words of the title")]
+    type: Annotated[str, Doc("issues or pulls (both when not given)")]
+    milestones: Annotated[str, Doc("milestone titles or ids, comma separated")]
+    created_by: Annotated[str, Doc("only those this person opened")]
+    assigned_by: Annotated[str, Doc("only those assigned to this person")]
+    since: Annotated[str, Doc("only those updated at or after this time (RFC 3339)")]
+    before: Annotated[str, Doc("only those updated before this time (RFC 3339)")]
+
+
+class CreateIssueOption(TypedDict, total=False):
+    """What ``POST`` of ``RepoIssues`` takes (Forgejo's ``CreateIssueOption``)."""
+
+    title: Required[Annotated[str, Doc("the title")]]
+    body: Annotated[str, Doc("the description (Markdown)")]
+    assignee: Annotated[str, Doc("one person to assign (deprecated: assignees)")]
+    assignees: Annotated[list[str], Doc("the people to assign, by name")]
+    milestone: Annotated[int, Doc("the milestone's id (0: none)")]
+    due_date: Annotated[str, Doc("not kept by floorless: ignored")]
+    ref: Annotated[str, Doc("not kept by floorless: ignored")]
+    labels: Annotated[list[int], Doc("the labels' ids")]
+    closed: Annotated[bool, Doc("close it at once")]
+
+
+class CommentsQuery(Paged, total=False):
+    """What ``GET`` of ``RepoComments`` reads from its query."""
+
+    since: Annotated[str, Doc("only those updated at or after this time (RFC 3339)")]
+    before: Annotated[str, Doc("only those updated before this time (RFC 3339)")]
+
+
+class EditIssueCommentOption(TypedDict, total=False):
+    """What ``PATCH`` of ``RepoComment`` takes (Forgejo's ``EditIssueCommentOption``)."""
+
+    body: Required[Annotated[str, Doc("the comment (Markdown)")]]
+
+
+class EditIssueOption(TypedDict, total=False):
+    """What ``PATCH`` of ``RepoIssue`` takes (Forgejo's ``EditIssueOption``)."""
+
+    title: Annotated[str, Doc("the title")]
+    body: Annotated[str, Doc("the description (Markdown)")]
+    assignee: Annotated[str, Doc("one person to assign (deprecated: assignees)")]
+    assignees: Annotated[list[str], Doc("the people to assign, by name")]
+    milestone: Annotated[int, Doc("the milestone's id (0: none)")]
+    due_date: Annotated[str, Doc("not kept by floorless: ignored")]
+    ref: Annotated[str, Doc("not kept by floorless: ignored")]
+    state: Annotated[str, Doc("open or closed")]
+    unset_due_date: Annotated[bool, Doc("not kept by floorless: ignored")]
+
+
+class SinceQuery(TypedDict, total=False):
+    """What ``GET`` of ``IssueComments`` reads from its query."""
+
+    since: Annotated[str, Doc("only those updated at or after this time (RFC 3339)")]
+    before: Annotated[str, Doc("only those updated before this time (RFC 3339)")]
+
+
+class IssueLabelsOption(TypedDict, total=False):
+    """What ``POST`` of ``IssueLabels`` takes (Forgejo's ``IssueLabelsOption``)."""
+
+    labels: Annotated[list[int | str], Doc("the labels, by id or by name")]
+
+
+class CreateLabelOption(TypedDict, total=False):
+    """What ``POST`` of ``Labels`` takes (Forgejo's ``CreateLabelOption``)."""
+
+    name: Required[Annotated[str, Doc("the label's name")]]
+    color: Required[Annotated[str, Doc("its colour, rrggbb or #rrggbb")]]
+    description: Annotated[str, Doc("what it means")]
+    exclusive: Annotated[bool, Doc("not kept by floorless: ignored")]
+    is_archived: Annotated[bool, Doc("not kept by floorless: ignored")]
+
+
+class EditLabelOption(TypedDict, total=False):
+    """What ``PATCH`` of ``OneLabel`` takes (Forgejo's ``EditLabelOption``)."""
+
+    name: Annotated[str, Doc("the label's name")]
+    color: Annotated[str, Doc("its colour, rrggbb or #rrggbb")]
+    description: Annotated[str, Doc("what it means")]
+    exclusive: Annotated[bool, Doc("not kept by floorless: ignored")]
+    is_archived: Annotated[bool, Doc("not kept by floorless: ignored")]
+
+
+class MilestoneListQuery(Paged, total=False):
+    """What ``GET`` of ``Milestones`` reads from its query."""
+
+    state: Annotated[str, Doc("open (the default), closed or all")]
+    name: Annotated[str, Doc("only the one of this title")]
+
+
+class CreateMilestoneOption(TypedDict, total=False):
+    """What ``POST`` of ``Milestones`` takes (Forgejo's ``CreateMilestoneOption``)."""
+
+    title: Required[Annotated[str, Doc("its title")]]
+    description: Annotated[str, Doc("what it is about")]
+    due_on: Annotated[str, Doc("when it is due (RFC 3339; floorless keeps the day, in UTC)")]
+    state: Annotated[str, Doc("open or closed")]
+
+
+class EditMilestoneOption(TypedDict, total=False):
+    """What ``PATCH`` of ``OneMilestone`` takes (Forgejo's ``EditMilestoneOption``)."""
+
+    title: Annotated[str, Doc("the milestone's title")]
+    description: Annotated[str, Doc("what it is about")]
+    due_on: Annotated[str, Doc("when it is due (RFC 3339; floorless keeps the day, in UTC)")]
+    state: Annotated[str, Doc("open or closed")]
+
 
 _NUMBER = re.compile(r"[0-9]{1,12}")
 _HEX = re.compile(r"[0-9a-fA-F]{6}")
-_SINCE = {
-    "since": Field("string", "only those updated at or after this time (RFC 3339)"),
-    "before": Field("string", "only those updated before this time (RFC 3339)"),
-}
-_ISSUE_FIELDS = {
-    "title": Field("string", "the title"),
-    "body": Field("string", "the description (Markdown)"),
-    "assignee": Field("string", "one person to assign (deprecated: assignees)"),
-    "assignees": Field("array", "the people to assign, by name"),
-    "milestone": Field("integer", "the milestone's id (0: none)"),
-    "due_date": Field("string", "not kept by floorless: ignored"),
-    "ref": Field("string", "not kept by floorless: ignored"),
-}
-_LABEL_FIELDS = {
-    "name": Field("string", "the label's name"),
-    "color": Field("string", "its colour, rrggbb or #rrggbb"),
-    "description": Field("string", "what it means"),
-    "exclusive": Field("boolean", "not kept by floorless: ignored"),
-    "is_archived": Field("boolean", "not kept by floorless: ignored"),
-}
-_MILESTONE_FIELDS = {
-    "title": Field("string", "the milestone's title"),
-    "description": Field("string", "what it is about"),
-    "due_on": Field("string", "when it is due (RFC 3339; floorless keeps the day, in UTC)"),
-    "state": Field("string", "open or closed"),
-}
-_LABELS_BODY = {"labels": Field("ids", "the labels, by id or by name")}
 
 
 def number_of(text: str, what: str = "issue") -> int:
@@ -228,30 +317,19 @@ class RepoIssues(IssueResource):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "list a repository's issues and pull requests",
-            "[Issue]",
-            query={
-                "state": Field("string", "open (the default), closed or all"),
-                "labels": Field("string", "label names, comma separated: those with all"),
-                "q": Field("string", "words of the title"),
-                "type": Field("string", "issues or pulls (both when not given)"),
-                "milestones": Field("string", "milestone titles or ids, comma separated"),
-                "created_by": Field("string", "only those this person opened"),
-                "assigned_by": Field("string", "only those assigned to this person"),
-                **_SINCE,
-                **PAGED,
-            },
+            list[shapes.Issue],
+            query=IssueListQuery,
             paged=True,
+            operation_id="issueListIssues",
+            tag="issue",
         ),
         "post": Operation(
             "open an issue",
-            "Issue",
+            shapes.Issue,
             status=201,
-            body={
-                **_ISSUE_FIELDS,
-                "title": Field("string", "the title", required=True),
-                "labels": Field("integers", "the labels' ids"),
-                "closed": Field("boolean", "close it at once"),
-            },
+            body=CreateIssueOption,
+            operation_id="issueCreateIssue",
+            tag="issue",
         ),
     }
 
@@ -344,16 +422,19 @@ class RepoIssue(IssueResource):
     """``/repos/{owner}/{repo}/issues/{index}``: an issue, or a pull request as an issue."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get an issue (or a pull request as one)", "Issue"),
+        "get": Operation(
+            "get an issue (or a pull request as one)",
+            shapes.Issue,
+            operation_id="issueGetIssue",
+            tag="issue",
+        ),
         "patch": Operation(
             "edit an issue",
-            "Issue",
+            shapes.Issue,
             status=201,  # as Forgejo answers
-            body={
-                **_ISSUE_FIELDS,
-                "state": Field("string", "open or closed"),
-                "unset_due_date": Field("boolean", "not kept by floorless: ignored"),
-            },
+            body=EditIssueOption,
+            operation_id="issueEditIssue",
+            tag="issue",
         ),
     }
 
@@ -408,12 +489,20 @@ class IssueComments(IssueResource):
     """``/repos/{owner}/{repo}/issues/{index}/comments``: its comments, oldest first."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list an issue's comments", "[Comment]", query=dict(_SINCE)),
+        "get": Operation(
+            "list an issue's comments",
+            list[shapes.Comment],
+            query=SinceQuery,
+            operation_id="issueGetComments",
+            tag="issue",
+        ),
         "post": Operation(
             "comment on an issue",
-            "Comment",
+            shapes.Comment,
             status=201,
-            body={"body": Field("string", "the comment (Markdown)", required=True)},
+            body=EditIssueCommentOption,
+            operation_id="issueCreateComment",
+            tag="issue",
         ),
     }
 
@@ -453,9 +542,11 @@ class RepoComments(IssueResource):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "list a repository's comments",
-            "[Comment]",
-            query={**_SINCE, **PAGED},
+            list[shapes.Comment],
+            query=CommentsQuery,
             paged=True,
+            operation_id="issueGetRepoComments",
+            tag="issue",
         )
     }
 
@@ -485,13 +576,19 @@ class RepoComment(IssueResource):
     its author or by those who may push."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a comment", "Comment"),
+        "get": Operation(
+            "get a comment", shapes.Comment, operation_id="issueGetComment", tag="issue"
+        ),
         "patch": Operation(
             "edit a comment",
-            "Comment",
-            body={"body": Field("string", "the comment (Markdown)", required=True)},
+            shapes.Comment,
+            body=EditIssueCommentOption,
+            operation_id="issueEditComment",
+            tag="issue",
         ),
-        "delete": Operation("delete a comment", None, status=204),
+        "delete": Operation(
+            "delete a comment", None, status=204, operation_id="issueDeleteComment", tag="issue"
+        ),
     }
 
     def find(self, repo: Repo, comment_id: str) -> Comment:
@@ -547,9 +644,11 @@ class IssueTimeline(IssueResource):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "list an issue's comments and events",
-            "[TimelineComment]",
-            query=dict(PAGED),
+            list[shapes.TimelineComment],
+            query=Paged,
             paged=True,
+            operation_id="issueGetCommentsAndTimeline",
+            tag="issue",
         )
     }
 
@@ -571,7 +670,7 @@ def _authors(comments: Sequence[Comment]) -> set[str]:
     return {comment.author for comment in comments if comment.author}
 
 
-def _comments(facts: IssueFacts, comments: Sequence[Comment]) -> list[dict[str, Any]]:
+def _comments(facts: IssueFacts, comments: Sequence[Comment]) -> list[shapes.Comment]:
     return [comment_json(comment, facts) for comment in comments]
 
 
@@ -613,10 +712,30 @@ class IssueLabels(LabelChanges):
     """``/repos/{owner}/{repo}/issues/{index}/labels``: list, add, replace, clear."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list an issue's labels", "[Label]"),
-        "post": Operation("add labels to an issue", "[Label]", body=_LABELS_BODY),
-        "put": Operation("replace an issue's labels", "[Label]", body=_LABELS_BODY),
-        "delete": Operation("take every label off an issue", None, status=204),
+        "get": Operation(
+            "list an issue's labels", list[shapes.Label], operation_id="issueGetLabels", tag="issue"
+        ),
+        "post": Operation(
+            "add labels to an issue",
+            list[shapes.Label],
+            body=IssueLabelsOption,
+            operation_id="issueAddLabel",
+            tag="issue",
+        ),
+        "put": Operation(
+            "replace an issue's labels",
+            list[shapes.Label],
+            body=IssueLabelsOption,
+            operation_id="issueReplaceLabels",
+            tag="issue",
+        ),
+        "delete": Operation(
+            "take every label off an issue",
+            None,
+            status=204,
+            operation_id="issueClearLabels",
+            tag="issue",
+        ),
     }
 
     def on_get(
@@ -653,7 +772,13 @@ class IssueLabel(LabelChanges):
     not, as Forgejo)."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "delete": Operation("take a label off an issue", None, status=204)
+        "delete": Operation(
+            "take a label off an issue",
+            None,
+            status=204,
+            operation_id="issueRemoveLabel",
+            tag="issue",
+        )
     }
 
     def on_delete(
@@ -678,16 +803,21 @@ class Labels(IssueResource):
     """``/repos/{owner}/{repo}/labels``: list them, make one."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list a repository's labels", "[Label]", query=dict(PAGED), paged=True),
+        "get": Operation(
+            "list a repository's labels",
+            list[shapes.Label],
+            query=Paged,
+            paged=True,
+            operation_id="issueListLabels",
+            tag="issue",
+        ),
         "post": Operation(
             "create a label",
-            "Label",
+            shapes.Label,
             status=201,
-            body={
-                **_LABEL_FIELDS,
-                "name": Field("string", "the label's name", required=True),
-                "color": Field("string", "its colour, rrggbb or #rrggbb", required=True),
-            },
+            body=CreateLabelOption,
+            operation_id="issueCreateLabel",
+            tag="issue",
         ),
     }
 
@@ -721,9 +851,17 @@ class OneLabel(IssueResource):
     takes it), edited or deleted."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a label", "Label"),
-        "patch": Operation("edit a label", "Label", body=_LABEL_FIELDS),
-        "delete": Operation("delete a label", None, status=204),
+        "get": Operation("get a label", shapes.Label, operation_id="issueGetLabel", tag="issue"),
+        "patch": Operation(
+            "edit a label",
+            shapes.Label,
+            body=EditLabelOption,
+            operation_id="issueEditLabel",
+            tag="issue",
+        ),
+        "delete": Operation(
+            "delete a label", None, status=204, operation_id="issueDeleteLabel", tag="issue"
+        ),
     }
 
     def find(self, repo: Repo, id: str) -> Label:
@@ -778,19 +916,19 @@ class Milestones(IssueResource):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "list a repository's milestones",
-            "[Milestone]",
-            query={
-                "state": Field("string", "open (the default), closed or all"),
-                "name": Field("string", "only the one of this title"),
-                **PAGED,
-            },
+            list[shapes.Milestone],
+            query=MilestoneListQuery,
             paged=True,
+            operation_id="issueGetMilestonesList",
+            tag="issue",
         ),
         "post": Operation(
             "create a milestone",
-            "Milestone",
+            shapes.Milestone,
             status=201,
-            body={**_MILESTONE_FIELDS, "title": Field("string", "its title", required=True)},
+            body=CreateMilestoneOption,
+            operation_id="issueCreateMilestone",
+            tag="issue",
         ),
     }
 
@@ -834,9 +972,19 @@ class OneMilestone(IssueResource):
     Forgejo also takes it), edited or deleted."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a milestone", "Milestone"),
-        "patch": Operation("edit a milestone", "Milestone", body=_MILESTONE_FIELDS),
-        "delete": Operation("delete a milestone", None, status=204),
+        "get": Operation(
+            "get a milestone", shapes.Milestone, operation_id="issueGetMilestone", tag="issue"
+        ),
+        "patch": Operation(
+            "edit a milestone",
+            shapes.Milestone,
+            body=EditMilestoneOption,
+            operation_id="issueEditMilestone",
+            tag="issue",
+        ),
+        "delete": Operation(
+            "delete a milestone", None, status=204, operation_id="issueDeleteMilestone", tag="issue"
+        ),
     }
 
     def find(self, repo: Repo, id: str) -> Milestone:

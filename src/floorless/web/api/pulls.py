@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Required, TypedDict
 
 import falcon
 import pygit2
@@ -34,11 +34,13 @@ from floorless.collab.triage import Label, Milestone
 from floorless.core.errors import BadRequest, Conflict, FloorlessError, Forbidden, NotFound
 from floorless.forgejo import pulls as shapes
 from floorless.forgejo import urls
-from floorless.forgejo.git import Links
+from floorless.forgejo.git import Commit, Links
 from floorless.forgejo.git import commit as commit_json
+from floorless.forgejo.pulls import ChangedFile, PullRequest
+from floorless.forgejo.schema import Doc
 from floorless.git import merge as engine
 from floorless.git.compare import COMMITS_LIMIT
-from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
+from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.gitbase import GitApi, flag
 from floorless.web.api.issues import IssueResource
 from floorless.web.context import RepoView
@@ -54,6 +56,68 @@ from floorless.web.views.compare import (
     send_diff,
 )
 from floorless.web.views.merge import STATE_WORDS
+
+
+class PullListQuery(Paged, total=False):
+    """What ``GET`` of ``PullList`` reads from its query."""
+
+    state: Annotated[str, Doc("open, closed or all (open when not given)")]
+    sort: Annotated[str, Doc("oldest, recentupdate, leastupdate, mostcomment or leastcomment")]
+    milestone: Annotated[int, Doc("a milestone's id")]
+    labels: Annotated[int, Doc("a label's id (repeat for all of several)")]
+    poster: Annotated[str, Doc("the author's name")]
+
+
+class CreatePullRequestOption(TypedDict, total=False):
+    """What ``POST`` of ``PullList`` takes (Forgejo's ``CreatePullRequestOption``)."""
+
+    head: Required[Annotated[str, Doc("the head: a branch, or owner:branch for a fork's")]]
+    base: Required[Annotated[str, Doc("the branch to merge into")]]
+    title: Required[Annotated[str, Doc("the pull request's title")]]
+    body: Annotated[str, Doc("its description")]
+    labels: Annotated[list[int], Doc("label ids (on an edit: all the labels it keeps)")]
+    milestone: Annotated[int, Doc("a milestone's id (0: none)")]
+    assignees: Annotated[list[str], Doc("the names of those it is assigned to")]
+    assignee: Annotated[str, Doc("one more of them (Forgejo's older field)")]
+
+
+class EditPullRequestOption(TypedDict, total=False):
+    """What ``PATCH`` of ``OnePull`` takes (Forgejo's ``EditPullRequestOption``)."""
+
+    base: Annotated[str, Doc("another branch to merge into")]
+    title: Annotated[str, Doc("a new title")]
+    body: Annotated[str, Doc("a new description")]
+    state: Annotated[str, Doc("open or closed")]
+    labels: Annotated[list[int], Doc("label ids (on an edit: all the labels it keeps)")]
+    milestone: Annotated[int, Doc("a milestone's id (0: none)")]
+    assignees: Annotated[list[str], Doc("the names of those it is assigned to")]
+    assignee: Annotated[str, Doc("one more of them (Forgejo's older field)")]
+
+
+class PullCommitsQuery(TypedDict, total=False):
+    """What ``GET`` of ``PullCommits`` reads from its query."""
+
+    page: Annotated[int, Doc("page number of results to return (1-based)")]
+    limit: Annotated[int, Doc("page size of results (at most 50)")]
+    verification: Annotated[bool, Doc("include verification")]
+    files: Annotated[bool, Doc("include the files each changes")]
+
+
+class MergePullRequestOption(TypedDict, total=False):
+    """What ``POST`` of ``PullMerge`` takes (Forgejo's ``MergePullRequestOption``)."""
+
+    Do: Required[Annotated[str, Doc("merge, rebase, squash or fast-forward-only")]]
+    MergeTitleField: Annotated[str, Doc("the merge or squash commit's first line")]
+    MergeMessageField: Annotated[str, Doc("the rest of its message")]
+    head_commit_id: Annotated[str, Doc("the head the caller saw: 409 if it moved since")]
+    delete_branch_after_merge: Annotated[bool, Doc("delete the head branch once merged")]
+    force_merge: Annotated[
+        bool, Doc("an administrator merges past the base's required status checks")
+    ]
+    merge_when_checks_succeed: Annotated[
+        bool, Doc("schedule the merge for when the required checks pass (201) if they do not yet")
+    ]
+
 
 _NUMBER = re.compile(r"[0-9]{1,9}")
 _OWNER_BRANCH = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,99}):(.+)")
@@ -73,47 +137,6 @@ FORGEJO_STYLES = (
     "manually-merged",
 )
 # Set by those who may label and assign (ignored from others, as Forgejo ignores them)
-_TRIAGE = {
-    "labels": Field("integers", "label ids (on an edit: all the labels it keeps)"),
-    "milestone": Field("integer", "a milestone's id (0: none)"),
-    "assignees": Field("array", "the names of those it is assigned to"),
-    "assignee": Field("string", "one more of them (Forgejo's older field)"),
-}
-_CREATE = {
-    "head": Field("string", "the head: a branch, or owner:branch for a fork's", required=True),
-    "base": Field("string", "the branch to merge into", required=True),
-    "title": Field("string", "the pull request's title", required=True),
-    "body": Field("string", "its description"),
-    **_TRIAGE,
-}
-_EDIT = {
-    "base": Field("string", "another branch to merge into"),
-    "title": Field("string", "a new title"),
-    "body": Field("string", "a new description"),
-    "state": Field("string", "open or closed"),
-    **_TRIAGE,
-}
-_MERGE = {
-    "Do": Field("string", "merge, rebase, squash or fast-forward-only", required=True),
-    "MergeTitleField": Field("string", "the merge or squash commit's first line"),
-    "MergeMessageField": Field("string", "the rest of its message"),
-    "head_commit_id": Field("string", "the head the caller saw: 409 if it moved since"),
-    "delete_branch_after_merge": Field("boolean", "delete the head branch once merged"),
-    "force_merge": Field(
-        "boolean", "an administrator merges past the base's required status checks"
-    ),
-    "merge_when_checks_succeed": Field(
-        "boolean", "schedule the merge for when the required checks pass (201) if they do not yet"
-    ),
-}
-_LIST_QUERY = {
-    "state": Field("string", "open, closed or all (open when not given)"),
-    "sort": Field("string", "oldest, recentupdate, leastupdate, mostcomment or leastcomment"),
-    "milestone": Field("integer", "a milestone's id"),
-    "labels": Field("integer", "a label's id (repeat for all of several)"),
-    "poster": Field("string", "the author's name"),
-    **PAGED,
-}
 
 
 @dataclass(frozen=True)
@@ -217,8 +240,22 @@ class PullList(PullApi):
     """``GET/POST repos/{owner}/{repo}/pulls``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list pull requests", "[PullRequest]", query=_LIST_QUERY, paged=True),
-        "post": Operation("open a pull request", "PullRequest", 201, body=_CREATE),
+        "get": Operation(
+            "list pull requests",
+            list[PullRequest],
+            query=PullListQuery,
+            paged=True,
+            operation_id="repoListPullRequests",
+            tag="repository",
+        ),
+        "post": Operation(
+            "open a pull request",
+            PullRequest,
+            201,
+            body=CreatePullRequestOption,
+            operation_id="repoCreatePullRequest",
+            tag="repository",
+        ),
     }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
@@ -294,8 +331,17 @@ class OnePull(PullApi):
     """``GET/PATCH repos/{owner}/{repo}/pulls/{index}``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a pull request", "PullRequest"),
-        "patch": Operation("edit a pull request", "PullRequest", 201, body=_EDIT),
+        "get": Operation(
+            "get a pull request", PullRequest, operation_id="repoGetPullRequest", tag="repository"
+        ),
+        "patch": Operation(
+            "edit a pull request",
+            PullRequest,
+            201,
+            body=EditPullRequestOption,
+            operation_id="repoEditPullRequest",
+            tag="repository",
+        ),
     }
 
     def on_get(
@@ -368,7 +414,12 @@ class PullDiff(PullApi):
     ``.diff`` and ``.patch`` of the pull request are."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("a pull request's diff or patch", None),
+        "get": Operation(
+            "a pull request's diff or patch",
+            None,
+            operation_id="repoDownloadPullDiffOrPatch",
+            tag="repository",
+        ),
     }
 
     def on_get(
@@ -397,13 +448,11 @@ class PullCommits(PullApi):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "a pull request's commits",
-            "[Commit]",
-            query={
-                **PAGED,
-                "verification": Field("boolean", "include verification"),
-                "files": Field("boolean", "include the files each changes"),
-            },
+            list[Commit],
+            query=PullCommitsQuery,
             paged=True,
+            operation_id="repoGetPullRequestCommits",
+            tag="repository",
         ),
     }
 
@@ -435,7 +484,12 @@ class PullFiles(PullApi):
 
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
-            "a pull request's changed files", "[ChangedFile]", query=PAGED, paged=True
+            "a pull request's changed files",
+            list[ChangedFile],
+            query=Paged,
+            paged=True,
+            operation_id="repoGetPullRequestFiles",
+            tag="repository",
         ),
     }
 
@@ -459,7 +513,12 @@ class PullByBranches(PullApi):
     part ``index``, as the router wants it named alike)."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("the pull request of a head into a base", "PullRequest"),
+        "get": Operation(
+            "the pull request of a head into a base",
+            PullRequest,
+            operation_id="repoGetPullRequestByBaseHead",
+            tag="repository",
+        ),
     }
 
     def on_get(
@@ -489,9 +548,28 @@ class PullMerge(PullApi):
     merge), all as ``automerge.py`` keeps them."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("whether a pull request is merged", None, 204),
-        "post": Operation("merge a pull request, or schedule its merge", None, body=_MERGE),
-        "delete": Operation("cancel a pull request's scheduled merge", None, 204, signed_in=True),
+        "get": Operation(
+            "whether a pull request is merged",
+            None,
+            204,
+            operation_id="repoPullRequestIsMerged",
+            tag="repository",
+        ),
+        "post": Operation(
+            "merge a pull request, or schedule its merge",
+            None,
+            body=MergePullRequestOption,
+            operation_id="repoMergePullRequest",
+            tag="repository",
+        ),
+        "delete": Operation(
+            "cancel a pull request's scheduled merge",
+            None,
+            204,
+            signed_in=True,
+            operation_id="repoCancelScheduledAutoMerge",
+            tag="repository",
+        ),
     }
 
     def on_get(

@@ -9,7 +9,7 @@ read is a 404, exactly as a missing one), and changes need ADMIN on it, as on Fo
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any, Required, TypedDict
 
 import falcon
 import pygit2
@@ -17,48 +17,89 @@ import pygit2
 from floorless.accounts.access import Level
 from floorless.accounts.accounts import Account
 from floorless.core.errors import BadRequest, Conflict, Forbidden, NotFound
-from floorless.forgejo.people import RepoFacts, org_json, person, repo_json
+from floorless.forgejo.people import (
+    Organization,
+    RepoFacts,
+    Repository,
+    org_json,
+    person,
+    repo_json,
+)
+from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
 from floorless.web.api.base import (
-    PAGED,
-    Field,
     Operation,
+    Paged,
     Resource,
     Unprocessable,
     query_flag,
 )
 from floorless.web.views.base import public_url
 
-_CREATE = {
-    "name": Field("string", "the repository's name", required=True),
-    "description": Field("string", "a line about it"),
-    "private": Field("boolean", "whether only its owner and collaborators may see it"),
-    "default_branch": Field("string", "the branch HEAD names (main when not given)"),
-    "auto_init": Field("boolean", "not supported: push the first commit instead"),
-}
-_EDIT = {
-    "name": Field("string", "a new name (a rename)"),
-    "description": Field("string", "a line about it"),
-    "private": Field("boolean", "whether only its owner and collaborators may see it"),
-    "default_branch": Field("string", "an existing branch to be the default"),
-    "has_issues": Field("boolean", "whether issues are on"),
-    "has_pull_requests": Field("boolean", "whether pull requests are on"),
-    "allow_merge_commits": Field(
-        "boolean", "whether pull requests may be merged with a merge commit"
-    ),
-    "allow_rebase": Field("boolean", "... rebased onto the base"),
-    "allow_squash_merge": Field("boolean", "... squashed into one commit"),
-    "allow_fast_forward_only_merge": Field("boolean", "... fast-forwarded only"),
-    "default_merge_style": Field("string", "merge, rebase, squash or fast-forward-only"),
-}
+
 # Forgejo's switch for each way of merging floorless has (rebase-merge it has not).
+class SearchResults(TypedDict):
+    """Forgejo's ``SearchResults``."""
+
+    ok: bool
+    data: list[Repository]
+
+
+class CreateRepoOption(TypedDict, total=False):
+    """What ``POST`` of ``MyRepos`` takes (Forgejo's ``CreateRepoOption``)."""
+
+    name: Required[Annotated[str, Doc("the repository's name")]]
+    description: Annotated[str, Doc("a line about it")]
+    private: Annotated[bool, Doc("whether only its owner and collaborators may see it")]
+    default_branch: Annotated[str, Doc("the branch HEAD names (main when not given)")]
+    auto_init: Annotated[bool, Doc("not supported: push the first commit instead")]
+
+
+class CreateOrgOption(TypedDict, total=False):
+    """What ``POST`` of ``Orgs`` takes (Forgejo's ``CreateOrgOption``)."""
+
+    username: Required[Annotated[str, Doc("the organisation's name")]]
+    full_name: Annotated[str, Doc("not kept")]
+    description: Annotated[str, Doc("not kept")]
+    visibility: Annotated[str, Doc("public only")]
+
+
+class RepoSearchQuery(Paged, total=False):
+    """What ``GET`` of ``RepoSearch`` reads from its query."""
+
+    q: Annotated[str, Doc("keyword, in the owner's or the repository's name")]
+    uid: Annotated[int, Doc("only those owned by this account id")]
+    private: Annotated[bool, Doc("include the private ones the caller may see (true)")]
+    is_private: Annotated[bool, Doc("only private (true) or public (false) ones")]
+    sort: Annotated[str, Doc("alpha (the default) or updated")]
+    order: Annotated[str, Doc("asc or desc (of updated; desc by default)")]
+
+
+class EditRepoOption(TypedDict, total=False):
+    """What ``PATCH`` of ``OneRepo`` takes (Forgejo's ``EditRepoOption``)."""
+
+    name: Annotated[str, Doc("a new name (a rename)")]
+    description: Annotated[str, Doc("a line about it")]
+    private: Annotated[bool, Doc("whether only its owner and collaborators may see it")]
+    default_branch: Annotated[str, Doc("an existing branch to be the default")]
+    has_issues: Annotated[bool, Doc("whether issues are on")]
+    has_pull_requests: Annotated[bool, Doc("whether pull requests are on")]
+    allow_merge_commits: Annotated[
+        bool, Doc("whether pull requests may be merged with a merge commit")
+    ]
+    allow_rebase: Annotated[bool, Doc("... rebased onto the base")]
+    allow_squash_merge: Annotated[bool, Doc("... squashed into one commit")]
+    allow_fast_forward_only_merge: Annotated[bool, Doc("... fast-forwarded only")]
+    default_merge_style: Annotated[str, Doc("merge, rebase, squash or fast-forward-only")]
+
+
 _STYLE_SWITCHES = {
     "allow_merge_commits": "merge",
     "allow_rebase": "rebase",
     "allow_squash_merge": "squash",
     "allow_fast_forward_only_merge": "fast-forward-only",
 }
-LIST = Operation("list repositories", "[Repository]", query=dict(PAGED), paged=True)
+LIST = Operation("list repositories", list[Repository], query=Paged, paged=True)
 
 
 class RepoResource(Resource):
@@ -74,7 +115,7 @@ class RepoResource(Resource):
         private: bool | None = None,
         sort: str = "name",
         parent: tuple[str, str] | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Repository]:
         """One page of the repositories the caller may see (of ``owner``; matching
         ``query``; ``mine``: only those they own or were given; forks of ``parent``), with
         the paging headers."""
@@ -98,7 +139,7 @@ class RepoResource(Resource):
         self.paged(req, resp, self.forge, paging, total)
         return self.shown(req, repos)
 
-    def shown(self, req: falcon.Request, repos: list[Repo]) -> list[dict[str, Any]]:
+    def shown(self, req: falcon.Request, repos: list[Repo]) -> list[Repository]:
         facts = RepoFacts(self.forge, self.viewer(req), repos)
         public = public_url(self.forge.settings, req)
         return [repo_json(repo, facts, public) for repo in repos]
@@ -131,10 +172,20 @@ def _check_branch_name(branch: str) -> None:
 class MyRepos(RepoResource):
     operations = {
         "get": replace(
-            LIST, summary="the repositories the caller owns or was given", signed_in=True
+            LIST,
+            summary="the repositories the caller owns or was given",
+            signed_in=True,
+            operation_id="userCurrentListRepos",
+            tag="user",
         ),
         "post": Operation(
-            "create a repository", "Repository", status=201, body=_CREATE, signed_in=True
+            "create a repository",
+            Repository,
+            status=201,
+            body=CreateRepoOption,
+            signed_in=True,
+            operation_id="createCurrentUserRepo",
+            tag="repository",
         ),
     }
 
@@ -147,7 +198,14 @@ class MyRepos(RepoResource):
 
 
 class UserRepos(RepoResource):
-    operations = {"get": replace(LIST, summary="a person's repositories the caller may see")}
+    operations = {
+        "get": replace(
+            LIST,
+            summary="a person's repositories the caller may see",
+            operation_id="userListRepos",
+            tag="user",
+        )
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         who = person(self.forge.db, name)
@@ -158,13 +216,20 @@ class UserRepos(RepoResource):
 
 class OrgRepos(RepoResource):
     operations = {
-        "get": replace(LIST, summary="an organisation's repositories the caller may see"),
+        "get": replace(
+            LIST,
+            summary="an organisation's repositories the caller may see",
+            operation_id="orgListRepos",
+            tag="organization",
+        ),
         "post": Operation(
             "create a repository in an organisation",
-            "Repository",
+            Repository,
             status=201,
-            body=_CREATE,
+            body=CreateRepoOption,
             signed_in=True,
+            operation_id="createOrgRepo",
+            tag="organization",
         ),
     }
 
@@ -193,17 +258,11 @@ class RepoSearch(RepoResource):
     operations = {
         "get": Operation(
             "search repositories the caller may see (answers {ok, data})",
-            "SearchResults",
-            query={
-                "q": Field("string", "keyword, in the owner's or the repository's name"),
-                "uid": Field("integer", "only those owned by this account id"),
-                "private": Field("boolean", "include the private ones the caller may see (true)"),
-                "is_private": Field("boolean", "only private (true) or public (false) ones"),
-                "sort": Field("string", "alpha (the default) or updated"),
-                "order": Field("string", "asc or desc (of updated; desc by default)"),
-                **PAGED,
-            },
+            SearchResults,
+            query=RepoSearchQuery,
             paged=True,
+            operation_id="repoSearch",
+            tag="repository",
         )
     }
 
@@ -244,11 +303,23 @@ def _sort(req: falcon.Request) -> str:
 
 class OneRepo(RepoResource):
     operations = {
-        "get": Operation("a repository", "Repository"),
+        "get": Operation("a repository", Repository, operation_id="repoGet", tag="repository"),
         "patch": Operation(
-            "edit a repository (its admins)", "Repository", body=_EDIT, signed_in=True
+            "edit a repository (its admins)",
+            Repository,
+            body=EditRepoOption,
+            signed_in=True,
+            operation_id="repoEdit",
+            tag="repository",
         ),
-        "delete": Operation("delete a repository (its admins)", None, status=204, signed_in=True),
+        "delete": Operation(
+            "delete a repository (its admins)",
+            None,
+            status=204,
+            signed_in=True,
+            operation_id="repoDelete",
+            tag="repository",
+        ),
     }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
@@ -312,15 +383,12 @@ class Orgs(Resource):
     operations = {
         "post": Operation(
             "create an organisation, owned by the caller",
-            "Organization",
+            Organization,
             status=201,
-            body={
-                "username": Field("string", "the organisation's name", required=True),
-                "full_name": Field("string", "not kept"),
-                "description": Field("string", "not kept"),
-                "visibility": Field("string", "public only"),
-            },
+            body=CreateOrgOption,
             signed_in=True,
+            operation_id="orgCreate",
+            tag="organization",
         )
     }
 
@@ -339,7 +407,9 @@ class Orgs(Resource):
 
 
 class Org(Resource):
-    operations = {"get": Operation("an organisation", "Organization")}
+    operations = {
+        "get": Operation("an organisation", Organization, operation_id="orgGet", tag="organization")
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, org: str) -> None:
         self.send(resp, org_json(_org(self, org), public_url(self.forge.settings, req)))

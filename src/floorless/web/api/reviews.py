@@ -12,7 +12,7 @@ of an author's approval of their own pull request is.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Required, TypedDict
 
 import falcon
 
@@ -21,11 +21,32 @@ from floorless.collab.pulls import Pull
 from floorless.collab.reviews import PullReviews, Review
 from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forgejo import pulls as shapes
-from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
+from floorless.forgejo.pulls import PullReview, PullReviewComment
+from floorless.forgejo.schema import Doc
+from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.pulls import PullApi
 from floorless.web.context import RepoView
 
+
 # Forgejo's ReviewStateType as floorless's verdicts ("" is Forgejo's pending)
+class CreatePullReviewOptions(TypedDict, total=False):
+    """What ``POST`` of ``Reviews`` takes (Forgejo's ``CreatePullReviewOptions``)."""
+
+    body: Annotated[str, Doc("the review's text")]
+    event: Annotated[str, Doc("APPROVED, REQUEST_CHANGES, COMMENT or PENDING")]
+    commit_id: Annotated[str, Doc("the head reviewed: the pull request's current one")]
+    comments: Annotated[
+        list[dict[str, Any]], Doc("line comments: path, body, new_position or old_position")
+    ]
+
+
+class SubmitPullReviewOptions(TypedDict, total=False):
+    """What ``POST`` of ``OneReview`` takes (Forgejo's ``SubmitPullReviewOptions``)."""
+
+    body: Annotated[str, Doc("the review's text")]
+    event: Required[Annotated[str, Doc("APPROVED, REQUEST_CHANGES or COMMENT")]]
+
+
 EVENTS = {
     "APPROVED": "approve",
     "REQUEST_CHANGES": "request_changes",
@@ -34,16 +55,6 @@ EVENTS = {
     "": "pending",
 }
 MAX_COMMENTS = 100  # line comments one request may bring
-_CREATE = {
-    "body": Field("string", "the review's text"),
-    "event": Field("string", "APPROVED, REQUEST_CHANGES, COMMENT or PENDING"),
-    "commit_id": Field("string", "the head reviewed: the pull request's current one"),
-    "comments": Field("objects", "line comments: path, body, new_position or old_position"),
-}
-_SUBMIT = {
-    "body": Field("string", "the review's text"),
-    "event": Field("string", "APPROVED, REQUEST_CHANGES or COMMENT", required=True),
-}
 
 
 def review_id(text: str) -> int:
@@ -107,8 +118,21 @@ class Reviews(ReviewApi):
     """``GET/POST repos/{owner}/{repo}/pulls/{index}/reviews``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list a pull request's reviews", "[PullReview]", query=PAGED, paged=True),
-        "post": Operation("review a pull request", "PullReview", body=_CREATE),
+        "get": Operation(
+            "list a pull request's reviews",
+            list[PullReview],
+            query=Paged,
+            paged=True,
+            operation_id="repoListPullReviews",
+            tag="repository",
+        ),
+        "post": Operation(
+            "review a pull request",
+            PullReview,
+            body=CreatePullReviewOptions,
+            operation_id="repoCreatePullReview",
+            tag="repository",
+        ),
     }
 
     def on_get(
@@ -192,9 +216,23 @@ class OneReview(ReviewApi):
     """``GET/POST(submit)/DELETE repos/{owner}/{repo}/pulls/{index}/reviews/{id}``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a review", "PullReview"),
-        "post": Operation("submit a pending review", "PullReview", body=_SUBMIT),
-        "delete": Operation("delete a pending review", None, 204),
+        "get": Operation(
+            "get a review", PullReview, operation_id="repoGetPullReview", tag="repository"
+        ),
+        "post": Operation(
+            "submit a pending review",
+            PullReview,
+            body=SubmitPullReviewOptions,
+            operation_id="repoSubmitPullReview",
+            tag="repository",
+        ),
+        "delete": Operation(
+            "delete a pending review",
+            None,
+            204,
+            operation_id="repoDeletePullReview",
+            tag="repository",
+        ),
     }
 
     def on_get(
@@ -260,7 +298,12 @@ class ReviewComments(ReviewApi):
     """``GET repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("a review's line comments", "[PullReviewComment]"),
+        "get": Operation(
+            "a review's line comments",
+            list[PullReviewComment],
+            operation_id="repoGetPullReviewComments",
+            tag="repository",
+        ),
     }
 
     def on_get(

@@ -14,7 +14,8 @@ ref from the repository's snapshot.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from types import GenericAlias
+from typing import Annotated, Any, ClassVar, Required, TypedDict
 
 import falcon
 
@@ -29,66 +30,96 @@ from floorless.forgejo.git import Links
 from floorless.forgejo.people import (
     Person,
     RepoFacts,
+    Repository,
+    User,
     people,
     person,
     repo_json,
     rfc3339,
     user_json,
 )
+from floorless.forgejo.schema import DateTime, Doc
 from floorless.git.oid import is_full
-from floorless.web.api.base import PAGED, Field, Operation, Unprocessable
+from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.gitbase import GitApi, resolve_ref
 from floorless.web.auth import Authenticator
 from floorless.web.context import RepoView
 from floorless.web.views.base import public_url
 
-_LIST_QUERY = {
-    "sort": Field("string", "oldest, recentupdate, leastupdate, leastindex or highestindex"),
-    "state": Field("string", "pending, success, error, failure or warning"),
-    **PAGED,
-}
-_STATUS_BODY = {
-    "state": Field("string", "pending, success, error, failure or warning", required=True),
-    "target_url": Field("string", "an http(s) address the status links to"),
-    "description": Field("string", "a short description"),
-    "context": Field("string", "what says so, e.g. ci/build"),
-}
-_PROTECTION_FIELDS = {
-    name: Field(kind, text.replace("`", ""))
+
+class CommitStatus(TypedDict):
+    """Forgejo's ``CommitStatus``."""
+
+    id: int
+    status: str
+    target_url: str
+    description: str
+    url: str
+    context: str
+    creator: User
+    created_at: DateTime
+    updated_at: DateTime
+
+
+class CombinedStatus(TypedDict):
+    """Forgejo's ``CombinedStatus``."""
+
+    state: str
+    sha: str
+    total_count: int
+    statuses: list[CommitStatus]
+    repository: Repository
+    commit_url: str
+    url: str
+
+
+# A rule's fields are those of ``protections.HELP`` (their kind and meaning, which the
+# configuration reference is made from too): the shapes of a rule are made from it, at
+# import, so no field is written twice. mypy cannot check a shape so made; ``protection_json``
+# is held to it by the tests.
+_KINDS: dict[str, Any] = {"boolean": bool, "string": str, "integer": int, "array": list[str]}
+_RULE = {
+    name: Annotated[_KINDS[kind], Doc(text.replace("`", ""))]
     for name, (kind, text) in protections.HELP.items()
     if name != "rule_name"
 }
-STATUS_SCHEMAS: dict[str, dict[str, str]] = {
-    "CommitStatus": {
-        "id": "integer",
-        "status": "string",
-        "target_url": "string",
-        "description": "string",
-        "url": "string",
-        "context": "string",
-        "creator": "User",
-        "created_at": "date-time",
-        "updated_at": "date-time",
+_Shape: Any = TypedDict  # called with a dict built above, which mypy's TypedDict refuses
+# Forgejo's ``BranchProtection`` (its name in the description)
+ProtectionShape: type = _Shape(
+    "BranchProtection",
+    {
+        "branch_name": str,
+        **{name: _KINDS[kind] for name, (kind, _) in protections.HELP.items()},
+        "created_at": DateTime,
+        "updated_at": DateTime,
     },
-    "CombinedStatus": {
-        "state": "string",
-        "sha": "string",
-        "total_count": "integer",
-        "statuses": "[CommitStatus]",
-        "repository": "Repository",
-        "commit_url": "string",
-        "url": "string",
+)
+CreateBranchProtectionOption: type = _Shape(
+    "CreateBranchProtectionOption",
+    {
+        "rule_name": Annotated[str, Doc("a branch name or a glob of them")],
+        "branch_name": Annotated[str, Doc("deprecated: rule_name's old name")],
+        **_RULE,
     },
-    "BranchProtection": {  # every field of protections.HELP, as protection_json answers
-        "branch_name": "string",
-        **{
-            name: "[string]" if kind == "array" else kind
-            for name, (kind, _) in protections.HELP.items()
-        },
-        "created_at": "date-time",
-        "updated_at": "date-time",
-    },
-}
+    total=False,
+)
+EditBranchProtectionOption: type = _Shape("EditBranchProtectionOption", _RULE, total=False)
+
+
+class StatusListQuery(Paged, total=False):
+    """What ``GET`` of ``Statuses`` reads from its query."""
+
+    sort: Annotated[str, Doc("oldest, recentupdate, leastupdate, leastindex or highestindex")]
+    state: Annotated[str, Doc("pending, success, error, failure or warning")]
+
+
+class CreateStatusOption(TypedDict, total=False):
+    """What ``POST`` of ``Statuses`` takes (Forgejo's ``CreateStatusOption``)."""
+
+    state: Required[Annotated[str, Doc("pending, success, error, failure or warning")]]
+    target_url: Annotated[str, Doc("an http(s) address the status links to")]
+    description: Annotated[str, Doc("a short description")]
+    context: Annotated[str, Doc("what says so, e.g. ci/build")]
 
 
 def status_json(
@@ -179,14 +210,21 @@ class Statuses(_StatusApi):
 
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
-            "list a commit's statuses", "[CommitStatus]", query=_LIST_QUERY, paged=True
+            "list a commit's statuses",
+            list[CommitStatus],
+            query=StatusListQuery,
+            paged=True,
+            operation_id="repoListStatuses",
+            tag="repository",
         ),
         "post": Operation(
             "create a commit status",
-            "CommitStatus",
+            CommitStatus,
             status=201,
-            body=_STATUS_BODY,
+            body=CreateStatusOption,
             signed_in=True,
+            operation_id="repoCreateStatus",
+            tag="repository",
         ),
     }
 
@@ -232,9 +270,11 @@ class RefStatuses(_StatusApi):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "list the statuses of a branch, tag or commit",
-            "[CommitStatus]",
-            query=_LIST_QUERY,
+            list[CommitStatus],
+            query=StatusListQuery,
             paged=True,
+            operation_id="repoListStatusesByRef",
+            tag="repository",
         )
     }
 
@@ -253,9 +293,11 @@ class Combined(GitApi):
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
             "the combined status of a branch, tag or commit",
-            "CombinedStatus",
-            query=dict(PAGED),
+            CombinedStatus,
+            query=Paged,
             paged=True,
+            operation_id="repoGetCombinedStatusByRef",
+            tag="repository",
         )
     }
 
@@ -326,17 +368,21 @@ class BranchProtections(_ProtectionApi):
     """``GET/POST branch_protections``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("list branch protections", "[BranchProtection]", signed_in=True),
+        "get": Operation(
+            "list branch protections",
+            GenericAlias(list, (ProtectionShape,)),
+            signed_in=True,
+            operation_id="repoListBranchProtection",
+            tag="repository",
+        ),
         "post": Operation(
             "create a branch protection",
-            "BranchProtection",
+            ProtectionShape,
             status=201,
-            body={
-                "rule_name": Field("string", "a branch name or a glob of them"),
-                "branch_name": Field("string", "deprecated: rule_name's old name"),
-                **_PROTECTION_FIELDS,
-            },
+            body=CreateBranchProtectionOption,
             signed_in=True,
+            operation_id="repoCreateBranchProtection",
+            tag="repository",
         ),
     }
 
@@ -361,14 +407,29 @@ class BranchProtection(_ProtectionApi):
     """``GET/PATCH/DELETE branch_protections/{name}``."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a branch protection", "BranchProtection", signed_in=True),
+        "get": Operation(
+            "get a branch protection",
+            ProtectionShape,
+            signed_in=True,
+            operation_id="repoGetBranchProtection",
+            tag="repository",
+        ),
         "patch": Operation(
             "edit a branch protection",
-            "BranchProtection",
-            body=dict(_PROTECTION_FIELDS),
+            ProtectionShape,
+            body=EditBranchProtectionOption,
             signed_in=True,
+            operation_id="repoEditBranchProtection",
+            tag="repository",
         ),
-        "delete": Operation("delete a branch protection", None, status=204, signed_in=True),
+        "delete": Operation(
+            "delete a branch protection",
+            None,
+            status=204,
+            signed_in=True,
+            operation_id="repoDeleteBranchProtection",
+            tag="repository",
+        ),
     }
 
     def _rule_name(self, req: falcon.Request) -> str:

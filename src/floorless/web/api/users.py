@@ -2,17 +2,50 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Required, TypedDict
+
 import falcon
 
 from floorless.accounts.accounts import Account
 from floorless.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
-from floorless.forgejo.people import people, person, scope_from, token_json, user_json
-from floorless.web.api.base import PAGED, Field, Operation, Resource, Unprocessable
+from floorless.forgejo import people as shapes
+from floorless.forgejo.people import AccessToken, people, person, scope_from, token_json, user_json
+from floorless.forgejo.schema import Doc
+from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
 from floorless.web.views.base import public_url
 
 
+class UserSearchResults(TypedDict):
+    """Forgejo's ``UserSearchResults``."""
+
+    ok: bool
+    data: list[shapes.User]
+
+
+class UserSearchQuery(Paged, total=False):
+    """What ``GET`` of ``UserSearch`` reads from its query."""
+
+    q: Annotated[str, Doc("keyword")]
+    uid: Annotated[int, Doc("a user id")]
+
+
+class CreateAccessTokenOption(TypedDict, total=False):
+    """What ``POST`` of ``Tokens`` takes (Forgejo's ``CreateAccessTokenOption``)."""
+
+    name: Required[Annotated[str, Doc("the token's name")]]
+    scopes: Annotated[list[str], Doc("Forgejo scopes: write if any writes, else read")]
+
+
 class CurrentUser(Resource):
-    operations = {"get": Operation("the authenticated user", "User", signed_in=True)}
+    operations = {
+        "get": Operation(
+            "the authenticated user",
+            shapes.User,
+            signed_in=True,
+            operation_id="userGetCurrent",
+            tag="user",
+        )
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         account = self.caller(req)
@@ -23,7 +56,11 @@ class CurrentUser(Resource):
 
 
 class User(Resource):
-    operations = {"get": Operation("a user or organisation by name", "User")}
+    operations = {
+        "get": Operation(
+            "a user or organisation by name", shapes.User, operation_id="userGet", tag="user"
+        )
+    }
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         who = person(self.forge.db, name)
@@ -36,9 +73,11 @@ class UserSearch(Resource):
     operations = {
         "get": Operation(
             "search for people by name (answers {ok, data})",
-            "UserSearchResults",
-            query={"q": Field("string", "keyword"), "uid": Field("integer", "a user id"), **PAGED},
+            UserSearchResults,
+            query=UserSearchQuery,
             paged=True,
+            operation_id="userSearch",
+            tag="user",
         )
     }
 
@@ -70,12 +109,6 @@ class UserSearch(Resource):
         self.send(resp, {"ok": True, "data": data})
 
 
-_TOKEN_BODY = {
-    "name": Field("string", "the token's name", required=True),
-    "scopes": Field("array", "Forgejo scopes: write if any writes, else read"),
-}
-
-
 class TokenResource(Resource):
     """A person's tokens: only with their password over HTTP Basic, as on Forgejo, so that a
     token that leaks cannot be used to make more."""
@@ -93,10 +126,22 @@ class TokenResource(Resource):
 class Tokens(TokenResource):
     operations = {
         "get": Operation(
-            "the user's access tokens", "[AccessToken]", query=dict(PAGED), paged=True, basic=True
+            "the user's access tokens",
+            list[AccessToken],
+            query=Paged,
+            paged=True,
+            basic=True,
+            operation_id="userGetTokens",
+            tag="user",
         ),
         "post": Operation(
-            "create an access token", "AccessToken", status=201, body=_TOKEN_BODY, basic=True
+            "create an access token",
+            AccessToken,
+            status=201,
+            body=CreateAccessTokenOption,
+            basic=True,
+            operation_id="userCreateToken",
+            tag="user",
         ),
     }
 
@@ -126,7 +171,16 @@ class Tokens(TokenResource):
 
 
 class Token(TokenResource):
-    operations = {"delete": Operation("delete an access token", None, status=204, basic=True)}
+    operations = {
+        "delete": Operation(
+            "delete an access token",
+            None,
+            status=204,
+            basic=True,
+            operation_id="userDeleteAccessToken",
+            tag="user",
+        )
+    }
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, name: str, token: str) -> None:
         account = self.owner(req, name)
