@@ -3,6 +3,7 @@ page is answered (independent of floorless's own counter)."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ class _Spawns:
 
 
 _SPAWNS = _Spawns()
+sys.addaudithook(_SPAWNS)  # once, when this module is first imported
 
 
 @contextmanager

@@ -4,21 +4,12 @@ browse pages; blame spawns once on a cache miss, an archive once."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from falcon import testing
 from support.gitfixtures import git_text
-from support.spawns import _SPAWNS, counting, get, spawn_timing
-
-sys.addaudithook(_SPAWNS)
-
-
-
-
-
-
+from support.spawns import counting, get, spawn_timing
 
 
 @pytest.fixture(scope="module")
