@@ -1,16 +1,17 @@
 """The package's shape, held: imports point downwards only, nothing imports in a circle, and
-the README's map lists exactly the packages there are.
-
-Every import counts, wherever it is written (at the top, under ``TYPE_CHECKING``, inside a
-function): a late import is still a dependency, and a circle hidden in one is still a circle.
-"""
+the README's map lists exactly the packages there are. Every import counts, wherever it is
+written (``support.imports`` reads them)."""
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
+from support import imports
+
+pytestmark = pytest.mark.unit  # reads source files alone
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "floorless"
 README = PACKAGE.parent.parent / "README.md"
@@ -34,79 +35,17 @@ ROOT_MODULES = {"__init__", "__main__", "forge"}
 
 
 def modules() -> dict[str, Path]:
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found[name] = path
-    return found
-
-
-def imports(path: Path, known: dict[str, Path]) -> set[str]:
-    """The floorless modules ``path`` imports, each named as precisely as the import allows
-    (``from floorless.git import refs`` names ``floorless.git.refs``)."""
-    named = set()
-    for node in ast.walk(ast.parse(path.read_bytes())):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                named.add(full if full in known else node.module)
-        elif isinstance(node, ast.Import):
-            named.update(alias.name for alias in node.names)
-    return {name for name in named if name in known}
+    return imports.modules(PACKAGE)
 
 
 def graph() -> dict[str, set[str]]:
-    known = modules()
-    return {name: imports(path, known) - {name} for name, path in known.items()}
+    return imports.graph(PACKAGE)
 
 
 def unit(module: str) -> str:
     """The package (``floorless.web.api`` is ``web``) or root module a module belongs to."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
-
-
-def circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one node (Tarjan's, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for start in sorted(edges):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges.get(start, ()))))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges.get(child, ())))))
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-    return found
 
 
 def test_every_package_has_a_layer() -> None:
@@ -127,7 +66,7 @@ def test_imports_point_downwards() -> None:
 
 
 def test_no_module_imports_in_a_circle() -> None:
-    assert circles(graph()) == []
+    assert imports.circles(graph()) == []
 
 
 def test_no_packages_import_in_a_circle() -> None:
@@ -146,13 +85,13 @@ def test_no_packages_import_in_a_circle() -> None:
         for target in targets:
             if part(target) != part(module):
                 edges[part(module)].add(part(target))
-    assert circles(edges) == []
+    assert imports.circles(edges) == []
 
 
 def test_circles_are_found() -> None:
     """The check itself: a circle of three and a self-standing pair are both reported."""
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
-    assert circles(edges) == [["a", "b", "c"], ["d", "e"]]
+    assert imports.circles(edges) == [["a", "b", "c"], ["d", "e"]]
 
 
 def test_readme_map_lists_the_packages() -> None:
