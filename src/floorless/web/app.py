@@ -45,6 +45,7 @@ from floorless.web.views import (
     static,
     triage,
 )
+from floorless.web.views.base import FindRepository
 
 
 class TimingMiddleware:
@@ -139,6 +140,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
             TimingMiddleware(metrics),
             compression,  # before auth and conditional: its process_response runs after theirs
             auth.AuthMiddleware(authenticator),
+            FindRepository(forge),  # after auth: who asks is known by then
             ConditionalMiddleware(),
         ),
         media_type="text/html; charset=utf-8",

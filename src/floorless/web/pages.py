@@ -13,8 +13,8 @@ a new snapshot, so a hit can never show an old branch. A page that shows more th
 what else it shows by a stamp read before it is rendered (issues and pull requests: their
 repository's activity version, which the database moves on every write to them), and is
 valid only while the stamp is the same. What else ages, the relative dates,
-ages at most ``page_cache_seconds``. Only pages whose content is final say so
-(``req.context.final_page``): not a tree whose last-commit column the index has yet to fill.
+ages at most ``page_cache_seconds``. Only pages whose content is final are kept (their view's
+render says so): not a tree whose last-commit column the index has yet to fill.
 The cache holds at most ``page_cache_bytes`` of pages, least recently used leaving first; a
 repository's pages leave with it when its state is forgotten (``floorless.repos.state``: the app
 attaches its page cache to the forge's repository states).
@@ -131,19 +131,18 @@ class PageCache:
         self,
         key: Key,
         snapshot: RefSnapshot,
-        req: falcon.Request,
         resp: falcon.Response,
         public: str,
         stamp: object = None,
+        final: bool = False,
     ) -> None:
         """Fill in the public URL of the page just rendered, and keep the page if its view
-        said it is final."""
+        said it is ``final`` (and it answered 200)."""
         text = resp.text
         if not isinstance(text, str):
             return
         parts = tuple(text.split(self.public_mark))
-        final = req.context.get("final_page") and resp.status_code == 200
-        if not final or not self.entries.maxsize:
+        if not (final and resp.status_code == 200) or not self.entries.maxsize:
             resp.text = public.join(parts)
             return
         etag = page_etag(text)

@@ -1,4 +1,11 @@
-"""What every view shares: the forge, the renderer, and an HTML response helper."""
+"""What every view shares: the forge, the renderer, and an HTML response helper; and what
+every page of a repository shares: its repository, found before the view runs.
+
+A repository's page (``RepoPage``) never looks its repository up itself: ``FindRepository``
+does, once a request, before the responder, and hands it the ``RepoView`` in place of the
+route's ``owner`` and ``repo`` (404 for whoever may not read it, exactly as a missing one).
+A page that may be kept says so by what it renders: ``cached_page``'s ``render`` returns
+whether the page is final."""
 
 from __future__ import annotations
 
@@ -80,13 +87,14 @@ class View:
         req: falcon.Request,
         resp: falcon.Response,
         view: RepoView,
-        render: Callable[[], None],
+        render: Callable[[], bool],
         stamp: object = None,
     ) -> None:
-        """Answer from the page cache; otherwise ``render``, and keep the page if the view
-        marked it final (``req.context.final_page``). A page shows the public URL as
-        ``self.renderer.pages.public_mark``, filled in here for each request. ``stamp``
-        names what the page shows besides refs (``web/pages.py``), read before rendering."""
+        """Answer from the page cache; otherwise ``render``, and keep the page if it says
+        the page is final (True: nothing it shows is still to come). A page shows the public
+        URL as ``self.renderer.pages.public_mark``, filled in here for each request.
+        ``stamp`` names what the page shows besides refs (``web/pages.py``), read before
+        rendering."""
         pages = self.renderer.pages
         key = pages.key(type(self).__name__, view.repo, req, self.query, viewer_of(req), view.level)
         variant = self.variant(req)
@@ -97,8 +105,8 @@ class View:
         public = self.public_url(req)
         if pages.serve(key, view.snapshot, resp, public, stamp):
             return
-        render()
-        pages.keep(key, view.snapshot, req, resp, public, stamp)
+        final = render()
+        pages.keep(key, view.snapshot, resp, public, stamp, final)
 
     def public_url(self, req: falcon.Request) -> str:
         return public_url(self.settings, req)
@@ -109,22 +117,44 @@ class View:
         return None
 
 
-class RefPage(View):
-    """A page at ``/{owner}/{repo}/{page}/{kind}/{ref}/{path}``: finds the repository, the ref
-    and the path, then hands them to ``show``."""
+class RepoPage(View):
+    """A page of one repository, routed under ``/{owner}/{repo}``: its responders take the
+    repository's ``view`` where the route names ``owner`` and ``repo`` (``FindRepository``
+    finds it first)."""
+
+    def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
+        """What the URL alone settles, before the repository is looked up: whether errors
+        answer in plain text (``req.context.plain``, which ``errors.py`` reads), so that a
+        missing repository's do too; a malformed id, refused before anything is read."""
+
+
+class FindRepository:
+    """Middleware: the repository of a ``RepoPage``, found before its responder runs and
+    passed to it as ``view`` (``repo_view``: who may not read it gets 404). It comes after
+    ``AuthMiddleware``, which knows who asks by then. A method the page has no responder
+    for is left to falcon (405, OPTIONS), which looks nothing up."""
+
+    def __init__(self, forge: Forge) -> None:
+        self.forge = forge
+
+    def process_resource(
+        self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict[str, Any]
+    ) -> None:
+        if not isinstance(resource, RepoPage) or not hasattr(resource, f"on_{req.method.lower()}"):
+            return
+        resource.before(req, params)
+        params["view"] = repo_view(self.forge, req, params.pop("owner"), params.pop("repo"))
+
+
+class RefPage(RepoPage):
+    """A page at ``/{owner}/{repo}/{page}/{kind}/{ref}/{path}``: finds the ref and the path,
+    then hands them to ``show``."""
 
     page: str  # which page of a ref it is: src, blame or commits (urls.PAGES)
 
     def on_get(
-        self,
-        req: falcon.Request,
-        resp: falcon.Response,
-        owner: str,
-        repo: str,
-        kind: str,
-        tail: str = "",
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, kind: str, tail: str = ""
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
         self.cached_page(
             req,
             resp,
@@ -134,5 +164,6 @@ class RefPage(View):
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
-    ) -> None:
+    ) -> bool:
+        """Render the page of ``resolved``; whether it is final (kept in the page cache)."""
         raise NotImplementedError

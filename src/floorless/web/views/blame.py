@@ -62,7 +62,7 @@ class Blame(RefPage):
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
-    ) -> None:
+    ) -> bool:
         commit = view.commit(resolved)
         blob, mode = objects.lookup(view.handle, commit, resolved.path)
         if not isinstance(blob, pygit2.Blob) or mode == objects.MODE_LINK:
@@ -93,9 +93,8 @@ class Blame(RefPage):
         head, _, tail = page.partition(ROWS)
         resp.content_type = "text/html; charset=utf-8"
         if binary or too_large:
-            req.context.final_page = True
             resp.text = head + tail
-            return
+            return True
         data = objects.blob_bytes(blob)
         name = text(resolved.path.rsplit(b"/", 1)[-1])
         enabled = size <= self.settings.max_blame_highlight
@@ -118,13 +117,12 @@ class Blame(RefPage):
         lines = line_count(data)
         if kept is not None or not lines:  # an empty file: git has nothing to say
             groups, commits = kept or ([], {})
-            req.context.final_page = True
             with timing.phase("render"):
                 resp.text = head + rows.render(groups, commits, source()) + tail
-            return
+            return True
         if req.method == "HEAD":  # no body will be sent: no git either
             resp.text = head + tail
-            return
+            return False
         run = start_blame(
             self.forge.git,
             view.repo.path,
@@ -148,6 +146,7 @@ class Blame(RefPage):
         except BaseException:
             run.close()
             raise
+        return False  # streamed as git blames: kept by its answer, not as a page
 
 
 def line_count(data: bytes) -> int:

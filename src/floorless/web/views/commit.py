@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import falcon
 import pygit2
@@ -25,12 +25,12 @@ from floorless.git import diff as gitdiff
 from floorless.git import objects, oid, transport
 from floorless.git.refs import Resolved
 from floorless.web import diffrows
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.diffrows import Options
 from floorless.web.marks import mark
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
-from floorless.web.views.base import View
+from floorless.web.views.base import RepoPage
 
 
 def diff_limits(settings: Settings, options: Options | None = None) -> gitdiff.Limits:
@@ -71,7 +71,7 @@ def diff_options(req: falcon.Request, resp: falcon.Response | None = None) -> Op
     return Options(style, req.get_param("w") in ("1", "true", "yes"))
 
 
-class DiffPage(View):
+class DiffPage(RepoPage):
     """A page that shows diffs: kept in the page cache per way of showing them (the style may
     come from a cookie, which the URL does not name)."""
 
@@ -84,16 +84,14 @@ class DiffPage(View):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        view: RepoView,
         sha: str,
-        show: Callable[[RepoView, Resolved, Options], None],
+        show: Callable[[RepoView, Resolved, Options], bool],
         remember: bool = True,
     ) -> None:
         """The page ``show`` makes of the commit ``sha`` (an id, not a ref: these pages are
         asked for by the commit's own page), kept in the page cache; ``remember``: a
         ``?style=`` becomes the reader's (a fragment's style is the page's, already theirs)."""
-        view = repo_view(self.forge, req, owner, repo)
         resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
         if resolved.path:
             raise NotFound("no such commit")
@@ -163,15 +161,15 @@ def _one_file(fd: gitdiff.FileDiff | None, budget: Budget, split: bool) -> Shown
 class Commit(DiffPage):
     shows_statuses = True
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
-    ) -> None:
+    def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
+        if params["sha"].endswith((".diff", ".patch")):
+            req.context.plain = True
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView, sha: str) -> None:
         variant = ""
         for suffix in (".diff", ".patch"):
             if sha.endswith(suffix):
                 sha, variant = sha[: -len(suffix)], suffix[1:]
-                req.context.plain = True
-        view = repo_view(self.forge, req, owner, repo)
         try:
             resolved = view.resolve("commit", sha.encode("utf-8", "replace"))
         except UnknownRevision:
@@ -225,7 +223,7 @@ class Commit(DiffPage):
         view: RepoView,
         resolved: Resolved,
         options: Options,
-    ) -> None:
+    ) -> bool:
         commit = view.commit(resolved)
         limits, budget = diff_limits(self.settings, options), diff_budget(self.settings)
         shown = cast(
@@ -240,7 +238,6 @@ class Commit(DiffPage):
         info = objects.commit_info(commit)
         parents = [objects.commit_info(p) for p in commit.parents]
         statuses = self.forge.statuses.latest(view.repo, info.id)
-        req.context.final_page = True
         self.html(
             resp,
             "commit.html",
@@ -254,6 +251,7 @@ class Commit(DiffPage):
                 with_file_url=diffrows.with_file_url,
             ),
         )
+        return True
 
 
 def ref_commit(view: RepoView, name: bytes) -> bytes:
@@ -278,9 +276,9 @@ class CommitFile(DiffPage):
     query = ("style", "w", "base")
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, sha: str, tail: str
     ) -> None:
-        self.of_commit(req, resp, owner, repo, sha, partial(self.file, req, resp))
+        self.of_commit(req, resp, view, sha, partial(self.file, req, resp))
 
     def file(
         self,
@@ -289,7 +287,7 @@ class CommitFile(DiffPage):
         view: RepoView,
         resolved: Resolved,
         options: Options,
-    ) -> None:
+    ) -> bool:
         commit = view.commit(resolved)
         base_id = req.get_param("base") or ""
         base = None
@@ -312,7 +310,6 @@ class CommitFile(DiffPage):
         )
         if shown is None:
             raise NotFound("this commit does not change that file")
-        req.context.final_page = True
         self.html(
             resp,
             "commit_file.html",
@@ -325,6 +322,7 @@ class CommitFile(DiffPage):
                 with_file_url=diffrows.with_file_url,
             ),
         )
+        return True
 
 
 LINES_MAX = 500  # lines of context one request gives at most
@@ -341,9 +339,9 @@ class DiffLines(DiffPage):
     query = ("style", "start", "end", "delta")
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str, tail: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, sha: str, tail: str
     ) -> None:
-        self.of_commit(req, resp, owner, repo, sha, partial(self.lines, req, resp), remember=False)
+        self.of_commit(req, resp, view, sha, partial(self.lines, req, resp), remember=False)
 
     def lines(
         self,
@@ -352,7 +350,7 @@ class DiffLines(DiffPage):
         view: RepoView,
         resolved: Resolved,
         options: Options,
-    ) -> None:
+    ) -> bool:
         start, end, delta = (_number(req, name) for name in ("start", "end", "delta"))
         if start < 1 or end < 0 or (end and end < start):
             raise BadRequest("start is a line number, end 0 or one at or after it")
@@ -378,7 +376,6 @@ class DiffLines(DiffPage):
         else:
             every = highlighted()
         wanted = every[start - 1 : end] if data else []
-        req.context.final_page = True
         self.html(
             resp,
             "diff_lines.html",
@@ -388,6 +385,7 @@ class DiffLines(DiffPage):
                 count=len(wanted),
             ),
         )
+        return True
 
 
 def _number(req: falcon.Request, name: str) -> int:

@@ -138,7 +138,7 @@ class Commits(RefPage):
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
-    ) -> None:
+    ) -> bool:
         view.commit(resolved)
         cursor = Cursor.parse(req.get_param("after"), req.get_param("skip"), req.get_param("path"))
         if cursor is not None and cursor.path is not None and not resolved.path:
@@ -151,7 +151,6 @@ class Commits(RefPage):
             objects.commit_info(objects.get_commit(view.handle, oid)) for oid in found.commits
         ]
         latest = view.forge.statuses.latest_of(view.repo, [c.id for c in commits])
-        req.context.final_page = not found.preparing
         self.html(
             resp,
             "commits.html",
@@ -168,6 +167,7 @@ class Commits(RefPage):
                 renamed=found.linked,
             ),
         )
+        return not found.preparing
 
     def follow(
         self, view: RepoView, resolved: Resolved, cursor: Cursor | None, limit: int

@@ -371,8 +371,7 @@ def open_pull(
 class CompareChoose(IssueView):
     """``/compare``: two branches to choose (``?base=&head=`` goes to their compare)."""
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         base = req.get_param("base") or ""
         head = req.get_param("head") or ""
         if base and head:
@@ -399,10 +398,7 @@ class Compare(IssueView):
     def variant(self, req: falcon.Request) -> object:
         return diff_options(req)
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, spec: str
-    ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView, spec: str) -> None:
         sides, variant = self.sides(req, view)
         if variant:
             found = cached_range(
@@ -429,9 +425,8 @@ class Compare(IssueView):
             self.show(req, resp, sides, {}, "")
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, spec: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, spec: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
         if not view.repo.has_pulls:
             raise NotFound("pull requests are turned off here")
         account = self.signed_in(req)
@@ -480,7 +475,9 @@ class Compare(IssueView):
         sides: Sides,
         form: dict[str, str],
         error: str,
-    ) -> None:
+    ) -> bool:
+        """Render the compare; whether the page is final (kept, for a compare within the
+        repository)."""
         view = sides.base_view
         handle = sides.head_view.handle
         found = cached_range(self.renderer, handle, sides.base_oid, sides.head_oid)
@@ -521,4 +518,4 @@ class Compare(IssueView):
             here=urls.exact_path(req),
             names=[text(name) for name in view.snapshot.sorted_branches],
         )
-        req.context.final_page = True
+        return True

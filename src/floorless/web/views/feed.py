@@ -7,15 +7,15 @@ import falcon
 from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.git import objects
-from floorless.web.context import repo_view
+from floorless.web.context import RepoView
 from floorless.web.render import Renderer
-from floorless.web.views.base import View
+from floorless.web.views.base import RepoPage
 from floorless.web.views.commits import libgit2_page
 
 ENTRIES = 20
 
 
-class Feed(View):
+class Feed(RepoPage):
     """``/atom/branch/{branch}`` or ``/rss/branch/{branch}``, as ``fmt`` says."""
 
     def __init__(self, forge: Forge, renderer: Renderer, fmt: str) -> None:
@@ -24,10 +24,7 @@ class Feed(View):
             raise ValueError(f"no feed format {fmt!r}")
         self.fmt = fmt
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView, tail: str) -> None:
         resolved = view.resolve("branch", urls.exact_tail(req))
         page = libgit2_page(view.handle, [resolved.commit], ENTRIES)
         commits = [objects.commit_info(objects.get_commit(view.handle, c)) for c in page.commits]

@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import falcon
 import pygit2
@@ -34,9 +34,9 @@ from floorless.forgejo import urls
 from floorless.git.oid import is_full
 from floorless.git.paths import tree_paths
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.render import text
-from floorless.web.views.base import RefPage, View
+from floorless.web.views.base import RefPage, RepoPage
 from floorless.web.views.source import query_bytes
 
 MAX_PATHS = 200_000  # paths listed of one tree: git.git has ~4,500, the Linux kernel ~90,000
@@ -126,15 +126,14 @@ def rank(paths: Iterable[tuple[bytes, str]], q: str) -> list[bytes]:
     return [entry[-1] for entry in scored]
 
 
-class Paths(View):
+class Paths(RepoPage):
     """``/-/paths/{tree}``: a tree's paths as JSON for the finder."""
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tree: str
-    ) -> None:
-        if not is_full(tree):
+    def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
+        if not is_full(params["tree"]):
             raise NotFound("not a tree id")
-        view = repo_view(self.forge, req, owner, repo)
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView, tree: str) -> None:
         try:
             obj = view.handle.get(tree)
         except ValueError as exc:  # not hex at all: is_full let it through as text
@@ -163,7 +162,7 @@ class Find(RefPage):
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
-    ) -> None:
+    ) -> bool:
         if resolved.path:
             raise NotFound("the finder lists a whole ref: leave the path out")
         commit = view.commit(resolved)
@@ -172,7 +171,6 @@ class Find(RefPage):
         q = raw_q.decode("utf-8", "replace").strip()
         matches = rank(((p, text(p)) for p in found.paths), q)
         limit = SHOWN if q else LISTED
-        req.context.final_page = True  # paths of a commit: nothing in the page ages
         self.html(
             resp,
             "find.html",
@@ -186,3 +184,4 @@ class Find(RefPage):
                 truncated=found.truncated,
             ),
         )
+        return True  # paths of a commit: nothing in the page ages

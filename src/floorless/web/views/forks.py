@@ -14,20 +14,21 @@ from floorless.accounts.accounts import Account
 from floorless.core.errors import FloorlessError, Forbidden
 from floorless.forgejo import urls
 from floorless.web import auth
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.views.account import FormView
+from floorless.web.views.base import RepoPage
 
 
-class Fork(FormView):
-    def allowed(self, req: falcon.Request, owner: str, repo: str) -> tuple[RepoView, Account]:
-        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+class Fork(FormView, RepoPage):
+    def allowed(self, req: falcon.Request, view: RepoView) -> Account:
+        """Who forks (the repository was found first: 404 for whoever may not read it)."""
         account = self.signed_in(req)
         if not self.forge.policy.may_fork(auth.viewer_of(req), view.level):
             raise Forbidden("you may not fork this repository")
-        return view, account
+        return account
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, account = self.allowed(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+        account = self.allowed(req, view)
         self.show(resp, view, account, {"name": view.repo.name})
 
     def show(
@@ -42,8 +43,8 @@ class Fork(FormView):
         context = view.template_context(owners=owners, form=form, error=error)
         self.html(resp, "fork.html", **context)
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, account = self.allowed(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+        account = self.allowed(req, view)
         form = self.form(req)
         viewer = auth.viewer_of(req)
         target, name = form.get("owner", account.name), form.get("name", "")

@@ -1,9 +1,10 @@
-"""A repository's issues: the list, the form for a new one, and an issue's own page.
+"""A repository's issues: the list, the form for a new one, and an issue's own page
+(``Conversation``, which a pull request's page is as well).
 
-Every route first finds the repository as any page of it does, so a private repository's
-issues answer 404 to whoever may not read it; what a reader may do besides reading (open,
-comment, close, reopen, edit) is asked of the access policy. Nothing here runs git: commit
-ids in Markdown are looked up through the open handle.
+Every route is a page of its repository (``RepoPage``), so a private repository's issues
+answer 404 to whoever may not read it; what a reader may do besides reading (open, comment,
+close, reopen, edit) is asked of the access policy. Nothing here runs git: commit ids in
+Markdown are looked up through the open handle.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
 import falcon
 from markupsafe import Markup
@@ -20,6 +21,7 @@ from floorless.accounts.access import Level, Viewer
 from floorless.accounts.accounts import Account
 from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import Entry, Issue
+from floorless.collab.pulls import Pull
 from floorless.collab.references import names_others
 from floorless.collab.triage import LABEL_MAX, Label
 from floorless.core.errors import BadRequest, Forbidden, NotFound
@@ -27,9 +29,10 @@ from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.web import auth
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.markup import link_references, render_markdown
 from floorless.web.views.account import FormView
+from floorless.web.views.base import RepoPage
 
 _NUMBER = re.compile(r"[0-9]{1,9}")
 STATES = ("open", "closed", "all")
@@ -128,7 +131,13 @@ def issues_on(view: RepoView) -> None:
         raise NotFound("this repository has no issues")
 
 
-class IssueView(FormView):
+def pulls_on(view: RepoView) -> None:
+    """404 where the repository has turned pull requests off (its settings)."""
+    if not view.repo.has_pulls:
+        raise NotFound("pull requests are turned off here")
+
+
+class IssueView(FormView, RepoPage):
     def markdown(self, view: RepoView, texts: list[str]) -> list[Markup]:
         """``texts`` as sanitized HTML, relative links to the default branch's files and
         ``#N``, ``@user`` and commit ids linked where they exist (looked up once for all)."""
@@ -204,12 +213,12 @@ class IssueView(FormView):
         req: falcon.Request,
         resp: falcon.Response,
         view: RepoView,
-        render: Callable[[], None],
+        render: Callable[[], bool],
     ) -> None:
         """A page of issues or pull requests, from the page cache while the repository's refs
         and its activity version (``Issues.activity``: one statement, none on a node that
         hears every write) are as they were when it was rendered; ``render`` says whether
-        what it rendered is final (``req.context.final_page``)."""
+        what it rendered is final."""
         stamp = self.forge.issues.activity(view.repo.owner, view.repo.name)
         self.cached_page(req, resp, view, render, stamp)
 
@@ -221,12 +230,11 @@ LIST_QUERY = ("state", "q", "author", "label", "milestone", "assignee", "before"
 class IssueList(IssueView):
     query = LIST_QUERY
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         issues_on(view)
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
 
-    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> bool:
         search = IssueFilter.from_query(req.get_param, pull=False)
         found = self.forge.issues.page(
             view.repo.owner,
@@ -246,23 +254,23 @@ class IssueList(IssueView):
             assignees_of=self.forge.triage.assignees_of(ids),
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
         )
-        req.context.final_page = True
+        return True
 
 
 class NewIssue(IssueView):
-    def allowed(self, req: falcon.Request, owner: str, repo: str) -> RepoView:
-        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
+    def allowed(self, req: falcon.Request, view: RepoView) -> None:
+        """Whether the reader may open an issue (they may read it: found before)."""
         issues_on(view)
         self.signed_in(req)
         if not self.forge.policy.may_take_part(auth.viewer_of(req), view.level):
             raise Forbidden("you may not open issues here")
-        return view
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        self.page(resp, self.allowed(req, owner, repo), "issue_new.html", form={}, error="")
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+        self.allowed(req, view)
+        self.page(resp, view, "issue_new.html", form={}, error="")
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = self.allowed(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+        self.allowed(req, view)
         account = self.signed_in(req)
         form = self.form(req)
         try:
@@ -280,45 +288,40 @@ class NewIssue(IssueView):
         raise falcon.HTTPSeeOther(urls.issue(view.repo, issue.number))
 
 
-class IssueDetail(IssueView):
-    """An issue's page and its actions (comment, close, reopen, edit); ``PullDetail`` is the
-    same conversation for a pull request, with its own template, header and URLs."""
+# What a conversation is of: an issue, or a pull request (which is an issue and more).
+Subject = TypeVar("Subject", bound=Issue | Pull)
 
-    template = "issue.html"
+
+class Conversation(IssueView, Generic[Subject]):
+    """A conversation's page and its actions (comment, close, reopen, edit): an issue's
+    (``IssueDetail``) or a pull request's (``PullDetail``, with its own template, header and
+    URLs). ``find`` reads what the page is of, and every step after is handed it."""
+
+    template: str
     query = ("shown", "find_label")
 
-    def find(self, req: falcon.Request, view: RepoView, number: str) -> Issue:
-        """The issue; a pull request's number is sent to the pull request's page (as Forgejo
-        does), with one statement more only when the number is not an issue's."""
-        issues_on(view)
-        repo = view.repo
-        found = issue_number(number)
-        try:
-            return self.forge.issues.get(repo.owner, repo.name, found)
-        except NotFound:
-            if req.method in ("GET", "HEAD") and self.forge.issues.kind_of(
-                repo.owner, repo.name, found
-            ):
-                raise falcon.HTTPFound(urls.pull(repo, found)) from None
-            raise
+    def find(self, req: falcon.Request, view: RepoView, number: str) -> Subject:
+        raise NotImplementedError
+
+    def issue_of(self, subject: Subject) -> Issue:
+        raise NotImplementedError
 
     def target(self, view: RepoView, issue: Issue, comment: int | None = None) -> str:
-        return urls.issue(view.repo, issue.number, comment)
+        raise NotImplementedError
 
     def more(
-        self, req: falcon.Request, view: RepoView, issue: Issue, timeline: list[Entry]
+        self, req: falcon.Request, view: RepoView, subject: Subject, timeline: list[Entry]
     ) -> dict[str, Any]:
         """What the template needs besides the conversation itself; ``final`` False when it
         shows work still under way (the page is then not kept)."""
         return {}
 
-    def refuse(self, issue: Issue, action: str) -> None:
-        """Raise if ``action`` may not be taken on ``issue`` as it stands."""
+    def refuse(self, subject: Subject, action: str) -> None:
+        """Raise if ``action`` may not be taken on ``subject`` as it stands."""
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
         self.kept_page(
             req, resp, view, lambda: self.show(req, resp, view, self.find(req, view, number))
         )
@@ -328,10 +331,12 @@ class IssueDetail(IssueView):
         req: falcon.Request,
         resp: falcon.Response,
         view: RepoView,
-        issue: Issue,
+        subject: Subject,
         form: dict[str, str] | None = None,
         error: str = "",
-    ) -> None:
+    ) -> bool:
+        """Render the conversation; whether the page is final."""
+        issue = self.issue_of(subject)
         viewer = auth.viewer_of(req)
         policy = self.forge.policy
         shown = _shown(req)
@@ -342,7 +347,7 @@ class IssueDetail(IssueView):
         texts = [issue.body, *(entry.body for entry in comments)]
         body, *htmls = self.markdown(view, texts)
         html_of = dict(zip(map(id, comments), htmls, strict=True))
-        more = self.more(req, view, issue, timeline)
+        more = self.more(req, view, subject, timeline)
         self.page(
             resp,
             view,
@@ -370,7 +375,7 @@ class IssueDetail(IssueView):
         # what it shows of another repository follows that one's visibility, which this
         # repository's activity version does not: such a page is rendered each time
         others = names_others(view.repo, recorded, texts)
-        req.context.final_page = more.get("final", True) and not others
+        return bool(more.get("final", True)) and not others
 
     def change_comment(
         self,
@@ -396,10 +401,10 @@ class IssueDetail(IssueView):
         raise falcon.HTTPSeeOther(self.target(view, issue, comment))
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
-        issue = self.find(req, view, number)
+        subject = self.find(req, view, number)
+        issue = self.issue_of(subject)
         account = self.signed_in(req)
         form = self.form(req)
         viewer = auth.viewer_of(req)
@@ -414,7 +419,7 @@ class IssueDetail(IssueView):
             raise Forbidden("you may not comment here")
         if action != "comment" and not policy.may_change_issue(viewer, view.level, issue.author_id):
             raise Forbidden("only its author and those who may push may close, reopen or edit it")
-        self.refuse(issue, action)
+        self.refuse(subject, action)
         target = self.target(view, issue)
         try:
             if action == "comment":
@@ -428,6 +433,33 @@ class IssueDetail(IssueView):
                 self.forge.issues.edit(issue, account, form.get("title", ""), form.get("body", ""))
         except BadRequest as exc:
             resp.status = exc.status
-            self.show(req, resp, view, issue, form={**form, "failed": action}, error=str(exc))
+            self.show(req, resp, view, subject, form={**form, "failed": action}, error=str(exc))
             return
         raise falcon.HTTPSeeOther(target)
+
+
+class IssueDetail(Conversation[Issue]):
+    """An issue's page and its actions."""
+
+    template = "issue.html"
+
+    def find(self, req: falcon.Request, view: RepoView, number: str) -> Issue:
+        """The issue; a pull request's number is sent to the pull request's page (as Forgejo
+        does), with one statement more only when the number is not an issue's."""
+        issues_on(view)
+        repo = view.repo
+        found = issue_number(number)
+        try:
+            return self.forge.issues.get(repo.owner, repo.name, found)
+        except NotFound:
+            if req.method in ("GET", "HEAD") and self.forge.issues.kind_of(
+                repo.owner, repo.name, found
+            ):
+                raise falcon.HTTPFound(urls.pull(repo, found)) from None
+            raise
+
+    def issue_of(self, subject: Issue) -> Issue:
+        return subject
+
+    def target(self, view: RepoView, issue: Issue, comment: int | None = None) -> str:
+        return urls.issue(view.repo, issue.number, comment)

@@ -12,24 +12,24 @@ from floorless.core.errors import NotFound, RepositoryBroken
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.oid import is_full
-from floorless.web.context import repo_view
+from floorless.web.context import RepoView
 from floorless.web.render import exact, reltime
-from floorless.web.views.base import View
+from floorless.web.views.base import RepoPage
 
 
-class LastCommits(View):
+class LastCommits(RepoPage):
+    def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
+        if not is_full(params["sha"]):
+            raise NotFound("not a commit id")
+
     def on_get(
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        view: RepoView,
         sha: str,
         tail: str = "",
     ) -> None:
-        if not is_full(sha):
-            raise NotFound("not a commit id")
-        view = repo_view(self.forge, req, owner, repo)
         resolved = view.resolve("commit", urls.exact_tail(req, "sha"))
         commit = view.commit(resolved)
         tree, _ = objects.lookup(view.handle, commit, resolved.path)

@@ -27,9 +27,10 @@ from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.web import auth
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.marks import mark
 from floorless.web.views.account import FormView
+from floorless.web.views.base import RepoPage
 from floorless.web.views.issues import issue_number
 
 _OID = re.compile(r"[0-9a-f]{40}")
@@ -110,14 +111,13 @@ def _oid_field(form: dict[str, str], name: str) -> str:
     return value
 
 
-class Merge(FormView):
+class Merge(FormView, RepoPage):
     """POST ``/{owner}/{repo}/pulls/{number}/merge``: style, expected_base, expected_head,
     delete_branch; back to the pull request once merged."""
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)  # 404 first for whoever may not read
         features = self.forge.pulls.features(view.repo.owner, view.repo.name)
         if not features.pulls:
             raise NotFound("pull requests are turned off here")

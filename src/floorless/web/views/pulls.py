@@ -1,15 +1,15 @@
 """A repository's pull requests: the list, a pull request's conversation, its commits and
 files tabs, and its ``.diff`` and ``.patch``.
 
-A pull request is an issue, so the list and the conversation are the issue pages' own
-(``IssueList``, ``IssueDetail``) with a pull request's header, tabs and URLs; its actions
-(comment, close, reopen, edit) are theirs too. The commits and the diff are those between the
-merge base and the head as the reviews anchor their line comments (``anchors_of``), read from
-this repository's handle, where ``refs/pull/{n}/head`` keeps the head (after its branch is
-deleted, and for a head from a fork), and kept by that pair of commit ids.
+A pull request is an issue, so the conversation is the issue page's (``Conversation``) with a
+pull request's header, tabs and URLs; its actions (comment, close, reopen, edit) are theirs
+too. The commits and the diff are those between the merge base and the head as the reviews
+anchor their line comments (``anchors_of``), read from this repository's handle, where
+``refs/pull/{n}/head`` keeps the head (after its branch is deleted, and for a head from a
+fork), and kept by that pair of commit ids.
 
-Every route first finds the repository as any page of it does (404 for whoever may not read
-it); a repository with pull requests turned off answers 404 on all of them.
+Every route is a page of its repository (404 for whoever may not read it); a repository with
+pull requests turned off answers 404 on all of them.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from floorless.core.errors import BadRequest, NotFound
 from floorless.forgejo import urls
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.web import auth, diffrows
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.marks import mark
 from floorless.web.render import text
 from floorless.web.views.commit import diff_options
 from floorless.web.views.compare import cached_commits, cached_diff, send_diff
-from floorless.web.views.issues import LIST_QUERY, IssueDetail, IssueView, _cursor
+from floorless.web.views.issues import LIST_QUERY, Conversation, IssueView, _cursor, pulls_on
 from floorless.web.views.merge import merge_box
 from floorless.web.views.reviews import (
     anchors_of,
@@ -45,21 +45,14 @@ _NUMBERED = re.compile(r"([0-9]{1,9})(\.diff|\.patch)?")
 PUSH_LIMIT = 100  # commits a "pushed N commits" event counts (then "100+")
 
 
-def pulls_on(view: IssueView, repo_view_: RepoView) -> None:
-    """404 where the repository has turned pull requests off (its settings)."""
-    if not repo_view_.repo.has_pulls:
-        raise NotFound("pull requests are turned off here")
-
-
 class PullList(IssueView):
     query = LIST_QUERY
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
-        pulls_on(self, view)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+        pulls_on(view)
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
 
-    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> bool:
         search = IssueFilter.from_query(req.get_param, pull=True)
         found = self.forge.pulls.page(
             view.repo.owner,
@@ -83,39 +76,38 @@ class PullList(IssueView):
             marks={sha: mark(each) for sha, each in latest.items()},
             may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
         )
-        req.context.final_page = True
+        return True
 
 
-class PullDetail(IssueDetail):
+class PullDetail(Conversation[Pull]):
     """``/pulls/{n}``: the conversation; ``/pulls/{n}.diff`` and ``.patch``."""
 
     template = "pull.html"
 
-    def find(self, req: falcon.Request, view: RepoView, number: str) -> Issue:
-        """The pull request's issue (the pull request itself in ``req.context.pull``); an
-        issue's number is sent to the issue's page."""
-        pulls_on(self, view)
+    def find(self, req: falcon.Request, view: RepoView, number: str) -> Pull:
+        """The pull request; an issue's number is sent to the issue's page."""
+        pulls_on(view)
         found = _NUMBERED.fullmatch(number)
         if found is None or found.group(2):
             raise NotFound(f"no pull request {number[:20]!r}")
-        pull = pull_or_issue(self, req, view, int(found.group(1)))
-        req.context.pull = pull
-        return pull.issue
+        return pull_or_issue(self, req, view, int(found.group(1)))
+
+    def issue_of(self, subject: Pull) -> Issue:
+        return subject.issue
 
     def target(self, view: RepoView, issue: Issue, comment: int | None = None) -> str:
         return urls.pull(view.repo, issue.number, comment=comment)
 
-    def refuse(self, issue: Issue, action: str) -> None:
-        if action == "reopen" and self.forge.pulls.of_issue(issue).merged:
+    def refuse(self, subject: Pull, action: str) -> None:
+        if action == "reopen" and subject.merged:
             raise BadRequest("a merged pull request cannot be reopened")
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
         found = _NUMBERED.fullmatch(number)
         if found is not None and found.group(2):
-            pulls_on(self, view)
+            pulls_on(view)
             pull = pull_or_issue(self, req, view, int(found.group(1)))
             merge_base = tab_anchors(self, view, pull)[0]
             if not merge_base:
@@ -132,18 +124,15 @@ class PullDetail(IssueDetail):
                 self.renderer,
             )
             return
-        self.kept_page(
-            req, resp, view, lambda: self.show(req, resp, view, self.find(req, view, number))
-        )
+        super().on_get(req, resp, view, number)
 
     def more(
-        self, req: falcon.Request, view: RepoView, issue: Issue, timeline: list[Entry]
+        self, req: falcon.Request, view: RepoView, subject: Pull, timeline: list[Entry]
     ) -> dict[str, Any]:
-        pull: Pull = req.context.pull
         context = {
-            **pull_context(self, req, view, pull, "conversation"),
+            **pull_context(self, req, view, subject, "conversation"),
             "pushes": self.pushes(view, timeline),
-            **merge_box(self.forge, view, pull, auth.viewer_of(req)),
+            **merge_box(self.forge, view, subject, auth.viewer_of(req)),
         }
         context["final"] = context.get("final", True) and context["merge_state"] != "checking"
         return context
@@ -228,17 +217,16 @@ class PullCommits(IssueView):
     """``/pulls/{n}/commits``: the commits of the pull request, oldest first."""
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
-        pulls_on(self, view)
+        pulls_on(view)
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view, number))
 
-    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> None:
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> bool:
         pull = pull_or_issue(self, req, view, pull_number(number))
         context = pull_context(self, req, view, pull, "commits")
         self.page(resp, view, "pull_commits.html", **context)
-        req.context.final_page = context.get("final", True)
+        return bool(context.get("final", True))
 
 
 class PullFiles(IssueView):
@@ -252,14 +240,13 @@ class PullFiles(IssueView):
         return diff_options(req)
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
-        pulls_on(self, view)
+        pulls_on(view)
         diff_options(req, resp)  # remembers a style chosen
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view, number))
 
-    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> None:
+    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str) -> bool:
         pull = pull_or_issue(self, req, view, pull_number(number))
         context = pull_context(self, req, view, pull, "files")
         merge_base = context["range_base"]
@@ -294,7 +281,7 @@ class PullFiles(IssueView):
             full_diff=urls.pull_diff(view.repo, pull.number, "diff"),
             **context,
         )
-        req.context.final_page = context.get("final", True)
+        return bool(context.get("final", True))
 
 
 def pull_number(text_: str) -> int:

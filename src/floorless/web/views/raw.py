@@ -15,6 +15,7 @@ for the other.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 import falcon
@@ -26,8 +27,8 @@ from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.git import objects, transport
 from floorless.git.oid import parse_full
-from floorless.web.context import RepoView, repo_view
-from floorless.web.views.base import View
+from floorless.web.context import RepoView
+from floorless.web.views.base import RepoPage
 from floorless.web.views.source import image_type
 
 SAFE_TYPES = {".json": "text/plain; charset=utf-8"}
@@ -66,18 +67,18 @@ def content_type(name: bytes, data: bytes) -> str:
     return "text/plain; charset=utf-8"
 
 
-class Raw(View):
+class Raw(RepoPage):
+    def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
+        req.context.plain = True
+
     def on_get(
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        view: RepoView,
         kind: str,
         tail: str = "",
     ) -> None:
-        req.context.plain = True
-        view = repo_view(self.forge, req, owner, repo)
         budget = self.settings.max_raw_in_process_bytes
         blob: pygit2.Object | None
         size: int | None

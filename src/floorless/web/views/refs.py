@@ -9,8 +9,8 @@ import falcon
 
 from floorless.core.dates import moment
 from floorless.git import objects
-from floorless.web.context import repo_view
-from floorless.web.views.base import View
+from floorless.web.context import RepoView
+from floorless.web.views.base import RepoPage
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,8 @@ class RefRow:
         return self.commit.time if self.commit else None
 
 
-class Branches(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+class Branches(RepoPage):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         default = view.snapshot.default_branch
         rows = []
         for name, oid in view.snapshot.branches.items():
@@ -47,9 +46,8 @@ class Branches(View):
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="branches"))
 
 
-class Tags(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+class Tags(RepoPage):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         # the ref switcher's order (newest first), kept with the ref snapshot: one order for
         # both, and the dates shown are the ones it sorts by (the same two functions)
         committed, tagged = objects.ref_dates(view.handle)

@@ -19,8 +19,8 @@ from floorless.core.errors import BadRequest
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.refs import check_path
-from floorless.web.context import RepoView, repo_view
-from floorless.web.views.base import View
+from floorless.web.context import RepoView
+from floorless.web.views.base import RepoPage
 from floorless.web.views.source import query_bytes
 
 SHOWN = 50  # names of each kind: 100 links at most, whatever the repository holds
@@ -43,11 +43,10 @@ def matching(names: list[bytes], q: bytes) -> list[bytes]:
     return [name for name in names if needle in name.lower()]
 
 
-class RefSwitch(View):
+class RefSwitch(RepoPage):
     query = ("for", "at", "q")
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         page = req.get_param("for") or "src"
         if page not in urls.PAGES:
             raise BadRequest(f"no ref page {page!r}: use one of {', '.join(urls.PAGES)}")
@@ -63,12 +62,12 @@ class RefSwitch(View):
         page: str,
         at: bytes,
         q: bytes,
-    ) -> None:
+    ) -> bool:
         branches, tags = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         groups = []
         for kind, title, names in (("branch", "Branches", branches), ("tag", "Tags", tags)):
             if names:
                 found = matching(names, q)
                 groups.append(Group(kind, title, found[:SHOWN], len(found)))
-        req.context.final_page = True  # it shows names alone: nothing in it ages
         self.html(resp, "refswitch.html", repo=view.repo, page=page, at=at, q=q, groups=groups)
+        return True  # it shows names alone: nothing in it ages

@@ -16,9 +16,9 @@ import pygit2
 from floorless.core.errors import BadRequest
 from floorless.forgejo import urls
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.markup import render_markdown
-from floorless.web.views.base import View
+from floorless.web.views.base import RepoPage
 from floorless.web.views.tree import markdown_links
 
 PER_PAGE = 10
@@ -50,18 +50,17 @@ def _tags(view: RepoView) -> list[tuple[float, bytes, pygit2.Tag, bytes]]:
     return found
 
 
-class Releases(View):
+class Releases(RepoPage):
     query = ("page",)
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         raw = req.get_param("page", default="1")
         if not raw.isdigit() or not 1 <= int(raw) <= 1_000_000:
             raise BadRequest("page is a whole number from 1")
         page = int(raw)
         self.cached_page(req, resp, view, lambda: self.page(req, resp, view, page))
 
-    def page(self, req: falcon.Request, resp: falcon.Response, view: RepoView, page: int) -> None:
+    def page(self, req: falcon.Request, resp: falcon.Response, view: RepoView, page: int) -> bool:
         tags = _tags(view)
         shown = tags[(page - 1) * PER_PAGE : page * PER_PAGE]
         cache = self.renderer.caches["markdown"]
@@ -88,7 +87,6 @@ class Releases(View):
                     html,
                 )
             )
-        req.context.final_page = True
         pages = max(1, -(-len(tags) // PER_PAGE))
         self.html(
             resp,
@@ -102,3 +100,4 @@ class Releases(View):
                 next_url=urls.releases(view.repo, page + 1) if page < pages else None,
             ),
         )
+        return True

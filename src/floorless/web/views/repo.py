@@ -10,17 +10,16 @@ from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.render import Renderer
-from floorless.web.views.base import View
+from floorless.web.views.base import RepoPage
 from floorless.web.views.tree import tree_context
 
 
-class Home(View):
+class Home(RepoPage):
     query = ("go-get",)
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         if req.get_param("go-get") == "1":
             public = self.public_url(req)
             host = public.split("://", 1)[-1]
@@ -34,11 +33,12 @@ class Home(View):
 
     def page(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, clone_url: str
-    ) -> None:
+    ) -> bool:
+        """The home page, or the empty repository's; whether it is final."""
         home = view.snapshot.home
         if home is None:
             self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
-            return
+            return False
         kind, ref, head = home
         resolved = Resolved(kind, ref, head, b"")
         commit = objects.get_commit(view.handle, head)
@@ -49,10 +49,6 @@ class Home(View):
             None
             if tree is None
             else self.renderer.languages.get(view.handle, view.repo.path, tree.raw)
-        )
-        # kept once everything it shows is known; before, the next view asks again
-        req.context.final_page = (
-            context["final"] and count is not None and (tree is None or languages is not None)
         )
         self.html(
             resp,
@@ -68,17 +64,18 @@ class Home(View):
                 **context,
             ),
         )
+        # kept once everything it shows is known; before, the next view asks again
+        return context["final"] and count is not None and (tree is None or languages is not None)
 
 
-class DefaultBranch(View):
+class DefaultBranch(RepoPage):
     """``/src`` and ``/commits`` without a ref: the page of what the home page shows."""
 
     def __init__(self, forge: Forge, renderer: Renderer, page: str) -> None:
         super().__init__(forge, renderer)
         self.page = page
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         home = view.snapshot.home
         if home is None:
             raise NotFound("this repository is empty")

@@ -29,7 +29,7 @@ from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.web import auth
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.views.issues import IssueView, issue_number
 
 _LINE = re.compile(r"[0-9]{1,9}")
@@ -150,20 +150,17 @@ def rows_with_comments(
 
 
 class ReviewView(IssueView):
-    def reviewing(
-        self, req: falcon.Request, owner: str, repo: str, number: str
-    ) -> tuple[RepoView, Account, Pull]:
-        """The repository (404 first for whoever may not read it), the reviewer (anyone else
-        not signed in is sent to sign in; one who may not review is refused), and the pull
-        request."""
-        view = repo_view(self.forge, req, owner, repo)
+    def reviewing(self, req: falcon.Request, view: RepoView, number: str) -> tuple[Account, Pull]:
+        """The reviewer (anyone not signed in is sent to sign in; one who may not review is
+        refused) and the pull request, in the repository (found first: 404 for whoever may
+        not read it)."""
         if not view.repo.has_pulls:
             raise NotFound("pull requests are turned off here")
         account = self.signed_in(req)
         if not self.forge.policy.may_review(auth.viewer_of(req), view.level):
             raise Forbidden("you may not review here")
         pull = self.forge.pulls.get(view.repo.owner, view.repo.name, issue_number(number))
-        return view, account, pull
+        return account, pull
 
 
 class ReviewComments(ReviewView):
@@ -172,9 +169,9 @@ class ReviewComments(ReviewView):
     the comment."""
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view, account, pull = self.reviewing(req, owner, repo, number)
+        account, pull = self.reviewing(req, view, number)
         form = self.form(req)
         line = line_number(form.get("line", ""))
         start = line_number(form.get("start_line") or str(line), "start_line")
@@ -203,12 +200,11 @@ class ReviewCommentChange(ReviewView):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        view: RepoView,
         number: str,
         comment: str,
     ) -> None:
-        view, account, pull = self.reviewing(req, owner, repo, number)
+        account, pull = self.reviewing(req, view, number)
         form = self.form(req)
         if not _LINE.fullmatch(comment):
             raise NotFound("no such comment")
@@ -228,9 +224,9 @@ class ReviewSubmit(ReviewView):
     (or one without line comments) submitted; to the conversation at the review."""
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view, account, pull = self.reviewing(req, owner, repo, number)
+        account, pull = self.reviewing(req, view, number)
         form = self.form(req)
         verdict = form.get("verdict", "comment")
         if verdict not in VERDICTS:

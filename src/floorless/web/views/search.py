@@ -2,7 +2,7 @@
 reader may read (``/-/search``, the explore page's "Code" tab). Both are plain GET forms
 (``<form role="search">`` with ``q``), working without JavaScript.
 
-A repository's page is found and refused as every other page of it is (``repo_view``: 404
+A repository's page is found and refused as every other page of it is (``RepoPage``: 404
 for a reader who may not read it); the site-wide page searches only the repositories the
 access policy's ``visible_clause`` keeps for its reader. Either reads files from the
 repository's own objects through its open handle: no process is started.
@@ -20,8 +20,8 @@ from floorless.forgejo import urls
 from floorless.search import query as code
 from floorless.search.index import Indexed
 from floorless.web.auth import viewer_of
-from floorless.web.context import RepoView, repo_view
-from floorless.web.views.base import View
+from floorless.web.context import RepoView
+from floorless.web.views.base import RepoPage, View
 
 MODES = {"": "Text", "regex": "Regular expression"}
 
@@ -41,9 +41,8 @@ def _form(req: falcon.Request) -> tuple[str, str]:
     return q, mode
 
 
-class RepoSearch(View):
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+class RepoSearch(RepoPage):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         q, mode = _form(req)
         ref = (req.get_param("ref") or "").encode("utf-8", "surrogateescape")
         indexed = self._ref(view, ref) if ref else self.forge.code.indexed(view.repo.id)

@@ -67,7 +67,7 @@ class Source(RefPage):
 
     def show(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, resolved: Resolved
-    ) -> None:
+    ) -> bool:
         commit = view.commit(resolved)
         obj, mode = objects.lookup(view.handle, commit, resolved.path)
         context = view.template_context(
@@ -87,13 +87,12 @@ class Source(RefPage):
                 )
             )
             context["commit_count"] = None
-            req.context.final_page = context["final"]
             self.html(resp, "tree.html", **context)
-            return
+            return bool(context["final"])
         if mode == objects.MODE_SUBMODULE:
             context.update(submodule=_submodule(view, commit, resolved.path, str(obj.id)))
             self.html(resp, "special.html", **context)
-            return
+            return False
         assert isinstance(obj, pygit2.Blob)
         if mode == objects.MODE_LINK:
             size = objects.object_size(view.handle, obj.id) or 0
@@ -109,11 +108,11 @@ class Source(RefPage):
                     else urls.src(view.repo, resolved.kind, resolved.ref, inside),
                 )
             self.html(resp, "special.html", submodule=None, **context)
-            return
+            return False
         context.update(self._file(view, resolved, obj))
-        # a document not rendered may be next time (AsciiDoc's worker may be starting)
-        req.context.final_page = context["unrendered"] != FAILED
         self.html(resp, "blob.html", **context)
+        # a document not rendered may be next time (AsciiDoc's worker may be starting)
+        return bool(context["unrendered"] != FAILED)
 
     def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
         name = resolved.path.rsplit(b"/", 1)[-1]

@@ -22,7 +22,7 @@ from floorless.collab.triage import LABELS_PER_PAGE
 from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forgejo import urls
 from floorless.web import auth
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 from floorless.web.views.issues import QUERY_MAX, STATES, IssueView, issue_number
 
 _ID = re.compile(r"[0-9]{1,12}")
@@ -46,9 +46,8 @@ class TriageChange(IssueView):
     1 or 0), assign (``user``, ``on``) or milestone (``milestone`` an id, or "" for none)."""
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, number: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
         found = issue_number(number)
         is_pull = self.forge.issues.kind_of(view.repo.owner, view.repo.name, found)
         if is_pull is None or not (view.repo.has_pulls if is_pull else view.repo.has_issues):
@@ -88,8 +87,7 @@ class Labels(IssueView):
     page (``?page=``), those whose name holds ``?q=`` when it is given; writers create, edit
     and delete them (``action`` create, edit, delete)."""
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         sorting_on(view)
         self.show(req, resp, view)
 
@@ -125,8 +123,7 @@ class Labels(IssueView):
             error=error,
         )
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         sorting_on(view)
         account = self.signed_in(req)
         form = self.form(req)
@@ -158,8 +155,7 @@ class Milestones(IssueView):
     """``/{owner}/{repo}/milestones``: open or closed milestones with their progress;
     writers create them here."""
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         sorting_on(view)
         self.show(req, resp, view)
 
@@ -181,8 +177,7 @@ class Milestones(IssueView):
             error=error,
         )
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = repo_view(self.forge, req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         sorting_on(view)
         account = self.signed_in(req)
         form = self.form(req)
@@ -209,9 +204,8 @@ class MilestoneDetail(IssueView):
     reopen or delete it (``action``)."""
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, milestone: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, milestone: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
         sorting_on(view)
         self.show(req, resp, view, _id(milestone, "milestone"))
 
@@ -241,9 +235,8 @@ class MilestoneDetail(IssueView):
         )
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, milestone: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, milestone: str
     ) -> None:
-        view = repo_view(self.forge, req, owner, repo)
         sorting_on(view)
         account = self.signed_in(req)
         form = self.form(req)
