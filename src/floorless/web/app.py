@@ -201,7 +201,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/milestones", triage.Milestones(*form)),
         (repo_prefix + "/milestone/{milestone}", triage.MilestoneDetail(*form)),
         (repo_prefix + "/pulls/{number}/merge", merge.Merge(*form)),
-        (repo_prefix + "/pulls", pulls.PullList(*form)),
+        (repo_prefix + "/pulls", issues.IssueList(*form, pull=True)),
         (repo_prefix + "/pulls/{number}", pulls.PullDetail(*form)),
         (repo_prefix + "/pulls/{number}/commits", pulls.PullCommits(*form)),
         (repo_prefix + "/pulls/{number}/files", pulls.PullFiles(*form)),

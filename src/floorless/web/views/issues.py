@@ -1,5 +1,5 @@
-"""A repository's issues: the list, the form for a new one, and an issue's own page
-(``Conversation``, which a pull request's page is as well).
+"""A repository's issues: the list (the pull requests' too), the form for a new one, and an
+issue's own page (``Conversation``, which a pull request's page is as well).
 
 Every route is a page of its repository (``RepoPage``), so a private repository's issues
 answer 404 to whoever may not read it; what a reader may do besides reading (open, comment,
@@ -30,7 +30,9 @@ from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.web import auth
 from floorless.web.context import RepoView
+from floorless.web.marks import mark
 from floorless.web.markup import link_references, render_markdown
+from floorless.web.render import Renderer
 from floorless.web.views.account import FormView
 from floorless.web.views.base import RepoPage
 
@@ -228,27 +230,48 @@ LIST_QUERY = ("state", "q", "author", "label", "milestone", "assignee", "before"
 
 
 class IssueList(IssueView):
+    """``/issues``, or (``pull``) ``/pulls``: a page of them as ``IssueFilter`` narrows them.
+    The two lists are one page of two kinds; a pull request's row shows its branches, and
+    whether it is merged and its head's commit status, besides."""
+
     query = LIST_QUERY
 
+    def __init__(
+        self,
+        forge: Forge,
+        renderer: Renderer,
+        authenticator: auth.Authenticator,
+        pull: bool = False,
+    ) -> None:
+        super().__init__(forge, renderer, authenticator)
+        self.pull = pull
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
-        issues_on(view)
+        (pulls_on if self.pull else issues_on)(view)
         self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
 
     def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> bool:
-        search = IssueFilter.from_query(req.get_param, pull=False)
-        found = self.forge.issues.page(
-            view.repo.owner,
-            view.repo.name,
-            search,
-            before=_cursor(req, "before"),
-            after=_cursor(req, "after"),
-        )
+        search = IssueFilter.from_query(req.get_param, self.pull)
+        owner, name = view.repo.owner, view.repo.name
+        before, after = _cursor(req, "before"), _cursor(req, "after")
+        pulls: dict[int, Pull] = {}
+        marks: dict[str, Any] = {}
+        if self.pull:
+            found_pulls = self.forge.pulls.page(owner, name, search, before, after)
+            found, pulls = found_pulls.page, found_pulls.pulls
+            heads = [pull.head_oid for pull in pulls.values() if pull.head_oid]
+            latest = self.forge.statuses.latest_of(view.repo, heads)  # one statement
+            marks = {sha: mark(each) for sha, each in latest.items()}
+        else:
+            found = self.forge.issues.page(owner, name, search, before, after)
         ids = [issue.id for issue in found.issues]
         self.page(
             resp,
             view,
-            "issues.html",
+            "issue_list.html",
             found=found,
+            pulls=pulls,
+            marks=marks,
             search=search,
             labels_of=self.forge.triage.labels_of(ids),
             assignees_of=self.forge.triage.assignees_of(ids),

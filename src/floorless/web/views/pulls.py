@@ -1,5 +1,5 @@
-"""A repository's pull requests: the list, a pull request's conversation, its commits and
-files tabs, and its ``.diff`` and ``.patch``.
+"""A pull request's pages: its conversation, its commits and files tabs, and its ``.diff`` and
+``.patch`` (their list is the issue list's, ``IssueList``, of the other kind).
 
 A pull request is an issue, so the conversation is the issue page's (``Conversation``) with a
 pull request's header, tabs and URLs; its actions (comment, close, reopen, edit) are theirs
@@ -20,7 +20,6 @@ from typing import Any
 import falcon
 import pygit2
 
-from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import Entry, Issue
 from floorless.collab.pulls import Pull
 from floorless.core.errors import BadRequest, NotFound
@@ -28,11 +27,10 @@ from floorless.forgejo import urls
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.web import auth, diffrows
 from floorless.web.context import RepoView
-from floorless.web.marks import mark
 from floorless.web.render import text
 from floorless.web.views.commit import diff_options
 from floorless.web.views.compare import cached_commits, cached_diff, send_diff
-from floorless.web.views.issues import LIST_QUERY, Conversation, IssueView, _cursor, pulls_on
+from floorless.web.views.issues import Conversation, IssueView, pulls_on
 from floorless.web.views.merge import merge_box
 from floorless.web.views.reviews import (
     anchors_of,
@@ -43,40 +41,6 @@ from floorless.web.views.reviews import (
 
 _NUMBERED = re.compile(r"([0-9]{1,9})(\.diff|\.patch)?")
 PUSH_LIMIT = 100  # commits a "pushed N commits" event counts (then "100+")
-
-
-class PullList(IssueView):
-    query = LIST_QUERY
-
-    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
-        pulls_on(view)
-        self.kept_page(req, resp, view, lambda: self.show(req, resp, view))
-
-    def show(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> bool:
-        search = IssueFilter.from_query(req.get_param, pull=True)
-        found = self.forge.pulls.page(
-            view.repo.owner,
-            view.repo.name,
-            search,
-            before=_cursor(req, "before"),
-            after=_cursor(req, "after"),
-        )
-        ids = [issue.id for issue in found.page.issues]
-        heads = [pull.head_oid for pull in found.pulls.values() if pull.head_oid]
-        latest = self.forge.statuses.latest_of(view.repo, heads)  # one statement
-        self.page(
-            resp,
-            view,
-            "pulls.html",
-            found=found.page,
-            pulls=found.pulls,
-            search=search,
-            labels_of=self.forge.triage.labels_of(ids),
-            assignees_of=self.forge.triage.assignees_of(ids),
-            marks={sha: mark(each) for sha, each in latest.items()},
-            may_open=self.forge.policy.may_take_part(auth.viewer_of(req), view.level),
-        )
-        return True
 
 
 class PullDetail(Conversation[Pull]):
