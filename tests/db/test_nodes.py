@@ -318,10 +318,10 @@ def test_the_listener_hears_again_after_losing_the_database(
         repos, tmp_path / "two", ref_check_interval=3600.0, database=one.settings.database
     )
     try:
-        wait_for(lambda: one.notices.listening and two.notices.listening)
+        wait_for(lambda: one.peers.notices.listening and two.peers.notices.listening)
         repo = two.registry.get("alice", "solo")
         assert b"side" not in two.live.snapshot(repo).branches
-        connections = two.notices.connections
+        connections = two.peers.notices.connections
         # a ref moved while the listeners lose the database (the notice of it is lost) is
         # read all the same: on each request while deaf, or once listening again
         git_text(repos / "alice/solo.git", "branch", "-f", "side", "HEAD")
@@ -331,13 +331,14 @@ def test_the_listener_hears_again_after_losing_the_database(
                 " WHERE query LIKE %s",  # the listeners' connections: their last statement
                 (f"LISTEN {CHANNEL}%",),
             )
-        wait_for(lambda: two.notices.connections > connections and two.notices.listening)
+        heard_from = two.peers.notices
+        wait_for(lambda: heard_from.connections > connections and heard_from.listening)
         assert b"side" in two.live.snapshot(repo).branches
         # listening again: a ref moved through the other node is heard
-        heard = two.notices.received
+        heard = two.peers.notices.received
         git_text(repos / "alice/solo.git", "branch", "-f", "other", "HEAD")
         one.moves.refs_moved(one.registry.get("alice", "solo"))
-        wait_for(lambda: two.notices.received > heard)
+        wait_for(lambda: two.peers.notices.received > heard)
         assert b"other" in two.live.snapshot(repo).branches
     finally:
         two.stop()
