@@ -42,6 +42,8 @@ from floorless.core.config import Settings
 from floorless.core.errors import FloorlessError
 from floorless.db import migrations, open_database
 from floorless.db.leases import Leases, node_name
+from floorless.forgejo import payloads
+from floorless.forgejo.caches import ShapeCaches
 from floorless.git import unreachable
 from floorless.git.env import GitEnvironment
 from floorless.git.protocol import capture_v2_advertisement
@@ -154,10 +156,15 @@ class Forge:
         self.hook_events = Jobs(
             "hook-events", log, (FloorlessError, pygit2.GitError, OSError, ValueError)
         )
+        # The API's shapes kept by object ids (a commit's JSON, a range's diff, a tree's
+        # listing), which webhook payloads use too: sized as the caches of fragments.
+        self.shapes = ShapeCaches(settings.render_cache_bytes)
         # What turns a change to an issue or pull request, or a fork made, into webhook
-        # events (their payloads are the API's shapes: ``forgejo.payloads.event``, set by
-        # the web app).
-        self.event_payloads: Callable[[Change | Forked], None] | None = None
+        # events (their payloads are the API's shapes): wired here, so that a forge serving
+        # no web app sends them too.
+        self.event_payloads: Callable[[Change | Forked], None] = functools.partial(
+            payloads.event, self
+        )
         self._changes = itertools.count()
         issues.on_change.append(self.changed)
         self.forking = Forking(accounts, policy, self.lifecycle, self.changed)
@@ -227,5 +234,4 @@ class Forge:
         """Queue the webhook events of ``change`` (to an issue or pull request, or a fork
         made): worked out on ``hook_events``'s thread."""
         build = self.event_payloads
-        if build is not None:
-            self.hook_events.queue(("change", next(self._changes)), lambda: build(change))
+        self.hook_events.queue(("change", next(self._changes)), lambda: build(change))

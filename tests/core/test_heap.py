@@ -22,6 +22,7 @@ from floorless.core.caches import approximate_size
 from floorless.core.config import Settings
 from floorless.db import store
 from floorless.forgejo import git as gitshapes
+from floorless.forgejo.caches import ShapeCaches
 from floorless.git import env
 from floorless.repos.registry import Repo
 
@@ -104,9 +105,10 @@ def test_remembered_answers_stay_within_their_byte_bound(tmp_path: Path) -> None
 
 def test_a_commits_changed_files_are_kept_by_bytes(tmp_path: Path) -> None:
     repo = pygit2.Repository(str(build_history(tmp_path / "hist.git")))
+    caches = ShapeCaches()
     for commit in repo.walk(repo.head.target):
-        gitshapes.changes(repo, commit)
-    cache = gitshapes._CHANGES
+        gitshapes.changes(caches, repo, commit)
+    cache = caches.changes
     assert cache.maxsize >= 1 << 20  # bytes, not commits
     assert 0 < cache.currsize <= cache.maxsize
     assert cache.currsize >= approximate_size(cache.values()[0])

@@ -341,7 +341,7 @@ SETTINGS: tuple[Setting, ...] = (
         "render_cache_bytes",
         int,
         32 * 1024 * 1024,
-        "Bytes kept in memory by each of the caches of rendered fragments keyed by object ids (highlighted files and blames, READMEs, commit diffs); 0 keeps none.",
+        "Bytes kept in memory by each of the caches of rendered fragments and API answers keyed by object ids (highlighted files and blames, READMEs, commit diffs; the API's commits, diffs and tree listings); 0 keeps none.",
         minimum=0,
     ),
     Setting(

@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict, cast
 
 import pygit2
 
 from floorless.collab.protections import Rule
-from floorless.core.caches import Cache, approximate_size
 from floorless.forgejo import urls
+from floorless.forgejo.caches import ShapeCaches
 from floorless.forgejo.people import User
 from floorless.forgejo.schema import DateTime
 from floorless.git import diff, objects, refs
 from floorless.git.lenient import AnyCommit
 from floorless.repos.registry import Repo
-
-Json = dict[str, Any]
 
 # Forgejo answers every commit of a repository without signature checking with this
 UNSIGNED: PayloadCommitVerification = {
@@ -145,20 +143,13 @@ def delta_status(status: pygit2.enums.DeltaStatus) -> str:
     return _STATUS.get(diff.STATUS.get(status, "modified"), "modified")
 
 
-# A commit's changed files: as many as it changes (thousands for a big merge), so bounded in
-# bytes rather than in commits.
-_CHANGES: Cache[bytes, tuple[list[CommitAffectedFiles], CommitStats]] = Cache.lru(
-    16 << 20, getsizeof=approximate_size
-)
-
-
 def changes(
-    handle: pygit2.Repository, commit: AnyCommit
+    caches: ShapeCaches, handle: pygit2.Repository, commit: AnyCommit
 ) -> tuple[list[CommitAffectedFiles], CommitStats]:
     """The files the commit changes against its first parent, with their status, and its
     line counts (the commit page's, within its budgets); kept by commit id."""
     key = commit.id.raw
-    found = _CHANGES.get(key)
+    found = cast("tuple[list[CommitAffectedFiles], CommitStats] | None", caches.changes.get(key))
     if found is None:
         counted = diff.commit_diff(handle, commit, STAT_LIMITS)
         files: list[CommitAffectedFiles] = [
@@ -174,19 +165,12 @@ def changes(
             "deletions": counted.deletions,
         }
         found = (files, stats)
-        _CHANGES.put(key, found)
+        caches.changes.put(key, found)
     return found
 
 
-# A commit's JSON, kept by where it is shown (the forge's URL, the repository's name: its
-# links) and its id: nothing in it can change. Building one (a dozen quoted URLs, its
-# parents' dates) took a commits answer of 50 ten times as long as the commits page.
-_SHAPED: Cache[tuple[str, str, str, bytes, bool, bool, bool], Commit] = Cache.lru(
-    32 << 20, getsizeof=approximate_size
-)
-
-
 def commit(
+    caches: ShapeCaches,
     links: Links,
     handle: pygit2.Repository,
     commit_obj: AnyCommit,
@@ -194,8 +178,10 @@ def commit(
     stat: bool = True,
     verification: bool = True,
 ) -> Commit:
-    """A commit as ``commits`` and ``git/commits/{sha}`` answer it (Forgejo's Commit); the
-    same dict each time it is asked for again: not to be changed by the caller."""
+    """A commit as ``commits`` and ``git/commits/{sha}`` answer it (Forgejo's Commit), kept
+    by where it is shown (the forge's URL, the repository's name: its links) and its id, as
+    nothing in it can change: the same dict each time it is asked for again, not to be
+    changed by the caller."""
     key = (
         links.base,
         links.repo.owner,
@@ -205,12 +191,16 @@ def commit(
         stat,
         verification,
     )
-    return _SHAPED.get_or_make(
-        key, lambda: _commit(links, handle, commit_obj, files, stat, verification)
+    return cast(
+        Commit,
+        caches.commits.get_or_make(
+            key, lambda: _commit(caches, links, handle, commit_obj, files, stat, verification)
+        ),
     )
 
 
 def _commit(
+    caches: ShapeCaches,
     links: Links,
     handle: pygit2.Repository,
     commit_obj: AnyCommit,
@@ -242,7 +232,7 @@ def _commit(
         "parents": [_parent(links, handle, p) for p in info.parents],
     }
     if files or stat:
-        changed, counts = changes(handle, commit_obj)
+        changed, counts = changes(caches, handle, commit_obj)
         if files:
             shaped["files"] = changed
         if stat:

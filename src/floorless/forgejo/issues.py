@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from floorless.accounts.access import Viewer
 from floorless.collab import issues as collab
 from floorless.collab import triage
-from floorless.forge import Forge
+from floorless.collab.pulls import Pulls
+from floorless.db import Database
 from floorless.forgejo import urls
 from floorless.forgejo.people import Person, User, people, rfc3339, user_json
 from floorless.forgejo.schema import DateTime
@@ -58,13 +59,27 @@ def milestone_json(milestone: triage.Milestone) -> Milestone:
     }
 
 
+class IssueSources(Protocol):
+    """What a page of issues' JSON reads: the rows, their labels, milestones and assignees,
+    and whether a pull request was merged. The forge is one (taken by structure)."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def triage(self) -> triage.Triage: ...
+
+    @property
+    def pulls(self) -> Pulls: ...
+
+
 class IssueFacts:
     """What the ``Issue`` JSON of a page of issues (and ``Comment`` JSON of a page of
     comments) needs besides their rows, read for the page."""
 
     def __init__(
         self,
-        forge: Forge,
+        forge: IssueSources,
         viewer: Viewer,
         repo: Repo,
         public: str,
@@ -195,13 +210,11 @@ class Sorting:
     and the repository's milestones, by name: two statements for the page at most. One
     deleted since is shown by its name alone (id 0), as the event recorded it."""
 
-    def __init__(self, forge: Forge, repo: Repo, entries: Iterable[collab.Entry]) -> None:
+    def __init__(self, labels: triage.Triage, repo: Repo, entries: Iterable[collab.Entry]) -> None:
         names = {entry.body[1:] for entry in entries if entry.kind == "label"}
-        named = forge.triage.labels_named(repo.owner, repo.name, names=names)
+        named = labels.labels_named(repo.owner, repo.name, names=names)
         self.labels = {x.name.lower(): x for x in named}
-        self.milestones = {
-            m.title.lower(): m for m in forge.triage.milestones(repo.owner, repo.name)
-        }
+        self.milestones = {m.title.lower(): m for m in labels.milestones(repo.owner, repo.name)}
 
     def label(self, name: str) -> triage.Label:
         return self.labels.get(name.lower()) or triage.Label(0, name, "#000000")

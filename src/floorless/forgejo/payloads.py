@@ -14,23 +14,25 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pygit2
 
 from floorless.accounts.access import ANONYMOUS, Viewer
 from floorless.accounts.accounts import Account
 from floorless.collab.forks import Forked
-from floorless.collab.issues import Change
+from floorless.collab.issues import Change, Issues
+from floorless.core.background import Jobs
+from floorless.core.config import Settings
 from floorless.core.errors import FloorlessError
-from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.forgejo.git import Links, PayloadCommit, payload_commit
 from floorless.forgejo.issues import GHOST, IssueFacts, comment_json, issue_json
 from floorless.forgejo.people import Person, RepoFacts, User, person, repo_json, user_json
-from floorless.forgejo.pulls import PullFacts, PullRequest, pull_json
+from floorless.forgejo.pulls import PullFacts, PullRequest, PullSources, pull_json
 from floorless.git import objects
 from floorless.repos.registry import Repo
+from floorless.webhooks.delivery import Webhooks
 from floorless.webhooks.hooks import Hook
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,26 @@ MAX_COMMITS = 20  # commits a push payload lists (the newest); total_commits cou
 MAX_COUNTED = 10_000  # commits counted for total_commits, at most
 MAX_COMMANDS = 1000
 Json = dict[str, Any]
+
+
+class EventSources(PullSources, Protocol):
+    """What the payloads read besides the API's shapes' sources: the forge's settings (its
+    public URL), the hooks and their deliveries, the thread payloads are made on, the
+    issues, and a repository's handle. The forge is one (taken by structure)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def webhooks(self) -> Webhooks: ...
+
+    @property
+    def hook_events(self) -> Jobs: ...
+
+    @property
+    def issues(self) -> Issues: ...
+
+    def open(self, repo: Repo) -> pygit2.Repository: ...
 
 
 @dataclass(frozen=True)
@@ -76,13 +98,13 @@ def commands(first: bytes) -> list[Update]:
     return found
 
 
-def org_of(forge: Forge, repo: Repo) -> int | None:
+def org_of(forge: EventSources, repo: Repo) -> int | None:
     owner = person(forge.db, repo.owner)
     return owner.id if owner is not None and owner.is_org else None
 
 
 def pushed(
-    forge: Forge, repo: Repo, account: Account | None, updates: list[Update], public: str
+    forge: EventSources, repo: Repo, account: Account | None, updates: list[Update], public: str
 ) -> None:
     """After a push: queue the events of the updates git applied, if any hook may want them."""
     if account is None or not updates:
@@ -117,7 +139,7 @@ def pushed(
 
 
 def send_push(
-    forge: Forge,
+    forge: EventSources,
     repo: Repo,
     account: Account,
     updates: list[Update],
@@ -184,7 +206,7 @@ def send_push(
         forge.webhooks.emit(hooks, "push", payload, branch=branch or update.ref)
 
 
-def test_payload(forge: Forge, repo: Repo, account: Account, public: str) -> Json | None:
+def test_payload(forge: EventSources, repo: Repo, account: Account, public: str) -> Json | None:
     """Forgejo's test delivery: a push of the default branch's last commit onto itself."""
     snapshot = forge.snapshot(repo)
     branch = snapshot.default_branch
@@ -210,7 +232,7 @@ def test_payload(forge: Forge, repo: Repo, account: Account, public: str) -> Jso
     }
 
 
-def _user(forge: Forge, account: Account, public: str) -> User:
+def _user(forge: EventSources, account: Account, public: str) -> User:
     who = person(forge.db, account.name) or Person(
         account.id, account.name, "user", account.email or "", False, None
     )
@@ -243,7 +265,7 @@ def _commits(
     return listed, total
 
 
-def _usernames(forge: Forge, commits: list[pygit2.Commit]) -> dict[str, str]:
+def _usernames(forge: EventSources, commits: list[pygit2.Commit]) -> dict[str, str]:
     """The accounts whose address authored or committed ``commits``, by lower-cased address."""
     emails = set()
     for commit in commits:
@@ -294,13 +316,13 @@ def commit_json(
 # -- issues and pull requests -------------------------------------------------------------------
 
 
-def base_url(forge: Forge) -> str:
+def base_url(forge: EventSources) -> str:
     """The forge's public URL with no request to go by: ``base_url``, else where it listens."""
     settings = forge.settings
     return settings.base_url.rstrip("/") or f"http://{settings.host}:{settings.port}"
 
 
-def event(forge: Forge, change: Change | Forked) -> None:
+def event(forge: EventSources, change: Change | Forked) -> None:
     """The webhook event of ``change`` (``Forge.changed``), queued for the hooks that want
     it: ``fork_event`` or ``issue_event``."""
     if isinstance(change, Forked):
@@ -309,7 +331,7 @@ def event(forge: Forge, change: Change | Forked) -> None:
         issue_event(forge, change)
 
 
-def fork_event(forge: Forge, forked: Forked) -> None:
+def fork_event(forge: EventSources, forked: Forked) -> None:
     """Forgejo's ``ForkPayload``, to the parent's hooks: ``forkee`` the parent, ``repo`` the
     fork."""
     parent = forked.parent
@@ -334,7 +356,7 @@ _REVIEWED = {
 }
 
 
-def issue_event(forge: Forge, change: Change) -> None:
+def issue_event(forge: EventSources, change: Change) -> None:
     """The webhook event of ``change`` (``Issues.on_change``), as Forgejo's ``IssuePayload``,
     ``PullRequestPayload`` or ``IssueCommentPayload``, queued for the hooks that want it.
     A repository without hooks costs one statement."""
@@ -398,11 +420,11 @@ def issue_event(forge: Forge, change: Change) -> None:
     forge.webhooks.emit(hooks, kind, payload, action=action)
 
 
-def _pull(forge: Forge, repo: Repo, viewer: Viewer, public: str, number: int) -> PullRequest:
+def _pull(forge: EventSources, repo: Repo, viewer: Viewer, public: str, number: int) -> PullRequest:
     pull = forge.pulls.get(repo.owner, repo.name, number)
     facts = PullFacts(forge, viewer, repo, forge.snapshot(repo), forge.open(repo), [pull], public)
     return pull_json(facts, pull)
 
 
-def _ghost(forge: Forge, public: str) -> User:
+def _ghost(forge: EventSources, public: str) -> User:
     return user_json(GHOST, ANONYMOUS, public)

@@ -12,18 +12,18 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypedDict
+from typing import Protocol, TypedDict
 from urllib.parse import urlsplit
 
-from floorless.accounts.access import Level, Viewer
+from floorless.accounts.access import Level, Policy, Viewer
 from floorless.accounts.accounts import Token
 from floorless.collab.pulls import MERGE_STYLES, Features
 from floorless.core.errors import NotFound
 from floorless.db import Database, Row
-from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.forgejo.schema import DateTime
-from floorless.repos.registry import Repo
+from floorless.git.refs import RefSnapshot
+from floorless.repos.registry import Registry, Repo
 
 # Forgejo's scope categories: a floorless token is read or write over all of them.
 SCOPE_CATEGORIES = (
@@ -172,10 +172,27 @@ def scope_from(scopes: Sequence[str]) -> str | None:
     return None
 
 
+class RepoSources(Protocol):
+    """What a page of repositories' JSON reads: the rows, who may do what, and each
+    repository's refs. The forge (``forge.py``) is one; taken by structure, so that the wire
+    shapes need no more of it than this."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    def snapshot(self, repo: Repo) -> RefSnapshot: ...
+
+
 class RepoFacts:
     """What the ``Repository`` JSON of a page of repositories needs, read for the page."""
 
-    def __init__(self, forge: Forge, viewer: Viewer, repos: Sequence[Repo]) -> None:
+    def __init__(self, forge: RepoSources, viewer: Viewer, repos: Sequence[Repo]) -> None:
         self.forge = forge
         self.viewer = viewer
         db = forge.db

@@ -9,40 +9,42 @@ statements whatever the page's length. ``mergeable`` is what the background chec
 found for the pair of commits now at the base and the head; a read never computes a merge
 (a pair not checked yet is queued, as the pull request's page queues it, and is not
 mergeable meanwhile). The line counts are the in-process diff's of the merge base to the
-head, kept by that pair of commit ids (``DIFFS``): a page of pull requests shown again
+head, kept by that pair of commit ids (``ShapeCaches``): a page of pull requests shown again
 diffs nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
-from typing import TypedDict, cast
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TypedDict, cast
 
 import pygit2
 
 from floorless.accounts.access import Level, Viewer
+from floorless.collab.merging import Merger
 from floorless.collab.pulls import Pull
-from floorless.collab.reviews import Review, ReviewComment
-from floorless.core.caches import Cache, approximate_size
+from floorless.collab.reviews import Review, ReviewComment, Reviews
 from floorless.core.errors import BadRequest, NotFound
-from floorless.forge import Forge
+from floorless.db import Database
 from floorless.forgejo import urls
+from floorless.forgejo.caches import ShapeCaches
 from floorless.forgejo.git import text
 from floorless.forgejo.issues import (
     DRAFT_PREFIXES,
     IssueFacts,
+    IssueSources,
     Label,
     Milestone,
     Team,
     label_json,
     milestone_json,
 )
-from floorless.forgejo.people import RepoFacts, Repository, User, repo_json, rfc3339
+from floorless.forgejo.people import RepoFacts, Repository, RepoSources, User, repo_json, rfc3339
 from floorless.forgejo.schema import DateTime
 from floorless.git import diff as gitdiff
+from floorless.git import objects
 from floorless.git.refs import RefSnapshot
 from floorless.repos.registry import Repo
-from floorless.web.views.compare import commit_of
 
 # The diff a pull request's counts and files are read from: as many files as a commit's
 # API answer lists, no lines kept (only their counts).
@@ -56,32 +58,38 @@ REVIEW_STATES = {
 }
 
 
-class DiffCaches:
-    """The API's own keeper of compares' commits and diffs (``views/compare.py``'s
-    ``Caching``): it renders no page, so it has no ``Renderer`` to keep them in. Keyed by
-    commit ids, bounded in bytes."""
-
-    def __init__(self, size_bytes: int = 32 << 20) -> None:
-        self.caches: dict[str, Cache[Hashable, object]] = {
-            "diff": Cache.lru(size_bytes, getsizeof=approximate_size)
-        }
-
-
-DIFFS = DiffCaches()
-
-
-def range_changes(handle: pygit2.Repository, merge_base: str, head: str) -> gitdiff.CommitDiff:
+def range_changes(
+    caches: ShapeCaches, handle: pygit2.Repository, merge_base: str, head: str
+) -> gitdiff.CommitDiff:
     """The files the pull request changes (merge base to head) with their line counts,
     kept by the pair of commit ids."""
     return cast(
         gitdiff.CommitDiff,
-        DIFFS.caches["diff"].get_or_make(
+        caches.diffs.get_or_make(
             ("api-range", merge_base, head),
             lambda: gitdiff.range_diff(
-                handle, commit_of(handle, merge_base), commit_of(handle, head), STAT_LIMITS
+                handle,
+                objects.get_commit(handle, bytes.fromhex(merge_base)),
+                objects.get_commit(handle, bytes.fromhex(head)),
+                STAT_LIMITS,
             ),
         ),
     )
+
+
+class PullSources(RepoSources, IssueSources, Protocol):
+    """What a page of pull requests' JSON reads besides its repositories' and issues': the
+    background merge check (a pair not checked yet is queued), the merge bases the reviews
+    keep, and the API's caches by commit ids. The forge is one (taken by structure)."""
+
+    @property
+    def merger(self) -> Merger: ...
+
+    @property
+    def reviews(self) -> Reviews: ...
+
+    @property
+    def shapes(self) -> ShapeCaches: ...
 
 
 class PullFacts:
@@ -89,7 +97,7 @@ class PullFacts:
 
     def __init__(
         self,
-        forge: Forge,
+        forge: PullSources,
         viewer: Viewer,
         repo: Repo,
         snapshot: RefSnapshot,
@@ -124,7 +132,7 @@ class PullFacts:
             [p.issue for p in pulls],
             [*names, *(p.merged_by for p in pulls)],
         )
-        self.review_comments = _review_comment_counts(forge, [p.issue.id for p in pulls])
+        self.review_comments = _review_comment_counts(forge.db, [p.issue.id for p in pulls])
         self._repo_json: dict[tuple[str, str], Repository | None] = {}
 
     def user(self, name: str) -> User:
@@ -144,12 +152,12 @@ class PullFacts:
         return repo.id, self._repo_json[(owner, name)]
 
 
-def _review_comment_counts(forge: Forge, ids: list[int]) -> dict[int, int]:
+def _review_comment_counts(db: Database, ids: list[int]) -> dict[int, int]:
     """Submitted review comments of each pull request (by issue id)."""
     if not ids:
         return {}
     marks = ", ".join("?" for _ in ids)
-    rows = forge.db.query(
+    rows = db.query(
         "SELECT c.issue_id, COUNT(*) AS n FROM review_comments c JOIN reviews r"  # noqa: S608
         f" ON r.id = c.review_id WHERE r.state <> 'pending' AND c.issue_id IN ({marks})"
         " GROUP BY c.issue_id",
@@ -158,7 +166,7 @@ def _review_comment_counts(forge: Forge, ids: list[int]) -> dict[int, int]:
     return {int(row["issue_id"]): int(row["n"]) for row in rows}
 
 
-def mergeable(forge: Forge, repo: Repo, pull: Pull, base_tip: str) -> bool:
+def mergeable(merger: Merger, repo: Repo, pull: Pull, base_tip: str) -> bool:
     """Whether the last check found the pair now at the base and the head mergeable; a pair
     not checked yet is queued for the background check (which costs the read nothing)."""
     if pull.merged or pull.issue.state != "open" or not base_tip:
@@ -166,7 +174,7 @@ def mergeable(forge: Forge, repo: Repo, pull: Pull, base_tip: str) -> bool:
     if pull.checked and (pull.checked_base, pull.checked_head) == (base_tip, pull.head_oid):
         return pull.check_state == "mergeable"
     if pull.check_state != "head_gone":
-        forge.merger.queue(repo)
+        merger.queue(repo)
     return False
 
 
@@ -183,7 +191,7 @@ def pull_json(facts: PullFacts, pull: Pull) -> PullRequest:
         merge_base = _merge_base(facts, base_tip, pull.head_oid)
     if merge_base:
         try:
-            counted = range_changes(facts.handle, merge_base, pull.head_oid)
+            counted = range_changes(facts.forge.shapes, facts.handle, merge_base, pull.head_oid)
         except (KeyError, ValueError, pygit2.GitError):
             pass  # a head not here (yet): no counts
         else:
@@ -222,7 +230,7 @@ def pull_json(facts: PullFacts, pull: Pull) -> PullRequest:
         "html_url": html,
         "diff_url": facts.public + urls.pull_diff(repo, pull.number, "diff"),
         "patch_url": facts.public + urls.pull_diff(repo, pull.number, "patch"),
-        "mergeable": mergeable(facts.forge, repo, pull, base_tip),
+        "mergeable": mergeable(facts.forge.merger, repo, pull, base_tip),
         "merged": pull.merged,
         "merged_at": rfc3339(pull.merged_at) if pull.merged else None,
         "merge_commit_sha": pull.merged_oid if pull.merged else None,

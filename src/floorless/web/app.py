@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-
 import falcon
 
 from floorless.core import timing
 from floorless.core.metrics import Metrics
 from floorless.forge import Forge
-from floorless.forgejo import payloads as hookpayloads
 from floorless.web import auth, errors, headers
 from floorless.web.api.routes import api_routes
 from floorless.web.compression import CompressionMiddleware
@@ -119,7 +116,6 @@ class ConditionalMiddleware:
 def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     """A WSGI app serving ``forge``; the caller starts and stops the forge."""
     timing.spawn_counter()
-    forge.event_payloads = functools.partial(hookpayloads.event, forge)
     renderer = Renderer(forge.settings.site_name)
     renderer.configure(forge.settings)
     forge.states.attach(renderer.pages)  # a repository's pages go when its state is forgotten
@@ -131,6 +127,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
             "pages": renderer.pages,
             "answers": forge.answers.cache,
             "compressed": compression.cache,
+            **forge.shapes.named(),
         }
     )
     app = falcon.App(

@@ -901,19 +901,17 @@ def test_a_new_branch_in_an_empty_repository_writes_nothing(site) -> None:
 
 
 def test_a_commits_json_is_made_once_and_kept_by_its_links_and_id(
-    client: testing.TestClient,
+    forge: Forge, client: testing.TestClient
 ) -> None:
     """A commit's JSON never changes for the same forge URL, repository and commit: asked
     again, every commit of the answer is the one kept; asked through another host name, its
     URLs are that host's, not the kept ones."""
-    from floorless.forgejo import git as gitshapes
-
     url = f"{DEMO}/commits?sha=main&limit=5"
     first = get_json(client, url)[1]
-    hits = gitshapes._SHAPED.hits
+    hits = forge.shapes.commits.hits
     again = get_json(client, url)[1]
     assert again == first and len(first) == 5  # type: ignore[arg-type]
-    assert gitshapes._SHAPED.hits == hits + 5
+    assert forge.shapes.commits.hits == hits + 5
     elsewhere = json.loads(client.simulate_get(url, headers={"Host": "other.example"}).text)
     assert [c["sha"] for c in elsewhere] == [c["sha"] for c in first]  # type: ignore[union-attr]
     assert all("//other.example/" in c["url"] for c in elsewhere)

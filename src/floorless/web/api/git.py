@@ -18,10 +18,10 @@ import pygit2
 from pygit2.enums import ObjectType
 
 from floorless.core import timing
-from floorless.core.caches import Cache
 from floorless.core.errors import Conflict, NotFound
 from floorless.forgejo import git as shapes
 from floorless.forgejo import urls
+from floorless.forgejo.caches import ShapeCaches
 from floorless.forgejo.git import Commit, GitBlobResponse, GitTreeResponse, Reference, Tag
 from floorless.forgejo.schema import Doc
 from floorless.git import objects
@@ -245,6 +245,7 @@ class GitCommit(GitApi):
         self.send(
             resp,
             shapes.commit(
+                self.forge.shapes,
                 links,
                 view.handle,
                 commit,
@@ -299,6 +300,7 @@ class Commits(GitApi):
             total = self.forge.answers.known_commit_count(view.repo.id, resolved.commit)
         answer = [
             shapes.commit(
+                self.forge.shapes,
                 links,
                 view.handle,
                 objects.get_commit(view.handle, oid),
@@ -341,7 +343,7 @@ class Tree(GitApi):
         recursive = flag(req, "recursive", False)
         page = count_param(req, "page", 1)
         per_page = min(count_param(req, "per_page", TREE_PER_PAGE), TREE_PER_PAGE)
-        entries = _entries(tree, recursive)
+        entries = _entries(self.forge.shapes, tree, recursive)
         start = (page - 1) * per_page
         chosen = entries[start : start + per_page]
         self.send(
@@ -357,18 +359,13 @@ class Tree(GitApi):
         )
 
 
-# A tree's listing never changes: kept by the tree's id, so the pages of a recursive listing
-# walk the tree once. About 120 bytes an entry.
-_LISTINGS: Cache[tuple[bytes, bool], list[objects.Entry]] = Cache.lru(
-    32 << 20, getsizeof=lambda entries: 120 * len(entries) + 64
-)
-
-
-def _entries(tree: pygit2.Tree, recursive: bool) -> list[objects.Entry]:
+def _entries(caches: ShapeCaches, tree: pygit2.Tree, recursive: bool) -> list[objects.Entry]:
     """The tree's entries in git's order, and with ``recursive`` every tree's below its
-    own entry (depth first, as ``git ls-tree -r -t``), at most MAX_TREE_ENTRIES."""
+    own entry (depth first, as ``git ls-tree -r -t``), at most MAX_TREE_ENTRIES; kept by
+    the tree's id (a listing never changes), so the pages of a recursive listing walk the
+    tree once."""
     key = (tree.id.raw, recursive)
-    found = _LISTINGS.get(key)
+    found = caches.listings.get(key)
     if found is not None:
         return found
     found = []
@@ -385,7 +382,7 @@ def _entries(tree: pygit2.Tree, recursive: bool) -> list[objects.Entry]:
 
     with timing.phase("git"):
         walk(tree, b"")
-    _LISTINGS.put(key, found)
+    caches.listings.put(key, found)
     return found
 
 
@@ -487,7 +484,8 @@ class Compare(GitApi):
             {
                 "total_commits": total,
                 "commits": [
-                    shapes.commit(links, handle, c, files=False, stat=False) for c in listed
+                    shapes.commit(self.forge.shapes, links, handle, c, files=False, stat=False)
+                    for c in listed
                 ],
                 "files": files,
             },

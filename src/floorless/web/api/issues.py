@@ -661,7 +661,7 @@ class IssueTimeline(IssueResource):
         recorded = self.forge.issues.window(issue, paging.offset, paging.offset + paging.limit)
         entries = self.forge.references.shown_to(self.viewer(req), found, recorded)
         facts = self.facts(req, found, names=timeline_names(entries))
-        sorting = Sorting(self.forge, found, entries)
+        sorting = Sorting(self.forge.triage, found, entries)
         self.paged(req, resp, self.forge, paging, issue.entries)
         self.send(resp, [timeline_json(entry, issue, facts, sorting) for entry in entries])
 

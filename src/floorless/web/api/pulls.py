@@ -307,7 +307,7 @@ class PullList(PullApi):
         except (BadRequest, NotFound) as exc:
             raise Unprocessable(str(exc)) from exc
         compared = cached_range(
-            shapes.DIFFS, sides.head_view.handle, sides.base_oid, sides.head_oid
+            self.forge.shapes, sides.head_view.handle, sides.base_oid, sides.head_oid
         )
         refused = refusal(self.forge, sides, compared)
         if refused is not None:
@@ -437,7 +437,15 @@ class PullDiff(PullApi):
         pull = self.pull(view, index)
         merge_base, head = self.anchors(view, pull)
         send_diff(
-            self.forge, req, resp, view.repo, view.handle, merge_base, head, diff_type, shapes.DIFFS
+            self.forge,
+            req,
+            resp,
+            view.repo,
+            view.handle,
+            merge_base,
+            head,
+            diff_type,
+            self.forge.shapes,
         )
 
 
@@ -462,7 +470,7 @@ class PullCommits(PullApi):
         view, links = self.pulls_view(req, owner, repo)
         pull = self.pull(view, index)
         merge_base, head = self.anchors(view, pull)
-        listed, _ = cached_commits(shapes.DIFFS, view.handle, merge_base, head, COMMITS_LIMIT)
+        listed, _ = cached_commits(self.forge.shapes, view.handle, merge_base, head, COMMITS_LIMIT)
         oldest_first = list(reversed(listed))
         paging = self.paging(req)
         files = flag(req, "files", True)
@@ -472,7 +480,14 @@ class PullCommits(PullApi):
             found = view.handle.get(pygit2.Oid(hex=info.id))
             assert isinstance(found, pygit2.Commit)
             shown.append(
-                commit_json(links, view.handle, found, files=files, verification=verification)
+                commit_json(
+                    self.forge.shapes,
+                    links,
+                    view.handle,
+                    found,
+                    files=files,
+                    verification=verification,
+                )
             )
         self.paged(req, resp, self.forge, paging, len(oldest_first))
         self.send(resp, shown)
@@ -499,7 +514,7 @@ class PullFiles(PullApi):
         view, _ = self.pulls_view(req, owner, repo)
         pull = self.pull(view, index)
         merge_base, head = self.anchors(view, pull)
-        changes = shapes.range_changes(view.handle, merge_base, head)
+        changes = shapes.range_changes(self.forge.shapes, view.handle, merge_base, head)
         paging = self.paging(req)
         public = public_url(self.forge.settings, req)
         page = changes.files[paging.offset : paging.offset + paging.limit]
