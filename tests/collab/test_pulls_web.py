@@ -491,7 +491,7 @@ def test_a_base_branch_gone_and_pull_requests_turned_off(
 
 def test_a_long_patch_is_mailed_by_git(forge: Forge, client: testing.TestClient) -> None:
     """Past the commits a ``.patch`` mails in-process, git mails them: every one, in order."""
-    from floorless.web.views.compare import PATCH_COMMITS
+    from floorless.web.comparing import PATCH_COMMITS
 
     repo = forge.registry.get("ann", "plans")
     handle = forge.live.open(repo)

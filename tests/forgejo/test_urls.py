@@ -27,7 +27,7 @@ from floorless.git.blame import BlameGroup, IncrementalParser
 from floorless.git.refs import RefSnapshot, Tag, resolve
 from floorless.git.unreachable import requested_ids
 from floorless.web.app import create_app
-from floorless.web.views.commits import Cursor
+from floorless.web.history import Cursor
 
 REPO = SimpleNamespace(owner="alice", name="demo")
 SHA1 = "0123456789abcdef0123456789abcdef01234567"

@@ -40,7 +40,7 @@ from floorless.forge import Forge
 from floorless.git.history import CommitGraph
 from floorless.repos.registry import Repo
 from floorless.web.app import create_app
-from floorless.web.views.commits import libgit2_page
+from floorless.web.history import libgit2_page
 
 MERGES = "bob/merges.git"
 DEMO = "alice/demo.git"

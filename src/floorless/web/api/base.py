@@ -29,7 +29,7 @@ from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
 from floorless.web.auth import Authenticator, viewer_of
 from floorless.web.context import find_repo
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 DEFAULT_LIMIT = 30  # Forgejo's DEFAULT_PAGING_NUM
 MAX_LIMIT = 50  # Forgejo's MAX_RESPONSE_ITEMS

@@ -23,7 +23,7 @@ from floorless.forgejo.people import User, people, user_json
 from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
 from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 
 class RepoCollaboratorPermission(TypedDict):

@@ -19,6 +19,7 @@ from floorless.forgejo.git import ContentsResponse
 from floorless.forgejo.schema import Doc
 from floorless.git import objects
 from floorless.git.refs import Resolved
+from floorless.web import archives as archive
 from floorless.web.api.base import Operation
 from floorless.web.api.files import ChangeFiles, FileContents
 from floorless.web.api.gitbase import (
@@ -29,9 +30,8 @@ from floorless.web.api.gitbase import (
     ref_or_default,
     resolve_ref,
 )
+from floorless.web.blobs import send_blob
 from floorless.web.context import RepoView
-from floorless.web.views import archive
-from floorless.web.views.raw import send_blob
 
 
 class RefQuery(TypedDict, total=False):

@@ -37,7 +37,7 @@ from floorless.web.api.base import Operation
 from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from floorless.web.api.gitbase import (
     resolve_ref,
 )
 from floorless.web.context import RepoView
-from floorless.web.views.commits import Cursor, history_page
+from floorless.web.history import Cursor, history_page
 
 
 class CommitsQuery(Paged, total=False):

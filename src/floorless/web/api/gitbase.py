@@ -24,7 +24,7 @@ from floorless.git.oid import is_abbreviation, is_full
 from floorless.git.refs import Resolved, check_path
 from floorless.web.api.base import Resource, json_object, query_flag
 from floorless.web.context import RepoView
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 _PAGING = ("page", "limit", "per_page")
 MAX_BODY = 64 << 20  # a write's JSON body: its files' content, in base64

@@ -19,7 +19,7 @@ from floorless.forgejo.people import person, rfc3339
 from floorless.forgejo.schema import DateTime, Doc
 from floorless.repos.registry import Repo
 from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 from floorless.webhooks.hooks import Hook as Webhook
 
 

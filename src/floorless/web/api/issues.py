@@ -46,7 +46,7 @@ from floorless.forgejo.people import people
 from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
 from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 
 class IssueListQuery(Paged, total=False):

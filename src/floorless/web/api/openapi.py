@@ -20,7 +20,7 @@ import falcon
 from floorless import __version__
 from floorless.forgejo import schema, urls
 from floorless.web.api.base import JSON, APIError, Operation, Resource
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 
 def _parameters(template: str, operation: Operation, definitions: dict[str, Any]) -> list[Any]:

@@ -43,9 +43,8 @@ from floorless.git.compare import COMMITS_LIMIT
 from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.gitbase import GitApi, flag
 from floorless.web.api.issues import IssueResource
-from floorless.web.context import RepoView
-from floorless.web.views.base import public_url
-from floorless.web.views.compare import (
+from floorless.web.comparing import (
+    STATE_WORDS,
     Spec,
     branch_name,
     cached_commits,
@@ -55,7 +54,8 @@ from floorless.web.views.compare import (
     resolve_sides,
     send_diff,
 )
-from floorless.web.views.merge import STATE_WORDS
+from floorless.web.context import RepoView
+from floorless.web.public import public_url
 
 
 class PullListQuery(Paged, total=False):

@@ -34,7 +34,7 @@ from floorless.web.api.base import (
     Unprocessable,
     query_flag,
 )
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 
 # Forgejo's switch for each way of merging floorless has (rebase-merge it has not).

@@ -44,7 +44,7 @@ from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.gitbase import GitApi, resolve_ref
 from floorless.web.auth import Authenticator
 from floorless.web.context import RepoView
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 
 class CommitStatus(TypedDict):

@@ -12,7 +12,7 @@ from floorless.forgejo import people as shapes
 from floorless.forgejo.people import AccessToken, people, person, scope_from, token_json, user_json
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
-from floorless.web.views.base import public_url
+from floorless.web.public import public_url
 
 
 class UserSearchResults(TypedDict):

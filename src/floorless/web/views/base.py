@@ -9,7 +9,6 @@ whether the page is final."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -23,21 +22,8 @@ from floorless.forge import Forge
 from floorless.git.refs import Resolved
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView, repo_view
+from floorless.web.public import public_url
 from floorless.web.render import Renderer
-
-# A DNS name or an IPv4/IPv6 address, with an optional port: nothing that could break out of
-# a URL or an attribute.
-_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}\.?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
-
-
-def public_url(settings: Settings, req: falcon.Request) -> str:
-    """The forge's public base URL (no trailing slash): ``base_url`` when set, else the
-    request's host when it is a well-formed host name, else the listening address."""
-    if settings.base_url:
-        return settings.base_url.rstrip("/")
-    if _HOST.fullmatch(req.netloc):
-        return f"{req.scheme}://{req.netloc}"
-    return f"{req.scheme}://{settings.host}:{settings.port}"
 
 
 def admin_program() -> str:

@@ -25,25 +25,13 @@ from floorless.git import diff as gitdiff
 from floorless.git import objects, oid, transport
 from floorless.git.refs import Resolved
 from floorless.web import diffrows
+from floorless.web.comparing import diff_limits
 from floorless.web.context import RepoView
 from floorless.web.diffrows import Options
 from floorless.web.marks import mark
 from floorless.web.markup import highlight_lines
 from floorless.web.render import text
 from floorless.web.views.base import RepoPage
-
-
-def diff_limits(settings: Settings, options: Options | None = None) -> gitdiff.Limits:
-    return gitdiff.Limits(
-        settings.max_diff_files,
-        settings.max_diff_lines,
-        settings.max_diff_total_lines,
-        settings.max_diff_listed,
-        settings.max_diff_file_bytes,
-        settings.max_diff_bytes,
-        ignore_whitespace=options.ignore_whitespace if options else False,
-    )
-
 
 STYLE_COOKIE = "diff_style"
 STYLE_SECONDS = 365 * 86_400

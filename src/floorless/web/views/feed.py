@@ -8,9 +8,9 @@ from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.web.context import RepoView
+from floorless.web.history import libgit2_page
 from floorless.web.render import Renderer
 from floorless.web.views.base import RepoPage
-from floorless.web.views.commits import libgit2_page
 
 ENTRIES = 20
 

@@ -46,7 +46,8 @@ from floorless.git import protocol, pushreport, transport, unreachable
 from floorless.repos.registry import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
-from floorless.web.views.base import View, public_url
+from floorless.web.public import public_url
+from floorless.web.views.base import View
 
 log = logging.getLogger(__name__)
 

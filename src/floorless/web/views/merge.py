@@ -27,6 +27,7 @@ from floorless.core.errors import BadRequest, Forbidden, NotFound
 from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.web import auth
+from floorless.web.comparing import STATE_WORDS
 from floorless.web.context import RepoView
 from floorless.web.marks import mark
 from floorless.web.views.account import FormView
@@ -34,16 +35,6 @@ from floorless.web.views.base import RepoPage
 from floorless.web.views.issues import issue_number
 
 _OID = re.compile(r"[0-9a-f]{40}")
-STATE_WORDS = {
-    "checking": "Checking whether this can be merged…",
-    "mergeable": "This branch has no conflicts with the base branch.",
-    "conflict": "This branch has conflicts that must be resolved.",
-    "empty": "This branch brings no changes the base branch lacks.",
-    "unrelated": "The branches share no history: they cannot be merged.",
-    "head_gone": "The head branch is gone: it cannot be merged.",
-    "base_gone": "The base branch is gone: it cannot be merged.",
-    "closed": "This pull request is closed.",
-}
 
 
 def merge_box(forge: Forge, view: RepoView, pull: Pull, viewer: Viewer) -> dict[str, Any]:

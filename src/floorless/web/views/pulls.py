@@ -26,10 +26,11 @@ from floorless.core.errors import BadRequest, NotFound
 from floorless.forgejo import urls
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.web import auth, diffrows
+from floorless.web.comparing import cached_commits, send_diff
 from floorless.web.context import RepoView
 from floorless.web.render import text
 from floorless.web.views.commit import diff_options
-from floorless.web.views.compare import cached_commits, cached_diff, send_diff
+from floorless.web.views.compare import cached_diff
 from floorless.web.views.issues import Conversation, IssueView, pulls_on
 from floorless.web.views.merge import merge_box
 from floorless.web.views.reviews import (

@@ -16,22 +16,13 @@ from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Resolved
 from floorless.web import documents
+from floorless.web.blobs import image_type
 from floorless.web.context import RepoView
 from floorless.web.markup import highlight_lines, numbered_rows
 from floorless.web.render import filesize, text
 from floorless.web.views.base import RefPage
 from floorless.web.views.tree import markdown_links, tree_context
 
-IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-    ".ico": "image/x-icon",
-    ".bmp": "image/bmp",
-    ".avif": "image/avif",
-}
 FAILED = "it could not be rendered"  # why a document is shown as its source, for now
 
 
@@ -51,14 +42,6 @@ def crumbs(path: bytes) -> list[tuple[str, bytes]]:
     """(name, path from the root) for each component of ``path``."""
     parts = [p for p in path.split(b"/") if p]
     return [(text(p), b"/".join(parts[: i + 1])) for i, p in enumerate(parts)]
-
-
-def image_type(name: bytes) -> str | None:
-    lowered = name.lower()
-    for ext, mime in IMAGE_TYPES.items():
-        if lowered.endswith(ext.encode()):
-            return mime
-    return None
 
 
 class Source(RefPage):
