@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import falcon
 
-from floorless.web.archives import headers, send, target
-from floorless.web.views.base import View
+from floorless.web.archives import headers, send, target_in
+from floorless.web.context import RepoView
+from floorless.web.views.base import RepoPage
 
 
-class Archive(View):
+class Archive(RepoPage):
+    def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
+        req.context.plain = True
+
     def on_head(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, tail: str
     ) -> None:
         """The headers a GET would send, without starting git."""
-        headers(resp, target(self.forge, req, owner, repo))
+        headers(resp, target_in(view, req))
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        send(self.forge, resp, target(self.forge, req, owner, repo))
+    def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView, tail: str) -> None:
+        send(self.forge, resp, target_in(view, req))
