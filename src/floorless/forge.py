@@ -86,7 +86,7 @@ class Forge:
         registry = self.registry = Registry(db, settings.repos, settings.default_owner, private)
         peers = self.peers = Peers(db, node, states)
         live = self.live = Live(states, handles, registry, peers.notices)
-        # (the wire shapes, forgejo/, read through these until they take narrow parts)
+        # (forgejo/'s sources are the forge, taken by structure: they read through these)
         self.open, self.snapshot = live.open, live.snapshot
         reached = functools.partial(unreachable.reached_among, git)
         indexer = self.indexer = Indexer(
