@@ -8,6 +8,7 @@ from floorless.core import timing
 from floorless.core.metrics import Metrics
 from floorless.forge import Forge
 from floorless.web import auth, errors, headers
+from floorless.web.api.repository import FindTarget
 from floorless.web.api.routes import api_routes
 from floorless.web.compression import CompressionMiddleware
 from floorless.web.pages import page_etag
@@ -138,6 +139,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
             compression,  # before auth and conditional: its process_response runs after theirs
             auth.AuthMiddleware(authenticator),
             FindRepository(forge),  # after auth: who asks is known by then
+            FindTarget(forge),  # the same for the API's resources of a repository
             ConditionalMiddleware(),
         ),
         media_type="text/html; charset=utf-8",

@@ -1,8 +1,11 @@
 """What every ``/api/v1`` resource shares: JSON in and out, who is asking, pages of lists.
 
-Each resource declares its operations (``Operation``: a summary, the JSON fields it reads,
-the query parameters, what it answers) once; the same declaration checks a request's body
-and writes the OpenAPI description (``openapi.py``), so the two cannot drift apart.
+Each resource declares its operations (``Operation``: a summary, the shapes of the body and
+the query parameters it reads and of what it answers, each a ``TypedDict``, and Forgejo's
+name and tag for it) once; the same declaration checks a request's body
+(``forgejo/schema.py``) and writes the OpenAPI description (``openapi.py``), so the two
+cannot drift apart. A resource of one repository is handed it, found before it runs
+(``repository.py``).
 
 A body is read as Forgejo's Go handlers read theirs: a JSON object, fields of the declared
 types (a wrong type is a 422, as a missing required field is), ``null`` as a field not sent,
@@ -26,9 +29,7 @@ from floorless.core.errors import BadRequest, FloorlessError, TooLarge, Unauthor
 from floorless.forge import Forge
 from floorless.forgejo import schema
 from floorless.forgejo.schema import Doc
-from floorless.repos.registry import Repo
 from floorless.web.auth import Authenticator, viewer_of
-from floorless.web.context import find_repo
 from floorless.web.public import public_url
 
 DEFAULT_LIMIT = 30  # Forgejo's DEFAULT_PAGING_NUM
@@ -60,6 +61,11 @@ class Operation:
     basic: bool = False  # needs HTTP Basic with the password
     operation_id: str = ""  # Forgejo's name of the operation (``repoGetPullRequest``)
     tag: str = ""  # Forgejo's group of it (``repository``, ``issue``, ``user``, ...)
+    # Of a repository's operation (``repository.py``): the level the caller needs on it, and
+    # what is refused before it is looked up ("caller": 401 to an anonymous one; "writer":
+    # also 403 to a read-only token; "": nothing, the repository's 404 comes first)
+    needs: Level = Level.READ
+    first: str = ""
 
 
 class Paged(TypedDict, total=False):
@@ -109,13 +115,6 @@ class Resource:
         if viewer_of(req).scope == "read":
             raise ForbiddenScope()
         return account
-
-    def repo(
-        self, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
-    ) -> tuple[Repo, Level]:
-        """``owner/name`` as the web finds it: one the caller may not read is a 404, exactly
-        as a missing one."""
-        return find_repo(self.forge, req, owner, name, needed)
 
     # -- in and out ---------------------------------------------------------------------------
 

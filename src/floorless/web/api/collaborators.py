@@ -22,7 +22,8 @@ from floorless.core.errors import Forbidden, NotFound
 from floorless.forgejo.people import User, people, user_json
 from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
-from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
+from floorless.web.api.base import Operation, Paged, Unprocessable
+from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
 
 
@@ -51,12 +52,11 @@ _SIGNED_IN_LIST = Operation(
 )
 
 
-class CollaboratorResource(Resource):
-    def signed_in_reader(self, req: falcon.Request, owner: str, name: str) -> Repo:
+class CollaboratorResource(RepoResource):
+    def signed_in_reader(self, req: falcon.Request, target: Target) -> Repo:
         """The repository, for a signed-in caller who may read it (404 first, then 401)."""
-        found, _ = self.repo(req, owner, name)
         self.caller(req)
-        return found
+        return target.repo
 
     def users(self, req: falcon.Request, names: list[str]) -> list[User]:
         """Forgejo's ``User`` for each of ``names``, in their order, read in one statement."""
@@ -76,8 +76,8 @@ class CollaboratorResource(Resource):
 class Collaborators(CollaboratorResource):
     operations = {"get": _SIGNED_IN_LIST}
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found = self.signed_in_reader(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found = self.signed_in_reader(req, target)
         paging = self.paging(req)
         policy = self.forge.policy
         page = policy.collaborators(found, paging.offset, paging.limit)
@@ -114,24 +114,21 @@ class Collaborator(CollaboratorResource):
         ),
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
-    ) -> None:
-        found = self.signed_in_reader(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, user: str) -> None:
+        found = self.signed_in_reader(req, target)
         if self.forge.policy.role(found, self.named(user)) is None:
             raise NotFound(f"{user[:100]} is not a collaborator of {found.full_name}")
         self.nothing(resp)
 
-    def admin(self, req: falcon.Request, owner: str, name: str) -> Repo:
-        found, _ = self.repo(req, owner, name)  # 404 first for whoever may not read it
+    def admin(self, req: falcon.Request, target: Target) -> Repo:
+        """The repository, for its administrator: 404 first for whoever may not read it
+        (``target`` was found so), then 401 or 403 for the token, then its level."""
         self.writer(req)
-        found, _ = self.repo(req, owner, name, Level.ADMIN)
-        return found
+        target.require(Level.ADMIN)
+        return target.repo
 
-    def on_put(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
-    ) -> None:
-        found = self.admin(req, owner, repo)
+    def on_put(self, req: falcon.Request, resp: falcon.Response, target: Target, user: str) -> None:
+        found = self.admin(req, target)
         body = self.body(req)
         role = body.get("permission")
         if role is not None and role not in ROLES:
@@ -145,9 +142,9 @@ class Collaborator(CollaboratorResource):
         self.nothing(resp)
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, user: str
     ) -> None:
-        found = self.admin(req, owner, repo)
+        found = self.admin(req, target)
         self.forge.policy.remove_collaborator(found, self.named(user))
         self.nothing(resp)
 
@@ -163,10 +160,8 @@ class Permission(CollaboratorResource):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, user: str
-    ) -> None:
-        found = self.signed_in_reader(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, user: str) -> None:
+        found = self.signed_in_reader(req, target)
         caller = self.caller(req)
         person = self.named(user, NotFound)
         policy = self.forge.policy
@@ -191,6 +186,6 @@ class Assignees(CollaboratorResource):
         )
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.repo(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found = target.repo
         self.send(resp, self.users(req, self.forge.policy.assignable(found)))

@@ -30,6 +30,7 @@ from floorless.web.api.gitbase import (
     ref_or_default,
     resolve_ref,
 )
+from floorless.web.api.repository import Target
 from floorless.web.blobs import send_blob
 from floorless.web.context import RepoView
 
@@ -60,9 +61,9 @@ class ContentsReader(GitApi):
     """``GET contents[/{path}]?ref=``: a file (with its content) or a directory's entries."""
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str = ""
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str = ""
     ) -> None:
-        view, links = self.open(req, owner, repo)
+        view, links = target.view, target.links
         path = path_of(req) if tail else b""
         resolved = ref_or_default(view, req)
         commit = view.commit(resolved)
@@ -144,10 +145,8 @@ class RawFile(GitApi):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        view, _links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        view = target.view
         path = path_of(req)
         ref = query_bytes(req, "ref")
         resolved = resolve_ref(view, ref) if ref else _leading_ref(view, path)
@@ -192,12 +191,15 @@ class Archive(GitApi):
         )
     }
 
-    def on_head(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        archive.headers(resp, archive.target(self.forge, req, owner, repo))
+    def first(self, req: falcon.Request, operation: Operation) -> None:
+        """An archive's errors are plain text, as the web's archive's (a missing
+        repository's too)."""
+        req.context.plain = True
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+    def on_head(
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str
     ) -> None:
-        archive.send(self.forge, resp, archive.target(self.forge, req, owner, repo))
+        archive.headers(resp, archive.target_in(target.view, req))
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        archive.send(self.forge, resp, archive.target_in(target.view, req))

@@ -35,6 +35,7 @@ from floorless.git.write import Change, Unprocessable, check_branch_name, check_
 from floorless.repos.registry import Repo
 from floorless.web.api.base import Operation
 from floorless.web.api.gitbase import GitApi, may_write, read_body, resolve_ref
+from floorless.web.api.repository import Target
 from floorless.web.auth import viewer_of
 from floorless.web.context import RepoView
 from floorless.web.public import public_url
@@ -129,6 +130,7 @@ CREATE_FILE = Operation(
     body=CreateFileOptions,
     operation_id="repoCreateFile",
     tag="repository",
+    needs=Level.WRITE,
 )
 UPDATE_FILE = Operation(
     "update a file (moved too, with from_path)",
@@ -136,6 +138,7 @@ UPDATE_FILE = Operation(
     body=UpdateFileOptions,
     operation_id="repoUpdateFile",
     tag="repository",
+    needs=Level.WRITE,
 )
 DELETE_FILE = Operation(
     "delete a file",
@@ -143,6 +146,7 @@ DELETE_FILE = Operation(
     body=DeleteFileOptions,
     operation_id="repoDeleteFile",
     tag="repository",
+    needs=Level.WRITE,
 )
 CHANGE_FILES = Operation(
     "create, update and delete several files in one commit",
@@ -151,6 +155,7 @@ CHANGE_FILES = Operation(
     body=ChangeFilesOptions,
     operation_id="repoChangeFiles",
     tag="repository",
+    needs=Level.WRITE,
 )
 CREATE_BRANCH = Operation(
     "create a branch",
@@ -159,6 +164,7 @@ CREATE_BRANCH = Operation(
     body=CreateBranchRepoOption,
     operation_id="repoCreateBranch",
     tag="repository",
+    needs=Level.WRITE,
 )
 DELETE_BRANCH = Operation(
     "delete a branch (not the default)",
@@ -166,6 +172,7 @@ DELETE_BRANCH = Operation(
     204,
     operation_id="repoDeleteBranch",
     tag="repository",
+    needs=Level.WRITE,
 )
 
 
@@ -373,13 +380,12 @@ class Writer(GitApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         operation: str,
         shape: type,
         status: int,
     ) -> None:
-        view, _ = self.open(req, owner, repo, Level.WRITE)
+        view = target.view
         body = read_body(req)
         checked(body, shape)
         path = check_write_path(urls.exact_tail(req).decode("utf-8", "surrogateescape"))
@@ -408,19 +414,17 @@ class FileContents(Writer):
     }
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str
     ) -> None:
-        self._one(req, resp, owner, repo, "create", CreateFileOptions, 201)
+        self._one(req, resp, target, "create", CreateFileOptions, 201)
 
-    def on_put(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        self._one(req, resp, owner, repo, "update", UpdateFileOptions, 200)
+    def on_put(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        self._one(req, resp, target, "update", UpdateFileOptions, 200)
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str
     ) -> None:
-        self._one(req, resp, owner, repo, "delete", DeleteFileOptions, 200)
+        self._one(req, resp, target, "delete", DeleteFileOptions, 200)
 
 
 class ChangeFiles(Writer):
@@ -428,8 +432,8 @@ class ChangeFiles(Writer):
 
     operations: ClassVar[dict[str, Operation]] = {"post": CHANGE_FILES}
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, _ = self.open(req, owner, repo, Level.WRITE)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view = target.view
         body = read_body(req)
         checked(body, ChangeFilesOptions)
         files = body.get("files")
@@ -477,8 +481,8 @@ class CreateBranch(GitApi):
 
     operations: ClassVar[dict[str, Operation]] = {"post": CREATE_BRANCH}
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, links = self.open(req, owner, repo, Level.WRITE)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view, links = target.view, target.links
         body = read_body(req)
         checked(body, CreateBranchRepoOption)
         name = body.get("new_branch_name")
@@ -512,9 +516,9 @@ class DeleteBranch(GitApi):
     operations: ClassVar[dict[str, Operation]] = {"delete": DELETE_BRANCH}
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str
     ) -> None:
-        view, _ = self.open(req, owner, repo, Level.WRITE)
+        view = target.view
         name = urls.exact_tail(req)
         if (
             name not in view.snapshot.branches

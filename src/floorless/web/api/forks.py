@@ -16,7 +16,8 @@ import falcon
 from floorless.forgejo.people import Repository, person
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Unprocessable
-from floorless.web.api.repos import LIST, RepoResource
+from floorless.web.api.repos import LIST, Repositories
+from floorless.web.api.repository import RepoResource, Target
 
 
 class CreateForkOption(TypedDict, total=False):
@@ -26,7 +27,7 @@ class CreateForkOption(TypedDict, total=False):
     name: Annotated[str, Doc("the fork's name (the repository's when not given)")]
 
 
-class Forks(RepoResource):
+class Forks(RepoResource, Repositories):
     operations = {
         "get": replace(
             LIST,
@@ -45,22 +46,22 @@ class Forks(RepoResource):
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.repo(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found = target.repo
         self.send(resp, self.page_of(req, resp, parent=(found.owner, found.name)))
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, level = self.repo(req, owner, repo)  # 404 first for whoever may not read it
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, level = target.repo, target.level  # found: 404 first for who may not read it
         account = self.writer(req)
         body = self.body(req)
-        target = account.name
+        into = account.name
         if "organization" in body:
             org = person(self.forge.db, str(body["organization"]))
             if org is None or not org.is_org:
                 named = str(body["organization"])[:100]
                 raise Unprocessable(f"organisation does not exist [name: {named}]")
-            target = org.name
+            into = org.name
         made = self.forge.forking.fork_for(
-            self.viewer(req), level, found, target, str(body.get("name", ""))
+            self.viewer(req), level, found, into, str(body.get("name", ""))
         )
         self.send(resp, self.shown(req, [made])[0], 202)

@@ -41,6 +41,7 @@ from floorless.web.api.gitbase import (
     ref_or_default,
     resolve_ref,
 )
+from floorless.web.api.repository import Target
 from floorless.web.context import RepoView
 from floorless.web.history import Cursor, history_page
 
@@ -91,8 +92,8 @@ class Branches(CreateBranch):
         **CreateBranch.operations,
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view, links = target.view, target.links
         page, limit = paging(req)
         names, _ = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         chosen = names[(page - 1) * limit : page * limit]
@@ -119,10 +120,8 @@ class Branch(DeleteBranch):
         **DeleteBranch.operations,
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        view, links = target.view, target.links
         name = urls.exact_tail(req)
         commit = view.snapshot.branches.get(name)
         if commit is None:
@@ -154,8 +153,8 @@ class Tags(GitApi):
         )
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view, links = target.view, target.links
         page, limit = paging(req)
         _, names = view.snapshot.newest_first(*objects.ref_dates(view.handle))
         chosen = names[(page - 1) * limit : page * limit]
@@ -170,10 +169,8 @@ class TagOne(GitApi):
         "get": Operation("get a tag", Tag, operation_id="repoGetTag", tag="repository")
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        view, links = target.view, target.links
         name = urls.exact_tail(req)
         if name not in view.snapshot.tags:
             raise NotFound("tag not found")
@@ -194,9 +191,9 @@ class Refs(GitApi):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str = ""
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str = ""
     ) -> None:
-        view, links = self.open(req, owner, repo)
+        view, links = target.view, target.links
         prefix = b"refs/" + urls.exact_tail(req) if tail else b"refs/"
         found: list[Reference] = []
         snapshot = view.snapshot
@@ -236,10 +233,8 @@ class GitCommit(GitApi):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, sha: str) -> None:
+        view, links = target.view, target.links
         resolved = resolve_ref(view, urls.exact_tail(req, "sha"))
         commit = view.commit(resolved)
         self.send(
@@ -271,8 +266,8 @@ class Commits(GitApi):
         )
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view, links = target.view, target.links
         if view.snapshot.is_empty:
             raise Conflict("Git Repository is empty.")
         resolved = ref_or_default(view, req, "sha")
@@ -324,10 +319,8 @@ class Tree(GitApi):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, sha: str) -> None:
+        view, links = target.view, target.links
         wanted = urls.exact_tail(req, "sha")
         tree: pygit2.Object
         header = None
@@ -394,10 +387,8 @@ class Blob(GitApi):
         "get": Operation("get a blob", GitBlobResponse, operation_id="GetBlob", tag="repository")
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, sha: str) -> None:
+        view, links = target.view, target.links
         wanted = urls.exact_tail(req, "sha")
         header = None
         if is_full(wanted.lower()):
@@ -439,10 +430,8 @@ class Compare(GitApi):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        view, links = target.view, target.links
         spec = urls.exact_tail(req)
         base_name, dots, head_name = spec.partition(b"...")
         if not dots:

@@ -18,31 +18,20 @@ from pygit2.enums import ObjectType
 from floorless.accounts.access import Level
 from floorless.core.errors import BadRequest, NotFound, TooLarge, UnknownRevision
 from floorless.forgejo import urls
-from floorless.forgejo.git import Links
 from floorless.git import objects
 from floorless.git.oid import is_abbreviation, is_full
 from floorless.git.refs import Resolved, check_path
 from floorless.web.api.base import Resource, json_object, query_flag
+from floorless.web.api.repository import RepoResource
 from floorless.web.context import RepoView
-from floorless.web.public import public_url
 
 _PAGING = ("page", "limit", "per_page")
 MAX_BODY = 64 << 20  # a write's JSON body: its files' content, in base64
 
 
-class GitApi(Resource):
-    """A resource of ``/api/v1/repos/{owner}/{repo}/...`` over the repository's git data."""
-
-    def open(
-        self, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
-    ) -> tuple[RepoView, Links]:
-        """The repository if the caller may reach ``needed`` on it (one they may not read
-        answers exactly as a missing one: 404), and its links."""
-        repo, level = self.repo(req, owner, name, needed)
-        view = RepoView(
-            self.forge, repo, self.forge.live.snapshot(repo), self.forge.live.open(repo), level
-        )
-        return view, Links(public_url(self.forge.settings, req), repo)
+class GitApi(RepoResource):
+    """A resource of ``/api/v1/repos/{owner}/{repo}/...`` over the repository's git data (its
+    ``target``'s ``view``: refs and handle)."""
 
 
 def query_bytes(req: falcon.Request, name: str) -> bytes | None:

@@ -19,6 +19,7 @@ from floorless.forgejo.people import person, rfc3339
 from floorless.forgejo.schema import DateTime, Doc
 from floorless.repos.registry import Repo
 from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
+from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
 from floorless.webhooks.hooks import Hook as Webhook
 
@@ -126,17 +127,18 @@ def _fields(body: dict[str, Any], config: dict[str, str]) -> dict[str, Any]:
 class HookResource(Resource):
     """Shared by the repository's and the organisation's hooks."""
 
-    def target(
-        self, req: falcon.Request, owner: str, repo: str | None
+    def hooks_of(
+        self, req: falcon.Request, owner: str, target: Target | None
     ) -> tuple[int | None, int | None, Repo | None]:
-        """(repo_id, org_id, repo) of the hooks asked for, if the caller may manage them."""
+        """(repo_id, org_id, repo) of the hooks asked for, if the caller may manage them: a
+        repository's (``target``, found once its operation refused a caller who may not
+        write) or organisation ``owner``'s."""
         self.writer(req)
         viewer = self.viewer(req)
-        if repo is not None:
-            found, level = self.repo(req, owner, repo)
-            if not self.forge.policy.may_manage_hooks(viewer, level):
+        if target is not None:
+            if not self.forge.policy.may_manage_hooks(viewer, target.level):
                 raise Forbidden("only the repository's administrators may manage its webhooks")
-            return found.id, None, found
+            return target.repo.id, None, target.repo
         org = person(self.forge.db, owner)
         if org is None or not org.is_org:
             raise NotFound(f"organisation does not exist [name: {owner}]")
@@ -145,9 +147,9 @@ class HookResource(Resource):
         return None, org.id, None
 
     def list_hooks(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str | None
+        self, req: falcon.Request, resp: falcon.Response, owner: str, target: Target | None
     ) -> None:
-        repo_id, org_id, _ = self.target(req, owner, repo)
+        repo_id, org_id, _ = self.hooks_of(req, owner, target)
         hooks = self.forge.webhooks.hooks(repo_id, org_id)
         paging = self.paging(req)
         self.paged(req, resp, self.forge, paging, len(hooks))
@@ -155,9 +157,9 @@ class HookResource(Resource):
         self.send(resp, [hook_json(h) for h in shown])
 
     def create_hook(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str | None
+        self, req: falcon.Request, resp: falcon.Response, owner: str, target: Target | None
     ) -> None:
-        repo_id, org_id, _ = self.target(req, owner, repo)
+        repo_id, org_id, _ = self.hooks_of(req, owner, target)
         body = self.body(req)
         fields = _fields(body, _config(body, required=True))
         fields.setdefault("active", False)
@@ -168,9 +170,9 @@ class HookResource(Resource):
         self.send(resp, hook_json(hook), 201)
 
     def one(
-        self, req: falcon.Request, owner: str, repo: str | None, hook_id: str
+        self, req: falcon.Request, owner: str, target: Target | None, hook_id: str
     ) -> tuple[Webhook, Repo | None]:
-        repo_id, org_id, found = self.target(req, owner, repo)
+        repo_id, org_id, found = self.hooks_of(req, owner, target)
         try:
             number = int(hook_id)
         except ValueError:
@@ -180,15 +182,25 @@ class HookResource(Resource):
         return self.forge.webhooks.hook(number, repo_id, org_id), found
 
     def get_hook(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str | None, hook_id: str
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        target: Target | None,
+        hook_id: str,
     ) -> None:
-        hook, _ = self.one(req, owner, repo, hook_id)
+        hook, _ = self.one(req, owner, target, hook_id)
         self.send(resp, hook_json(hook))
 
     def edit_hook(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str | None, hook_id: str
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        target: Target | None,
+        hook_id: str,
     ) -> None:
-        hook, _ = self.one(req, owner, repo, hook_id)
+        hook, _ = self.one(req, owner, target, hook_id)
         body = self.body(req)
         fields = _fields(body, _config(body, required=False))
         try:
@@ -198,18 +210,24 @@ class HookResource(Resource):
         self.send(resp, hook_json(hook))
 
     def delete_hook(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str | None, hook_id: str
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        owner: str,
+        target: Target | None,
+        hook_id: str,
     ) -> None:
-        hook, _ = self.one(req, owner, repo, hook_id)
+        hook, _ = self.one(req, owner, target, hook_id)
         self.forge.webhooks.delete(hook)
         self.nothing(resp)
 
 
 def _hook_ops(who: str, tag: str) -> dict[str, Operation]:
     """One hook's operations, of a repository's (``who`` "repo") or an organisation's
-    ("org"): Forgejo names them apart (``repoGetHook``, ``orgGetHook``)."""
+    ("org"): Forgejo names them apart (``repoGetHook``, ``orgGetHook``). Who may not write is
+    refused before a repository's is looked up."""
     return {
-        "get": Operation("a webhook", Hook, operation_id=f"{who}GetHook", tag=tag),
+        "get": Operation("a webhook", Hook, operation_id=f"{who}GetHook", tag=tag, first="writer"),
         "patch": Operation(
             "edit a webhook",
             Hook,
@@ -217,6 +235,7 @@ def _hook_ops(who: str, tag: str) -> dict[str, Operation]:
             signed_in=True,
             operation_id=f"{who}EditHook",
             tag=tag,
+            first="writer",
         ),
         "delete": Operation(
             "delete a webhook",
@@ -225,6 +244,7 @@ def _hook_ops(who: str, tag: str) -> dict[str, Operation]:
             signed_in=True,
             operation_id=f"{who}DeleteHook",
             tag=tag,
+            first="writer",
         ),
     }
 
@@ -239,6 +259,7 @@ def _hooks_ops(who: str, tag: str) -> dict[str, Operation]:
             paged=True,
             operation_id=f"{who}ListHooks",
             tag=tag,
+            first="writer",
         ),
         "post": Operation(
             "create a webhook",
@@ -248,40 +269,37 @@ def _hooks_ops(who: str, tag: str) -> dict[str, Operation]:
             signed_in=True,
             operation_id=f"{who}CreateHook",
             tag=tag,
+            first="writer",
         ),
     }
 
 
-class RepoHooks(HookResource):
+class RepoHooks(RepoResource, HookResource):
     operations = _hooks_ops("repo", "repository")
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        self.list_hooks(req, resp, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        self.list_hooks(req, resp, target.owner, target)
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        self.create_hook(req, resp, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        self.create_hook(req, resp, target.owner, target)
 
 
-class RepoHook(HookResource):
+class RepoHook(RepoResource, HookResource):
     operations = _hook_ops("repo", "repository")
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        self.get_hook(req, resp, owner, repo, id)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        self.get_hook(req, resp, target.owner, target, id)
 
-    def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        self.edit_hook(req, resp, owner, repo, id)
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        self.edit_hook(req, resp, target.owner, target, id)
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, id: str
     ) -> None:
-        self.delete_hook(req, resp, owner, repo, id)
+        self.delete_hook(req, resp, target.owner, target, id)
 
 
-class RepoHookTest(HookResource):
+class RepoHookTest(RepoResource, HookResource):
     operations = {
         "post": Operation(
             "send a webhook a push of the default branch's last commit",
@@ -291,13 +309,12 @@ class RepoHookTest(HookResource):
             signed_in=True,
             operation_id="repoTestHook",
             tag="repository",
+            first="writer",
         )
     }
 
-    def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        hook, found = self.one(req, owner, repo, id)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        hook, found = self.one(req, target.owner, target, id)
         assert found is not None
         account = self.writer(req)
         payload = hookpayloads.test_payload(

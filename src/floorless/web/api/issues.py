@@ -45,7 +45,8 @@ from floorless.forgejo.issues import (
 from floorless.forgejo.people import people
 from floorless.forgejo.schema import Doc
 from floorless.repos.registry import Repo
-from floorless.web.api.base import Operation, Paged, Resource, Unprocessable
+from floorless.web.api.base import Operation, Paged, Unprocessable
+from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
 
 
@@ -211,7 +212,7 @@ def _color(text: str) -> str:
     return "#" + text if _HEX.fullmatch(text) else text
 
 
-class IssueResource(Resource):
+class IssueResource(RepoResource):
     """What the issue resources share: finding the repository, an issue, who may act."""
 
     def public(self, req: falcon.Request) -> str:
@@ -226,12 +227,11 @@ class IssueResource(Resource):
     ) -> IssueFacts:
         return IssueFacts(self.forge, self.viewer(req), repo, self.public(req), issues, names)
 
-    def sorting(self, req: falcon.Request, owner: str, name: str) -> tuple[Repo, Level]:
+    def sorting(self, target: Target) -> tuple[Repo, Level]:
         """A repository whose labels and milestones exist: it has issues or pull requests."""
-        repo, level = self.repo(req, owner, name)
-        if not (repo.has_issues or repo.has_pulls):
+        if not (target.repo.has_issues or target.repo.has_pulls):
             raise NotFound("this repository has no issues")
-        return repo, level
+        return target.repo, target.level
 
     def issue(self, repo: Repo, index: str) -> Issue:
         """Issue (or pull request) ``index``, if that kind is on in the repository."""
@@ -333,8 +333,8 @@ class RepoIssues(IssueResource):
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.repo(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found = target.repo
         kind = {"issues": False, "pulls": True}.get(req.get_param("type") or "")
         if not found.has_issues and not found.has_pulls:
             raise NotFound("this repository has no issues")
@@ -387,8 +387,8 @@ class RepoIssues(IssueResource):
             raise NotFound(f"user {text[:40]!r} does not exist")
         return who.id
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, level = self.repo(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, level = target.repo, target.level
         account = self.writer(req)
         data = self.body(req)
         if not found.has_issues:
@@ -439,16 +439,16 @@ class RepoIssue(IssueResource):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, _ = self.repo(req, owner, repo)
+        found = target.repo
         issue = self.issue(found, index)
         self.send(resp, issue_json(issue, self.facts(req, found, [issue])))
 
     def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, level = self.repo(req, owner, repo)
+        found, level = target.repo, target.level
         account = self.writer(req)
         data = self.body(req)
         issue = self.issue(found, index)
@@ -507,9 +507,9 @@ class IssueComments(IssueResource):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, _ = self.repo(req, owner, repo)
+        found = target.repo
         issue = self.issue(found, index)
         comments = self.forge.issues.comments(
             found.owner,
@@ -521,9 +521,9 @@ class IssueComments(IssueResource):
         self.send(resp, _comments(self.facts(req, found, names=_authors(comments)), comments))
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, level = self.repo(req, owner, repo)
+        found, level = target.repo, target.level
         account = self.writer(req)
         data = self.body(req)
         issue = self.issue(found, index)
@@ -550,8 +550,8 @@ class RepoComments(IssueResource):
         )
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.sorting(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, _ = self.sorting(target)
         since, before = moment(req, "since"), moment(req, "before")
         paging = self.paging(req)
         issues = self.forge.issues
@@ -599,17 +599,15 @@ class RepoComment(IssueResource):
             raise NotFound("comment does not exist")
         return comment
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        found, _ = self.repo(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        found = target.repo
         comment = self.find(found, id)
         self.send(resp, comment_json(comment, self.facts(req, found, names=[comment.author])))
 
     def changing(
-        self, req: falcon.Request, owner: str, repo: str, id: str
+        self, req: falcon.Request, target: Target, id: str
     ) -> tuple[Repo, Account, Comment, Issue]:
-        found, level = self.repo(req, owner, repo)
+        found, level = target.repo, target.level
         account = self.writer(req)
         comment = self.find(found, id)
         if not self.forge.policy.may_edit_comment(self.viewer(req), level, comment.author_id):
@@ -617,19 +615,17 @@ class RepoComment(IssueResource):
         issue = self.forge.issues.find(found.owner, found.name, comment.number)
         return found, account, comment, issue
 
-    def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        found, account, comment, issue = self.changing(req, owner, repo, id)
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        found, account, comment, issue = self.changing(req, target, id)
         data = self.body(req)
         self.forge.issues.edit_comment(issue, comment.id, account, data["body"])
         changed = self.forge.issues.comment_by_id(found.owner, found.name, comment.id)
         self.send(resp, comment_json(changed, self.facts(req, found, names=[changed.author])))
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, id: str
     ) -> None:
-        _, _, comment, issue = self.changing(req, owner, repo, id)
+        _, _, comment, issue = self.changing(req, target, id)
         self.forge.issues.delete_comment(issue, comment.id)
         self.nothing(resp)
 
@@ -653,9 +649,9 @@ class IssueTimeline(IssueResource):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, _ = self.repo(req, owner, repo)
+        found = target.repo
         issue = self.issue(found, index)
         paging = self.paging(req)
         recorded = self.forge.issues.window(issue, paging.offset, paging.offset + paging.limit)
@@ -686,9 +682,9 @@ class LabelChanges(IssueResource):
         self.send(resp, [label_json(label, repo, public) for label in labels])
 
     def change(
-        self, req: falcon.Request, owner: str, repo: str, index: str, labels: bool = True
+        self, req: falcon.Request, target: Target, index: str, labels: bool = True
     ) -> tuple[Repo, Account, Issue, list[Label]]:
-        found, level = self.repo(req, owner, repo)
+        found, level = target.repo, target.level
         account = self.writer(req)
         data = self.body(req) if labels else {}
         issue = self.issue(found, index)
@@ -739,29 +735,29 @@ class IssueLabels(LabelChanges):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, _ = self.repo(req, owner, repo)
+        found = target.repo
         self.answer(req, resp, found, self.issue(found, index))
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, account, issue, labels = self.change(req, owner, repo, index)
+        found, account, issue, labels = self.change(req, target, index)
         self.put_on(issue, account, labels, only=False)
         self.answer(req, resp, found, issue)
 
     def on_put(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        found, account, issue, labels = self.change(req, owner, repo, index)
+        found, account, issue, labels = self.change(req, target, index)
         self.put_on(issue, account, labels, only=True)
         self.answer(req, resp, found, issue)
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        _, account, issue, _ = self.change(req, owner, repo, index, labels=False)
+        _, account, issue, _ = self.change(req, target, index, labels=False)
         self.put_on(issue, account, [], only=True)
         self.nothing(resp)
 
@@ -785,12 +781,11 @@ class IssueLabel(LabelChanges):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         id: str,
     ) -> None:
-        found, account, issue, _ = self.change(req, owner, repo, index, labels=False)
+        found, account, issue, _ = self.change(req, target, index, labels=False)
         (label,) = self.labels_named(found, [int(id) if _NUMBER.fullmatch(id) else id])
         self.forge.triage.set_label(issue, account, label.id, False)
         self.nothing(resp)
@@ -821,8 +816,8 @@ class Labels(IssueResource):
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.sorting(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, _ = self.sorting(target)
         paging = self.paging(req)
         chosen, total = self.forge.triage.listing(
             found.owner, found.name, paging.offset, paging.limit
@@ -831,8 +826,8 @@ class Labels(IssueResource):
         self.paged(req, resp, self.forge, paging, total)
         self.send(resp, [label_json(label, found, public) for label in chosen])
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, level = self.sorting(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, level = self.sorting(target)
         self.writer(req)
         data = self.body(req)
         self.must_sort(req, level)
@@ -872,16 +867,12 @@ class OneLabel(IssueResource):
             return label
         raise NotFound("label does not exist")
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        found, _ = self.sorting(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        found, _ = self.sorting(target)
         self.send(resp, label_json(self.find(found, id), found, self.public(req)))
 
-    def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        found, level = self.sorting(req, owner, repo)
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        found, level = self.sorting(target)
         self.writer(req)
         data = self.body(req)
         self.must_sort(req, level)
@@ -898,9 +889,9 @@ class OneLabel(IssueResource):
         self.send(resp, label_json(changed, found, self.public(req)))
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, id: str
     ) -> None:
-        found, level = self.sorting(req, owner, repo)
+        found, level = self.sorting(target)
         self.writer(req)
         self.must_sort(req, level)
         self.forge.triage.delete_label(found.owner, found.name, number_of(id, "label"))
@@ -932,8 +923,8 @@ class Milestones(IssueResource):
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.sorting(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, _ = self.sorting(target)
         state = req.get_param("state") or "open"
         milestones = self.forge.triage.milestones(
             found.owner,
@@ -948,8 +939,8 @@ class Milestones(IssueResource):
         chosen = milestones[paging.offset : paging.offset + paging.limit]
         self.send(resp, [milestone_json(m) for m in chosen])
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, level = self.sorting(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found, level = self.sorting(target)
         self.writer(req)
         data = self.body(req)
         self.must_sort(req, level)
@@ -996,16 +987,12 @@ class OneMilestone(IssueResource):
             raise NotFound("milestone does not exist")
         return found
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        found, _ = self.sorting(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        found, _ = self.sorting(target)
         self.send(resp, milestone_json(self.find(found, id)))
 
-    def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
-    ) -> None:
-        found, level = self.sorting(req, owner, repo)
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
+        found, level = self.sorting(target)
         self.writer(req)
         data = self.body(req)
         self.must_sort(req, level)
@@ -1029,9 +1016,9 @@ class OneMilestone(IssueResource):
         self.send(resp, milestone_json(triage.milestone(found.owner, found.name, milestone.id)))
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, id: str
     ) -> None:
-        found, level = self.sorting(req, owner, repo)
+        found, level = self.sorting(target)
         self.writer(req)
         self.must_sort(req, level)
         self.forge.triage.delete_milestone(found.owner, found.name, self.find(found, id).id)

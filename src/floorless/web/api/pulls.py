@@ -23,7 +23,6 @@ from typing import Annotated, Any, ClassVar, Required, TypedDict
 import falcon
 import pygit2
 
-from floorless.accounts.access import Level
 from floorless.accounts.accounts import Account
 from floorless.collab.filters import IssueFilter
 from floorless.collab.issues import clean_body, clean_title
@@ -43,6 +42,7 @@ from floorless.git.compare import COMMITS_LIMIT
 from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.gitbase import GitApi, flag
 from floorless.web.api.issues import IssueResource
+from floorless.web.api.repository import Target
 from floorless.web.comparing import (
     STATE_WORDS,
     Spec,
@@ -162,13 +162,11 @@ class PullApi(GitApi, IssueResource):
     issues' ways of reading labels, a milestone and assignees from a body (``IssueResource``:
     a pull request's are its issue's)."""
 
-    def pulls_view(
-        self, req: falcon.Request, owner: str, name: str, needed: Level = Level.READ
-    ) -> tuple[RepoView, Links]:
-        view, links = self.open(req, owner, name, needed)
-        if not view.repo.has_pulls:
+    def pulls_view(self, target: Target) -> tuple[RepoView, Links]:
+        """The repository's refs and links, where pull requests are on."""
+        if not target.repo.has_pulls:
             raise NotFound("pull requests are turned off here")
-        return view, links
+        return target.view, target.links
 
     def pull(self, view: RepoView, number: str) -> Pull:
         return self.forge.pulls.get(view.repo.owner, view.repo.name, pull_number(number))
@@ -258,8 +256,8 @@ class PullList(PullApi):
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view = self.pulls_view(target)[0]
         paging = self.paging(req)
         state = req.get_param("state") or "open"
         if state not in ("open", "closed", "all"):
@@ -284,8 +282,8 @@ class PullList(PullApi):
         self.paged(req, resp, self.forge, paging, total)
         self.send(resp, self.shown(req, view, pulls))
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view = self.pulls_view(target)[0]
         account = self.writer(req)
         if not self.forge.policy.may_take_part(self.viewer(req), view.level):
             raise Forbidden("you may not open pull requests here")
@@ -345,15 +343,15 @@ class OnePull(PullApi):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         self.send(resp, self.shown(req, view, [self.pull(view, index)])[0])
 
     def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         account = self.writer(req)
         pull = self.pull(view, index)
         body = self.body(req)
@@ -426,12 +424,11 @@ class PullDiff(PullApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         diff_type: str,
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         if diff_type not in ("diff", "patch"):
             raise NotFound("a pull request is read as .diff or .patch")
         pull = self.pull(view, index)
@@ -465,9 +462,9 @@ class PullCommits(PullApi):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, links = self.pulls_view(req, owner, repo)
+        view, links = self.pulls_view(target)
         pull = self.pull(view, index)
         merge_base, head = self.anchors(view, pull)
         listed, _ = cached_commits(self.forge.shapes, view.handle, merge_base, head, COMMITS_LIMIT)
@@ -509,9 +506,9 @@ class PullFiles(PullApi):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         pull = self.pull(view, index)
         merge_base, head = self.anchors(view, pull)
         changes = shapes.range_changes(self.forge.shapes, view.handle, merge_base, head)
@@ -540,12 +537,11 @@ class PullByBranches(PullApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         head: str,
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         found = self.forge.pulls.open_between(
             (view.repo.owner, view.repo.name, index), (view.repo.owner, view.repo.name, head)
         )
@@ -588,17 +584,17 @@ class PullMerge(PullApi):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         if not self.pull(view, index).merged:
             raise NotFound("the pull request is not merged")
         self.nothing(resp)
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         account = self.writer(req)
         pull = self.pull(view, index)
         body = self.body(req)
@@ -673,9 +669,9 @@ class PullMerge(PullApi):
         return account.name.lower() in (n.lower() for n in rule.merge_whitelist_usernames)
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         account = self.writer(req)
         pull = self.pull(view, index)
         schedule = self.forge.automerge.of(pull)

@@ -34,6 +34,7 @@ from floorless.web.api.base import (
     Unprocessable,
     query_flag,
 )
+from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
 
 
@@ -102,7 +103,7 @@ _STYLE_SWITCHES = {
 LIST = Operation("list repositories", list[Repository], query=Paged, paged=True)
 
 
-class RepoResource(Resource):
+class Repositories(Resource):
     """Shared by every resource that answers repositories."""
 
     def page_of(
@@ -169,7 +170,7 @@ def _check_branch_name(branch: str) -> None:
         raise Unprocessable(f"{branch!r} is not a valid branch name")
 
 
-class MyRepos(RepoResource):
+class MyRepos(Repositories):
     operations = {
         "get": replace(
             LIST,
@@ -197,7 +198,7 @@ class MyRepos(RepoResource):
         self.create(req, resp, self.writer(req))
 
 
-class UserRepos(RepoResource):
+class UserRepos(Repositories):
     operations = {
         "get": replace(
             LIST,
@@ -214,7 +215,7 @@ class UserRepos(RepoResource):
         self.send(resp, self.page_of(req, resp, owner=who.name))
 
 
-class OrgRepos(RepoResource):
+class OrgRepos(Repositories):
     operations = {
         "get": replace(
             LIST,
@@ -254,7 +255,7 @@ def _org(resource: Resource, name: str) -> Any:
     return found
 
 
-class RepoSearch(RepoResource):
+class RepoSearch(Repositories):
     operations = {
         "get": Operation(
             "search repositories the caller may see (answers {ok, data})",
@@ -301,7 +302,7 @@ def _sort(req: falcon.Request) -> str:
     raise Unprocessable(f"cannot sort by {sort!r} here: alpha or updated")
 
 
-class OneRepo(RepoResource):
+class OneRepo(RepoResource, Repositories):
     operations = {
         "get": Operation("a repository", Repository, operation_id="repoGet", tag="repository"),
         "patch": Operation(
@@ -311,6 +312,8 @@ class OneRepo(RepoResource):
             signed_in=True,
             operation_id="repoEdit",
             tag="repository",
+            needs=Level.ADMIN,
+            first="writer",
         ),
         "delete": Operation(
             "delete a repository (its admins)",
@@ -319,16 +322,16 @@ class OneRepo(RepoResource):
             signed_in=True,
             operation_id="repoDelete",
             tag="repository",
+            needs=Level.ADMIN,
+            first="writer",
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        found, _ = self.repo(req, owner, repo)
-        self.send(resp, self.shown(req, [found])[0])
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        self.send(resp, self.shown(req, [target.repo])[0])
 
-    def on_patch(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        self.writer(req)
-        found, _ = self.repo(req, owner, repo, Level.ADMIN)
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found = target.repo
         body = self.body(req)
         forge = self.forge
         branch = body.get("default_branch")
@@ -372,9 +375,8 @@ class OneRepo(RepoResource):
             forge.moves.refs_moved(found)
         self.send(resp, self.shown(req, [forge.registry.get(found.owner, found.name)])[0])
 
-    def on_delete(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        self.writer(req)
-        found, _ = self.repo(req, owner, repo, Level.ADMIN)
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        found = target.repo
         self.forge.lifecycle.delete(found)
         self.nothing(resp)
 

@@ -25,6 +25,7 @@ from floorless.forgejo.pulls import PullReview, PullReviewComment
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.pulls import PullApi
+from floorless.web.api.repository import Target
 from floorless.web.context import RepoView
 
 
@@ -136,9 +137,9 @@ class Reviews(ReviewApi):
     }
 
     def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         pull = self.pull(view, index)
         found = self.found(req, pull)
         paging = self.paging(req)
@@ -148,9 +149,9 @@ class Reviews(ReviewApi):
         self.send(resp, self.reviews_json(req, view, pull, page, found))
 
     def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, index: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         account = self.reviewer(req, view)
         pull = self.pull(view, index)
         body = self.body(req)
@@ -239,12 +240,11 @@ class OneReview(ReviewApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         review: str,
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         pull = self.pull(view, index)
         shown, found = self.one(req, pull, review)
         self.send(resp, self.reviews_json(req, view, pull, [shown], found)[0])
@@ -253,12 +253,11 @@ class OneReview(ReviewApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         review: str,
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         account = self.reviewer(req, view)
         pull = self.pull(view, index)
         found, _ = self.one(req, pull, review)
@@ -279,12 +278,11 @@ class OneReview(ReviewApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         review: str,
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         account = self.reviewer(req, view)
         pull = self.pull(view, index)
         found, _ = self.one(req, pull, review)
@@ -310,12 +308,11 @@ class ReviewComments(ReviewApi):
         self,
         req: falcon.Request,
         resp: falcon.Response,
-        owner: str,
-        repo: str,
+        target: Target,
         index: str,
         review: str,
     ) -> None:
-        view, _ = self.pulls_view(req, owner, repo)
+        view = self.pulls_view(target)[0]
         pull = self.pull(view, index)
         shown, found = self.one(req, pull, review)
         comments = found.of_review(shown.id)

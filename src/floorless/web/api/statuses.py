@@ -42,6 +42,7 @@ from floorless.forgejo.schema import DateTime, Doc
 from floorless.git.oid import is_full
 from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.gitbase import GitApi, resolve_ref
+from floorless.web.api.repository import Target
 from floorless.web.auth import Authenticator
 from floorless.web.context import RepoView
 from floorless.web.public import public_url
@@ -225,20 +226,18 @@ class Statuses(_StatusApi):
             signed_in=True,
             operation_id="repoCreateStatus",
             tag="repository",
+            needs=Level.WRITE,
+            first="writer",
         ),
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, sha: str) -> None:
+        view, links = target.view, target.links
         self.listing(req, resp, view, links, _sha_of(view, sha))
 
-    def on_post(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, sha: str
-    ) -> None:
-        account = self.writer(req)
-        view, links = self.open(req, owner, repo, Level.WRITE)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target, sha: str) -> None:
+        account = self.caller(req)
+        view, links = target.view, target.links
         if not self.forge.policy.may_post_status(self.viewer(req), view.level):
             raise Forbidden("only those who may push may post a commit status")
         data = self.body(req)
@@ -278,10 +277,8 @@ class RefStatuses(_StatusApi):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, ref: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, ref: str) -> None:
+        view, links = target.view, target.links
         sha = resolve_ref(view, ref.encode()).commit.hex()
         self.listing(req, resp, view, links, sha)
 
@@ -301,10 +298,8 @@ class Combined(GitApi):
         )
     }
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, ref: str
-    ) -> None:
-        view, links = self.open(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, ref: str) -> None:
+        view, links = target.view, target.links
         sha = resolve_ref(view, ref.encode()).commit.hex()
         latest = self.forge.statuses.latest(view.repo, sha)
         if not latest:
@@ -343,11 +338,11 @@ _EMPTY: dict[str, Any] = {
 
 
 class _ProtectionApi(GitApi):
-    def admin(self, req: falcon.Request, owner: str, name: str) -> RepoView:
+    def admin(self, req: falcon.Request, target: Target) -> RepoView:
         """The repository, for its administrator: 401 anonymous, 404 for who may not read
-        it, 403 for who may read it but not administer it (or with a read token)."""
-        self.caller(req)
-        view, _ = self.open(req, owner, name)
+        it (its operations refuse those first: ``first``), 403 for who may read it but not
+        administer it (or with a read token)."""
+        view = target.view
         if not self.forge.policy.may_protect(self.viewer(req), view.level):
             if self.viewer(req).scope == "read" and view.level >= Level.ADMIN:
                 self.writer(req)  # the scope's own 403
@@ -372,6 +367,7 @@ class BranchProtections(_ProtectionApi):
             "list branch protections",
             GenericAlias(list, (ProtectionShape,)),
             signed_in=True,
+            first="caller",
             operation_id="repoListBranchProtection",
             tag="repository",
         ),
@@ -381,18 +377,18 @@ class BranchProtections(_ProtectionApi):
             status=201,
             body=CreateBranchProtectionOption,
             signed_in=True,
+            first="writer",
             operation_id="repoCreateBranchProtection",
             tag="repository",
         ),
     }
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        view = self.admin(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view = self.admin(req, target)
         self.send(resp, [protection_json(r) for r in self.forge.protections.rules(view.repo)])
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
-        self.writer(req)
-        view = self.admin(req, owner, repo)
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        view = self.admin(req, target)
         data = self.body(req)
         name = str(data.get("rule_name") or data.get("branch_name") or "")
         fields = self.fields(data)
@@ -411,6 +407,7 @@ class BranchProtection(_ProtectionApi):
             "get a branch protection",
             ProtectionShape,
             signed_in=True,
+            first="caller",
             operation_id="repoGetBranchProtection",
             tag="repository",
         ),
@@ -419,6 +416,7 @@ class BranchProtection(_ProtectionApi):
             ProtectionShape,
             body=EditBranchProtectionOption,
             signed_in=True,
+            first="writer",
             operation_id="repoEditBranchProtection",
             tag="repository",
         ),
@@ -427,6 +425,7 @@ class BranchProtection(_ProtectionApi):
             None,
             status=204,
             signed_in=True,
+            first="writer",
             operation_id="repoDeleteBranchProtection",
             tag="repository",
         ),
@@ -439,28 +438,24 @@ class BranchProtection(_ProtectionApi):
         except UnicodeDecodeError as exc:
             raise NotFound("no such branch protection rule") from exc
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, name: str
-    ) -> None:
-        view = self.admin(req, owner, repo)
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, name: str) -> None:
+        view = self.admin(req, target)
         rule = self.forge.protections.get(view.repo, self._rule_name(req))
         self.send(resp, protection_json(rule))
 
     def on_patch(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, name: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, name: str
     ) -> None:
-        self.writer(req)
-        view = self.admin(req, owner, repo)
+        view = self.admin(req, target)
         rule = self.forge.protections.get(view.repo, self._rule_name(req))  # 404 before 422
         fields = self.fields(self.body(req))
         rule = self.forge.protections.edit(view.repo, rule.rule, fields)
         self.send(resp, protection_json(rule))
 
     def on_delete(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, name: str
+        self, req: falcon.Request, resp: falcon.Response, target: Target, name: str
     ) -> None:
-        self.writer(req)
-        view = self.admin(req, owner, repo)
+        view = self.admin(req, target)
         self.forge.protections.delete(view.repo, self._rule_name(req))
         self.nothing(resp)
 
@@ -474,13 +469,20 @@ class SlashedRef(GitApi):
         self.combined = Combined(forge, auth)
         self.listed = RefStatuses(forge, auth)
 
-    def on_get(
-        self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, tail: str
-    ) -> None:
-        ref, _, last = tail.rpartition("/")
+    def first(self, req: falcon.Request, operation: Operation) -> None:
+        """Any other path under ``commits/`` is no route: refused before a lookup."""
+        ref, _, last = _tail(req).rpartition("/")
         if not ref or last not in ("status", "statuses"):
             raise NotFound("no such API path")
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
+        ref, _, last = tail.rpartition("/")
         if last == "status":
-            self.combined.on_get(req, resp, owner, repo, ref)
+            self.combined.on_get(req, resp, target, ref)
         else:
-            self.listed.on_get(req, resp, owner, repo, ref)
+            self.listed.on_get(req, resp, target, ref)
+
+
+def _tail(req: falcon.Request) -> str:
+    """What follows ``repos/{owner}/{repo}/commits/`` in the request's path."""
+    return req.path.split("/", 6)[-1].removeprefix("commits/")
