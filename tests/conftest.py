@@ -3,22 +3,32 @@ them with its index complete, and an in-process test client.
 
 With ``FLOORLESS_TEST_POSTGRES`` set to a PostgreSQL server's URL (``./check`` starts one with
 ``scripts/test-postgres.sh``), every forge a test makes, in this process or in a server or
-admin process, keeps its data in a database of its own on that server instead of SQLite.
+admin process, keeps its data in a database of its own on that server instead of SQLite;
+under pytest-xdist each worker has its own suite database there too (``support.forges``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import argon2
 import pytest
 from falcon import testing
-from support.forges import POSTGRES, database_for, start_forge, wait_indexed
+from support.forges import (
+    POSTGRES,
+    database_for,
+    make_suite_database,
+    start_forge,
+    wait_indexed,
+)
 from support.gitfixtures import build_all
 
+from floorless.accounts import accounts
 from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.web.app import create_app
@@ -26,16 +36,60 @@ from floorless.web.app import create_app
 _HOME_SAFE_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM")
 
 
-if POSTGRES:
-    _load = Settings.load.__func__  # type: ignore[attr-defined]
+pytest_plugins = ["support.lanes"]  # the unit lane's guard
 
-    def _load_on_postgres(cls, config_file=None, environ=None, **overrides):
-        settings = _load(cls, config_file, environ, **overrides)
+
+# Markers of the modules that start processes (a server, a browser, the benchmark): the longest.
+_SLOW = ("bench", "browser", "network")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the modules that start processes first: each worker takes a whole
+    module at a time, in this order, so a long one taken last would leave the other worker
+    idle while it runs. Each module's tests keep their order; the run is otherwise as
+    collected (and every worker orders alike, as xdist requires)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow = {item.path for item in items if any(item.get_closest_marker(m) for m in _SLOW)}
+    items.sort(key=lambda item: item.path not in slow)  # a stable sort
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _databases_on_postgresql() -> Iterator[None]:
+    """On PostgreSQL, every forge this process starts keeps its data in a database of its data
+    directory's own instead of its SQLite file: ``Settings.load`` answers that database for the
+    default. (Server and admin processes are given ``--database`` by ``support.serving``.)
+    A fixture, not a patch made on import, so that it is undone when the session ends and
+    shows in ``--setup-plan``."""
+    if not POSTGRES:
+        yield
+        return
+    make_suite_database()
+    load = Settings.load.__func__  # type: ignore[attr-defined]
+
+    def load_on_postgresql(cls, config_file=None, environ=None, **overrides):
+        settings = load(cls, config_file, environ, **overrides)
         if settings.database == str(settings.data / "floorless.sqlite3"):
             settings = dataclasses.replace(settings, database=database_for(settings.data))
         return settings
 
-    Settings.load = classmethod(_load_on_postgres)  # type: ignore[method-assign]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Settings, "load", classmethod(load_on_postgresql))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes() -> Iterator[None]:
+    """argon2 at a test's cost in this process: one pass over 8 KiB instead of three over
+    64 MiB. Every sign-in and every account a test makes hashes or checks a password, and at
+    the real cost that was most of the suite's time (36 of 56 s of tests/collab/test_issues.py);
+    the hashes are argon2id all the same and are checked by the same code. The real cost is
+    still what the servers the tests start (support.serving) pay, and what the hardening tests'
+    own hasher counts and holds."""
+    quick = functools.partial(argon2.PasswordHasher, time_cost=1, memory_cost=8, parallelism=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(accounts, "PasswordHasher", quick)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,8 @@ from floorless.cli.settings import reference_markdown
 from floorless.core.config import SETTINGS, Settings
 from floorless.core.errors import ConfigError
 
+pytestmark = pytest.mark.unit
+
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 

@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent(
     """
     import gc
     from pathlib import Path
-    from floorless.indexer import return_freed_memory
+    from floorless.index.indexer import return_freed_memory
 
     def rss_mb():
         for line in Path("/proc/self/status").read_text().splitlines():

@@ -15,6 +15,8 @@ from floorless.db import Database, open_database
 from floorless.db.migrations import migrate
 from floorless.db.notices import Notices
 
+pytestmark = pytest.mark.unit
+
 SELECT = "SELECT name FROM accounts WHERE id = ?"
 TABLES = ("accounts",)
 

@@ -16,6 +16,8 @@ import pytest
 
 from floorless.git.history import CommitGraph, LogWalk, PathWalk
 
+pytestmark = pytest.mark.unit
+
 PATHS = [b"a/x", b"a/y", b"a/b/z", b"a/b/w", b"c", b"d/e"]
 
 

@@ -8,6 +8,8 @@ import pytest
 from floorless.core.errors import BadRequest, UnknownRevision
 from floorless.git.refs import MAX_PATH, RefSnapshot, Resolved, Tag, check_path, resolve
 
+pytestmark = pytest.mark.unit
+
 
 def _commit(n: int) -> bytes:
     return bytes([n]) * 20

@@ -56,16 +56,20 @@ def _chromium() -> str:
     raise AssertionError("unreachable")
 
 
-@pytest.fixture
-def server(fixture_root: Path, tmp_path: Path) -> Iterator[str]:
-    """``floorless serve`` over the fixture repositories; yields its base URL."""
-    with serving(fixture_root, tmp_path / "data") as running:
+@pytest.fixture(scope="module")
+def server(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``floorless serve`` over the fixture repositories, for a module's tests that only read
+    (a test that writes starts a server of its own); yields its base URL."""
+    with serving(fixture_root, tmp_path_factory.mktemp("data")) as running:
         yield running.url
 
 
-@pytest.fixture
-def browser(tmp_path: Path):
-    """A headless system Chromium (never a downloaded one), closed afterwards."""
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    """A headless system Chromium (never a downloaded one), one for a module's tests (each opens
+    contexts of its own, which share no cookie or storage), closed after them. Not one for the
+    whole run: playwright's sync API holds an event loop in the thread while it is open, and
+    the other tests' ``asyncio.run`` may not run inside one."""
     executable = _chromium()
     try:
         from playwright.sync_api import sync_playwright
@@ -77,7 +81,7 @@ def browser(tmp_path: Path):
             executable_path=executable,
             headless=True,
             args=CHROMIUM_ARGS,
-            env={**os.environ, "HOME": str(tmp_path / "home")},
+            env={**os.environ, "HOME": str(tmp_path_factory.mktemp("home"))},
         )
         try:
             yield browser

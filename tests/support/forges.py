@@ -15,7 +15,27 @@ from floorless.forge import Forge
 ROOT = Path(__file__).resolve().parents[2]
 
 
-POSTGRES = os.environ.get("FLOORLESS_TEST_POSTGRES", "")
+SERVER = os.environ.get("FLOORLESS_TEST_POSTGRES", "")  # the cluster ./check started, if any
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... under pytest-xdist
+# The suite's own database on that cluster (what the tests that share one database use): one for
+# each xdist worker, so that workers running at once never see each other's rows.
+POSTGRES = f"{SERVER.rsplit('/', 1)[0]}/suite_{WORKER}" if SERVER and WORKER else SERVER
+
+
+def make_suite_database() -> None:
+    """Create this worker's suite database (``POSTGRES``) on the cluster if it is not there."""
+    if POSTGRES and POSTGRES != SERVER:
+        _create_database(POSTGRES.rsplit("/", 1)[1])
+
+
+def _create_database(name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(SERVER, autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if found is None:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def database_for(data: Path) -> str | None:
@@ -23,15 +43,11 @@ def database_for(data: Path) -> str | None:
     empty the first time it is asked for), or None on SQLite."""
     if not POSTGRES:
         return None
-    import psycopg
-    from psycopg import sql
-
+    # the data directory's path tells it apart, also between xdist workers (each has a
+    # temporary directory of its own)
     name = "t_" + hashlib.sha1(str(Path(data).absolute()).encode()).hexdigest()[:24]
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if found is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return POSTGRES.rsplit("/", 1)[0] + "/" + name
+    _create_database(name)
+    return SERVER.rsplit("/", 1)[0] + "/" + name
 
 
 def copy_test_database(source: Path, target: Path) -> None:
@@ -44,7 +60,7 @@ def copy_test_database(source: Path, target: Path) -> None:
 
     source_url, target_url = database_for(source), database_for(target)
     assert source_url and target_url
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+    with psycopg.connect(SERVER, autocommit=True) as conn:
         names = [sql.Identifier(url.rsplit("/", 1)[1]) for url in (source_url, target_url)]
         conn.execute(  # a template must have no one connected
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from floorless.web.gateway import Limits, wsgi_environ
+
+pytestmark = pytest.mark.unit
 
 
 def scope(path: bytes, headers: list[tuple[bytes, bytes]], query: bytes = b"") -> dict:
