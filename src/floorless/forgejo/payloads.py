@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import NotRequired, Protocol, TypedDict
 
 import pygit2
 
@@ -27,8 +27,16 @@ from floorless.core.config import Settings
 from floorless.core.errors import FloorlessError
 from floorless.forgejo import urls
 from floorless.forgejo.git import Links, PayloadCommit, payload_commit
-from floorless.forgejo.issues import GHOST, IssueFacts, comment_json, issue_json
-from floorless.forgejo.people import Person, RepoFacts, User, person, repo_json, user_json
+from floorless.forgejo.issues import GHOST, Comment, Issue, IssueFacts, comment_json, issue_json
+from floorless.forgejo.people import (
+    Person,
+    RepoFacts,
+    Repository,
+    User,
+    person,
+    repo_json,
+    user_json,
+)
 from floorless.forgejo.pulls import PullFacts, PullRequest, PullSources, pull_json
 from floorless.git import objects
 from floorless.repos.registry import Repo
@@ -40,7 +48,6 @@ log = logging.getLogger(__name__)
 MAX_COMMITS = 20  # commits a push payload lists (the newest); total_commits counts them all
 MAX_COUNTED = 10_000  # commits counted for total_commits, at most
 MAX_COMMANDS = 1000
-Json = dict[str, Any]
 
 
 class EventSources(PullSources, Protocol):
@@ -158,16 +165,15 @@ def send_push(
         short = update.ref.removeprefix("refs/tags/" if tag else "refs/heads/")
         kind = "tag" if tag else "branch"
         branch = None if tag else short
-        payload: Json
         if update.deleted:
-            payload = {
+            deleted: DeletePayload = {
                 "ref": short,
                 "ref_type": kind,
                 "pusher_type": "user",
                 "repository": repository,
                 "sender": pusher,
             }
-            forge.webhooks.emit(hooks, "delete", payload, branch=branch)
+            forge.webhooks.emit(hooks, "delete", deleted, branch=branch)
             continue
         try:
             head = handle[pygit2.Oid(hex=update.new)].peel(pygit2.Commit)
@@ -175,19 +181,19 @@ def send_push(
             log.warning("%s: %s is no commit: %s", repo.full_name, update.ref, exc)
             continue
         if update.created:
-            payload = {
+            created: CreatePayload = {
                 "sha": str(head.id),
                 "ref": short,
                 "ref_type": kind,
                 "repository": repository,
                 "sender": pusher,
             }
-            forge.webhooks.emit(hooks, "create", payload, branch=branch)
+            forge.webhooks.emit(hooks, "create", created, branch=branch)
         listed, total = ([], 0) if tag else _commits(handle, update, head, tips or {})
         names = _usernames(forge, [head, *listed])
         commits = [commit_json(handle, links, c, names) for c in reversed(listed)]
         before = update.old
-        payload = {
+        payload: PushPayload = {
             "ref": update.ref,
             "before": before,
             "after": update.new,
@@ -206,7 +212,9 @@ def send_push(
         forge.webhooks.emit(hooks, "push", payload, branch=branch or update.ref)
 
 
-def test_payload(forge: EventSources, repo: Repo, account: Account, public: str) -> Json | None:
+def test_payload(
+    forge: EventSources, repo: Repo, account: Account, public: str
+) -> PushPayload | None:
     """Forgejo's test delivery: a push of the default branch's last commit onto itself."""
     snapshot = forge.snapshot(repo)
     branch = snapshot.default_branch
@@ -341,7 +349,7 @@ def fork_event(forge: EventSources, forked: Forked) -> None:
     public = base_url(forge)
     viewer = Viewer(account=forked.account)
     both = RepoFacts(forge, viewer, [parent, forked.fork])
-    payload = {
+    payload: ForkPayload = {
         "forkee": repo_json(parent, both, public),
         "repo": repo_json(forked.fork, both, public),
         "sender": _user(forge, forked.account, public),
@@ -374,7 +382,7 @@ def issue_event(forge: EventSources, change: Change) -> None:
     if change.comment_id is not None:
         comment = forge.issues.comment_by_id(repo.owner, repo.name, change.comment_id)
         facts = IssueFacts(forge, viewer, repo, public, [issue], [comment.author])
-        payload: Json = {
+        comment_payload: IssueCommentPayload = {
             "action": "created",
             "issue": issue_json(issue, facts),
             "comment": comment_json(comment, facts),
@@ -383,9 +391,9 @@ def issue_event(forge: EventSources, change: Change) -> None:
             "is_pull": issue.is_pull,
         }
         if issue.is_pull:
-            payload["pull_request"] = _pull(forge, repo, viewer, public, issue.number)
+            comment_payload["pull_request"] = _pull(forge, repo, viewer, public, issue.number)
         kind = "pull_request_comment" if issue.is_pull else "issue_comment"
-        forge.webhooks.emit(hooks, kind, payload, action="created")
+        forge.webhooks.emit(hooks, kind, comment_payload, action="created")
         return
     if issue.is_pull:
         review = None
@@ -395,8 +403,8 @@ def issue_event(forge: EventSources, change: Change) -> None:
             if row is None or row["state"] not in _REVIEWED:
                 return
             kind = _REVIEWED[row["state"]]
-            review = {"type": kind, "content": row["body"]}
-        payload = {
+            review = ReviewPayload(type=kind, content=row["body"])
+        pull_payload: PullRequestPayload = {
             "action": action,
             "number": issue.number,
             "pull_request": _pull(forge, repo, viewer, public, issue.number),
@@ -406,18 +414,18 @@ def issue_event(forge: EventSources, change: Change) -> None:
             "commit_id": "",
             "review": review,
         }
-    else:
-        facts = IssueFacts(forge, viewer, repo, public, [issue])
-        payload = {
-            "action": action,
-            "number": issue.number,
-            "issue": issue_json(issue, facts),
-            "repository": repository,
-            "sender": sender,
-            "commit_id": "",
-        }
-        kind = "issues"
-    forge.webhooks.emit(hooks, kind, payload, action=action)
+        forge.webhooks.emit(hooks, kind, pull_payload, action=action)
+        return
+    facts = IssueFacts(forge, viewer, repo, public, [issue])
+    payload: IssuePayload = {
+        "action": action,
+        "number": issue.number,
+        "issue": issue_json(issue, facts),
+        "repository": repository,
+        "sender": sender,
+        "commit_id": "",
+    }
+    forge.webhooks.emit(hooks, "issues", payload, action=action)
 
 
 def _pull(forge: EventSources, repo: Repo, viewer: Viewer, public: str, number: int) -> PullRequest:
@@ -428,3 +436,93 @@ def _pull(forge: EventSources, repo: Repo, viewer: Viewer, public: str, number: 
 
 def _ghost(forge: EventSources, public: str) -> User:
     return user_json(GHOST, ANONYMOUS, public)
+
+
+# Forgejo's payloads as this module makes them (its ``modules/structs/hook.go``); webhooks
+# are not in the API's description, so these are held by mypy alone.
+
+
+class CreatePayload(TypedDict):
+    """Forgejo's ``CreatePayload``: a branch or tag made."""
+
+    sha: str
+    ref: str
+    ref_type: str
+    repository: Repository
+    sender: User
+
+
+class DeletePayload(TypedDict):
+    """Forgejo's ``DeletePayload``: a branch or tag deleted."""
+
+    ref: str
+    ref_type: str
+    pusher_type: str
+    repository: Repository
+    sender: User
+
+
+class PushPayload(TypedDict):
+    """Forgejo's ``PushPayload``: the commits a ref moved by (the newest ``MAX_COMMITS``)."""
+
+    ref: str
+    before: str
+    after: str
+    compare_url: str
+    commits: list[PayloadCommit]
+    total_commits: int
+    head_commit: PayloadCommit
+    repository: Repository
+    pusher: User
+    sender: User
+
+
+class ForkPayload(TypedDict):
+    """Forgejo's ``ForkPayload``: ``forkee`` the parent, ``repo`` the fork."""
+
+    forkee: Repository
+    repo: Repository
+    sender: User
+
+
+class IssueCommentPayload(TypedDict):
+    """Forgejo's ``IssueCommentPayload`` (of a pull request's conversation too)."""
+
+    action: str
+    issue: Issue
+    comment: Comment
+    repository: Repository
+    sender: User
+    is_pull: bool
+    pull_request: NotRequired[PullRequest]
+
+
+class ReviewPayload(TypedDict):
+    """Forgejo's ``ReviewPayload``: a review's kind and text."""
+
+    type: str
+    content: str
+
+
+class PullRequestPayload(TypedDict):
+    """Forgejo's ``PullRequestPayload``."""
+
+    action: str
+    number: int
+    pull_request: PullRequest
+    requested_reviewer: User | None
+    repository: Repository
+    sender: User
+    commit_id: str
+    review: ReviewPayload | None
+
+
+class IssuePayload(TypedDict):
+    """Forgejo's ``IssuePayload``."""
+
+    action: str
+    number: int
+    issue: Issue
+    repository: Repository
+    sender: User
+    commit_id: str

@@ -14,7 +14,7 @@ from floorless.forge import Forge
 from floorless.forgejo import urls
 from floorless.git import transport
 from floorless.git.refs import Resolved
-from floorless.web.context import RepoView, repo_view
+from floorless.web.context import RepoView
 
 FORMATS = {
     ".tar.gz": ("tar.gz", "application/gzip"),
@@ -46,12 +46,6 @@ class Target:
     @property
     def commit(self) -> str:
         return self.resolved.commit.hex()
-
-
-def target(forge: Forge, req: falcon.Request, owner: str, repo: str) -> Target:
-    """The repository, the ref as the URL spells it, its commit and the format suffix."""
-    req.context.plain = True
-    return target_in(repo_view(forge, req, owner, repo), req)
 
 
 def target_in(view: RepoView, req: falcon.Request) -> Target:

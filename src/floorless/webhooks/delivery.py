@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -181,7 +181,7 @@ class Webhooks:
         self,
         hooks: Iterable[Hook],
         event: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, Any],
         action: str = "",
         branch: str | None = None,
         forced: bool = False,

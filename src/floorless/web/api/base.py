@@ -143,6 +143,29 @@ class Resource:
         data = json_object(raw)
         return {} if shape is None else decode(shape, data)
 
+    def query(self, req: falcon.Request) -> dict[str, Any]:
+        """The query parameters the operation declares (its ``query`` shape) that the
+        request gives, each read as its declared type: a boolean as ``query_flag`` reads one
+        (400 for another word), a whole number as Forgejo reads ``page`` (one that is not a
+        positive number is left out), text as sent. What is not declared is not read here."""
+        operation = self.operations.get(req.method.lower())
+        if operation is None or operation.query is None:
+            return {}
+        found: dict[str, Any] = {}
+        for name, kind in schema.fields(operation.query).items():
+            raw = req.get_param(name)
+            if raw is None or raw == "":
+                continue
+            wanted = schema.python_type(kind)
+            if wanted is bool:
+                found[name] = query_flag(req, name)
+            elif wanted is int:
+                if raw.isdigit() and 0 < len(raw) < 10 and int(raw) > 0:
+                    found[name] = int(raw)
+            else:
+                found[name] = raw
+        return found
+
     # -- pages of lists -----------------------------------------------------------------------
 
     @staticmethod

@@ -31,8 +31,6 @@ from floorless.web.api.base import Operation, Paged
 from floorless.web.api.files import CreateBranch, DeleteBranch
 from floorless.web.api.gitbase import (
     GitApi,
-    count_param,
-    flag,
     may_write,
     object_by_id,
     page_headers,
@@ -237,6 +235,7 @@ class GitCommit(GitApi):
         view, links = target.view, target.links
         resolved = resolve_ref(view, urls.exact_tail(req, "sha"))
         commit = view.commit(resolved)
+        asked = self.query(req)
         self.send(
             resp,
             shapes.commit(
@@ -244,9 +243,9 @@ class GitCommit(GitApi):
                 links,
                 view.handle,
                 commit,
-                files=flag(req, "files", True),
-                stat=flag(req, "stat", True),
-                verification=flag(req, "verification", True),
+                files=asked.get("files", True),
+                stat=asked.get("stat", True),
+                verification=asked.get("verification", True),
             ),
         )
 
@@ -275,9 +274,10 @@ class Commits(GitApi):
         path = check_path(raw_path) if raw_path else b""
         page, limit = paging(req)
         skip = (page - 1) * limit
-        files = flag(req, "files", True)
-        stat = flag(req, "stat", True)
-        verification = flag(req, "verification", True)
+        asked = self.query(req)
+        files = asked.get("files", True)
+        stat = asked.get("stat", True)
+        verification = asked.get("verification", True)
         cursor = Cursor(resolved.commit, skip) if skip else None
         deadline = time.monotonic() + HISTORY_WAIT
         while True:
@@ -333,9 +333,10 @@ class Tree(GitApi):
         else:
             tree = view.commit(resolve_ref(view, wanted)).tree
         assert isinstance(tree, pygit2.Tree)
-        recursive = flag(req, "recursive", False)
-        page = count_param(req, "page", 1)
-        per_page = min(count_param(req, "per_page", TREE_PER_PAGE), TREE_PER_PAGE)
+        asked = self.query(req)
+        recursive = asked.get("recursive", False)
+        page = asked.get("page", 1)
+        per_page = min(asked.get("per_page", TREE_PER_PAGE), TREE_PER_PAGE)
         entries = _entries(self.forge.shapes, tree, recursive)
         start = (page - 1) * per_page
         chosen = entries[start : start + per_page]

@@ -21,7 +21,7 @@ from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.oid import is_abbreviation, is_full
 from floorless.git.refs import Resolved, check_path
-from floorless.web.api.base import Resource, json_object, query_flag
+from floorless.web.api.base import Resource, json_object
 from floorless.web.api.repository import RepoResource
 from floorless.web.context import RepoView
 
@@ -41,18 +41,6 @@ def query_bytes(req: falcon.Request, name: str) -> bytes | None:
         if key == name:
             return unquote_to_bytes(value.replace("+", " "))
     return None
-
-
-def count_param(req: falcon.Request, name: str, default: int) -> int:
-    """A positive whole number; anything else is the default, as Forgejo reads ``page``."""
-    raw = req.get_param(name) or ""
-    return int(raw) if raw.isdigit() and 0 < len(raw) < 10 and int(raw) > 0 else default
-
-
-def flag(req: falcon.Request, name: str, default: bool) -> bool:
-    """A true/false query parameter, ``default`` when absent (400 when it is neither)."""
-    found = query_flag(req, name)
-    return default if found is None else found
 
 
 def paging(req: falcon.Request) -> tuple[int, int]:

@@ -40,7 +40,7 @@ from floorless.forgejo.schema import Doc
 from floorless.git import merge as engine
 from floorless.git.compare import COMMITS_LIMIT
 from floorless.web.api.base import Operation, Paged, Unprocessable
-from floorless.web.api.gitbase import GitApi, flag
+from floorless.web.api.gitbase import GitApi
 from floorless.web.api.issues import IssueResource
 from floorless.web.api.repository import Target
 from floorless.web.comparing import (
@@ -470,8 +470,9 @@ class PullCommits(PullApi):
         listed, _ = cached_commits(self.forge.shapes, view.handle, merge_base, head, COMMITS_LIMIT)
         oldest_first = list(reversed(listed))
         paging = self.paging(req)
-        files = flag(req, "files", True)
-        verification = flag(req, "verification", True)
+        asked = self.query(req)
+        files = asked.get("files", True)
+        verification = asked.get("verification", True)
         shown: list[Any] = []
         for info in oldest_first[paging.offset : paging.offset + paging.limit]:
             found = view.handle.get(pygit2.Oid(hex=info.id))

@@ -32,7 +32,6 @@ from floorless.web.api.base import (
     Paged,
     Resource,
     Unprocessable,
-    query_flag,
 )
 from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
@@ -277,12 +276,13 @@ class RepoSearch(Repositories):
             if account is None:
                 raise NotFound("no account has that id")
             owner = account.name
+        asked = self.query(req)
         data = self.page_of(
             req,
             resp,
             owner=owner,
             query=(req.get_param("q") or "").strip(),
-            private=False if query_flag(req, "private") is False else query_flag(req, "is_private"),
+            private=False if asked.get("private") is False else asked.get("is_private"),
             sort=_sort(req),
         )
         self.send(resp, {"ok": True, "data": data})
