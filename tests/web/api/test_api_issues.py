@@ -369,7 +369,7 @@ def _issue_routes() -> list[tuple[str, str, dict[str, object]]]:
     """Every (method, path template, a fine body) of this module's resources."""
     found = []
     for template, kind in API_ROUTES:
-        if kind.__module__.rsplit(".", 1)[-1] != "issues":
+        if kind.__module__.rsplit(".", 1)[-1] not in ("issues", "triage"):
             continue
         for method, operation in kind.operations.items():
             body = {f: _fine(s.kind) for f, s in support.api.declared(operation.body).items()}

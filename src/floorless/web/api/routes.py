@@ -17,6 +17,7 @@ from floorless.web.api import (
     repos,
     reviews,
     statuses,
+    triage,
     users,
 )
 from floorless.web.api.base import Resource
@@ -81,10 +82,10 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/issues/{index}/labels", issues.IssueLabels),
     (REPO + "/issues/{index}/labels/{id}", issues.IssueLabel),
     (REPO + "/issues/{index}/timeline", issues.IssueTimeline),
-    (REPO + "/labels", issues.Labels),
-    (REPO + "/labels/{id}", issues.OneLabel),
-    (REPO + "/milestones", issues.Milestones),
-    (REPO + "/milestones/{id}", issues.OneMilestone),
+    (REPO + "/labels", triage.Labels),
+    (REPO + "/labels/{id}", triage.OneLabel),
+    (REPO + "/milestones", triage.Milestones),
+    (REPO + "/milestones/{id}", triage.OneMilestone),
     (REPO + "/hooks", hooks.RepoHooks),
     (REPO + "/hooks/{id}", hooks.RepoHook),
     (REPO + "/hooks/{id}/tests", hooks.RepoHookTest),
