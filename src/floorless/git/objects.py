@@ -263,14 +263,18 @@ def blob_bytes(blob: pygit2.Blob, limit: int | None = None) -> bytes:
 # An object id names its content, so its type and size are the same in every repository and
 # never change: kept by id, a warm page asks the storage nothing (reading a loose object's
 # header opens its file each time). About 200 bytes an entry with the cache's own links.
-_HEADERS: Cache[bytes, tuple[int, int]] = Cache.lru(12 << 20, getsizeof=lambda _: 200)
+# One for the process, as libgit2's own object cache is (``GitEnvironment`` sizes that one):
+# the 19 callers reach it with nothing but a handle, deep in diffs and listings, and an
+# answer is the same for every repository and forge the process serves. The metrics list it
+# as ``object-headers``.
+HEADERS: Cache[bytes, tuple[int, int]] = Cache.lru(12 << 20, getsizeof=lambda _: 200)
 
 
 def object_header(repo: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, int] | None:
     """An object's type and size from its header, without reading it: libgit2 inflates a
     whole blob, with the interpreter held, the first time its content, size or kind is asked.
     None when the object cannot be read (a submodule's commit, a missing object)."""
-    known = _HEADERS.get(oid.raw)
+    known = HEADERS.get(oid.raw)
     if known is not None:
         return known
     with timing.phase("git"):
@@ -279,7 +283,7 @@ def object_header(repo: pygit2.Repository, oid: pygit2.Oid) -> tuple[int, int] |
         except (KeyError, ValueError, pygit2.GitError):
             return None
     header = int(kind), int(size)
-    _HEADERS.put(oid.raw, header)
+    HEADERS.put(oid.raw, header)
     return header
 
 

@@ -119,7 +119,7 @@ class Answers:
         self._lock = threading.Lock()
         self._deferred: set[tuple[object, ...]] = set()  # background walks running
         # (repo id, start, path or None for a branch's list over its objects) -> its walk
-        self._walks: Cache[tuple[int, bytes, bytes | None], LogWalk[Any]] = Cache.lru(
+        self.walks: Cache[tuple[int, bytes, bytes | None], LogWalk[Any]] = Cache.lru(
             WALK_MEMORY_BYTES, getsizeof=lambda walk: walk.nbytes()
         )
         self.first_pages = 0  # first pages of a path's history git answered (``_first_page``)
@@ -293,7 +293,7 @@ class Answers:
         repo_id, start, path = key
         until = skip + limit
         stored_key = _page_key(start, path, skip, limit)
-        walk: LogWalk[N] | None = self._walks.get(key, valid)
+        walk: LogWalk[N] | None = self.walks.get(key, valid)
         if walk is None or (len(walk.shown) < skip and not walk.done):  # a walk to redo
             stored = self.cache.get(repo_id, "history", stored_key)
             if stored is not None:
@@ -303,7 +303,7 @@ class Answers:
         with walk.lock:
             done = len(walk.shown) >= until or walk.done or extend(walk, until, INLINE_BUDGET)
             page = walk.page(skip, limit) if done else None
-        self._walks.put(key, walk)  # again: a walk grows
+        self.walks.put(key, walk)  # again: a walk grows
         if page is not None:
             return Page([oid(c) for c in page.commits], page.more)
         if indexing is not None:
@@ -323,7 +323,7 @@ class Answers:
             except FloorlessError as exc:  # the page's next request shows it
                 log.warning("walking the history of repository %d failed: %s", repo_id, exc)
                 return
-            self._walks.put(key, walk)
+            self.walks.put(key, walk)
             found = Page([oid(c) for c in last.commits], last.more)
             self.cache.put(repo_id, "history", stored_key, _page_to_json(found))
 
@@ -515,7 +515,7 @@ class Answers:
     def forget_repository(self, repo_id: int) -> None:
         """Drop what is kept in memory about the repository: its history walks and answers.
         Called by its ``RepoState.forget`` alone."""
-        self._walks.drop_where(lambda key: key[0] == repo_id)
+        self.walks.drop_where(lambda key: key[0] == repo_id)
         self.cache.forget_repository(repo_id)
 
 

@@ -7,6 +7,7 @@ import falcon
 from floorless.core import timing
 from floorless.core.metrics import Metrics
 from floorless.forge import Forge
+from floorless.git import objects
 from floorless.web import auth, errors, headers
 from floorless.web.api.repository import FindTarget
 from floorless.web.api.routes import api_routes
@@ -127,6 +128,8 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
             **renderer.caches,
             "pages": renderer.pages,
             "answers": forge.answers.cache,
+            "history-walks": forge.answers.walks,
+            "object-headers": objects.HEADERS,
             "compressed": compression.cache,
             **forge.shapes.named(),
         }

@@ -597,6 +597,8 @@ def test_metrics(client):
         (s.labels["cache"], s.labels["result"]) for s in families["floorless_cache_lookups"].samples
     }
     assert ("readme", "hit") in caches or ("readme", "miss") in caches
+    listed = {name for name, _ in caches}
+    assert {"pages", "answers", "history-walks", "object-headers", "api-trees"} <= listed
     assert "floorless_index_lag_seconds" in families
     assert families["floorless_index_lag_seconds"].samples[0].value >= 0
 
