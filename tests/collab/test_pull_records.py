@@ -72,8 +72,11 @@ def test_a_moved_head_is_recorded_once(forge: Forge) -> None:
     assert sorted(results) == [False, False, False, True]
     now = forge.pulls.get("ann", "plans", pull.number)
     assert now.head_oid == "b" * 40 and now.check_state == "checking"
-    kinds = [(e.kind, e.old_value, e.body) for e in forge.issues.timeline(now.issue)]
-    assert kinds == [("pushed", "a" * 40, "b" * 40)]
+    # the merger's thread may also see that these records' branches are not in the repository
+    # (a ``head_deleted`` event): what counts here is one push however many threads saw it
+    events = forge.issues.timeline(now.issue)
+    pushes = [(e.kind, e.old_value, e.body) for e in events if e.kind == "pushed"]
+    assert pushes == [("pushed", "a" * 40, "b" * 40)]
 
 
 def test_a_check_of_a_stale_head_is_dropped(forge: Forge) -> None:
@@ -100,7 +103,8 @@ def test_a_merge_closes_the_pull_request_once(forge: Forge) -> None:
     merged = forge.pulls.get("ann", "plans", pull.number)
     assert merged.merged and merged.issue.closed and merged.merged_oid == "e" * 40
     assert merged.merged_by == "ann" and merged.merge_style == "squash"
-    assert [e.kind for e in forge.issues.timeline(merged.issue)] == ["merged"]
+    kinds = [e.kind for e in forge.issues.timeline(merged.issue)]
+    assert kinds.count("merged") == 1 and set(kinds) <= {"merged", "head_deleted"}
 
 
 def test_a_closed_pull_request_is_not_marked_merged(forge: Forge) -> None:
