@@ -93,6 +93,38 @@ def test_last_changes_in_a_directory_match_reading_every_commit(seed: int) -> No
             assert graph.last_changes(start, paths, within=directory) == expected
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_merges_other_parents_need_only_what_the_first_parent_changed(seed: int) -> None:
+    """The indexer keeps, for a merge's other parents, only the paths that also differ from
+    the first (``git/treesame.py``): every walk and every last change answers as with each
+    parent's whole diff, since git's simplification asks another parent only of a path that
+    differs from the first."""
+    whole = random_graph(seed)
+    kept = CommitGraph()
+    for path in whole.path_names:
+        kept.path_id(path, create=True)
+    for node in range(len(whole)):
+        slots = _slots(whole, node)
+        first = set(slots[0])
+        narrowed = [slots[0], *(array("I", [i for i in s if i in first]) for s in slots[1:])]
+        kept.add(whole.oids[node], whole.times[node], list(whole.parents[node]), narrowed)
+    assert sum(len(s) for n in range(len(kept)) for s in _slots(kept, n)) < sum(
+        len(s) for n in range(len(whole)) for s in _slots(whole, n)
+    )  # (the random graphs' merges do change paths against their other parents)
+    rng = random.Random(seed)
+    for path in [*PATHS, b"a", b"a/b", b"d"]:
+        for _ in range(5):
+            start = rng.randrange(len(whole))
+            assert full_walk(kept, start, path) == full_walk(whole, start, path)
+            walk = kept.walk([start], path)
+            assert kept.history(walk, 10**6) and walk.shown == full_walk(whole, start, path)
+    for start in rng.sample(range(len(whole)), 20):
+        assert kept.last_changes(start, PATHS) == whole.last_changes(start, PATHS)
+        assert kept.last_changes(start, PATHS[:4], within=b"a") == whole.last_changes(
+            start, PATHS[:4]
+        )
+
+
 def test_a_rare_path_is_walked_in_runs_not_commit_by_commit() -> None:
     """5,000 commits on one line, the path changed by three of them: the walk visits them
     all, but takes only a handful one at a time."""

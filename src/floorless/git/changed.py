@@ -12,9 +12,11 @@ commit) took half an hour for git.git; git does the same work in seconds. Three 
   as ``ChangeStream``'s below, whole, for such a page.
 - ``ChangeStream``: one ``git diff-tree --stdin``, fed one line per (commit, parent) (the
   commit alone for a root, against the empty tree), answering in the same order with the
-  paths that differ. A merge is diffed against each parent, because git's history
-  simplification asks each parent; ``git log -m`` would leave out the header of an empty
-  diff, so which parent a diff belongs to would be lost. ``--always`` prints every header.
+  paths that differ. The index feeds it each commit and its first parent; what a merge's
+  other parents are asked is asked in process (``treesame.py``). A page's answer before the
+  index (``lastchanged.py``) feeds every parent, limited to the paths it wants; ``git log
+  -m`` would leave out the header of an empty diff, so which parent a diff belongs to would
+  be lost. ``--always`` prints every header.
 
 All run in floorless's git environment, with replace refs off (libgit2, which pages read
 through, knows none), and are read as they write: memory stays bounded by what the caller

@@ -310,8 +310,14 @@ class CommitGraph:
     flat ``array`` columns; per commit one slot per parent (one for a root), each the sorted ids
     of the paths that differ from that parent, stored back to back in one ``array('I')`` and
     searched with ``bisect``. No Python object per commit but its id (``oids``, shared with
-    ``seq``'s keys): git.git's 9.8 million changed-path ids take 39 MB, and the collector has
-    nothing per commit to traverse.
+    ``seq``'s keys), and the collector has nothing per commit to traverse.
+
+    A merge's slot for another parent may hold only the paths of its first slot that differ
+    from that parent too (the indexer keeps no more): git's simplification asks another
+    parent only of a path that differs from the first, and so do the walks here. On git.git
+    that is 0.43 million changed-path ids instead of 9.8 million, most of which were second
+    parents differing from their merge in everything the main line did while a topic was
+    out (the whole graph: 6 MB instead of 42).
 
     The topology (ids, parents, times) of a commit is added before its changed paths
     (``add`` with ``changes=None``, ``set_changes`` later): reachability, counts and the

@@ -7,7 +7,9 @@ what arrived), stores them, and precomputes the answers the repository's home pa
 in-memory ``CommitGraph`` and cached answers; they never wait for the indexer.
 
 git does the reading (``git/changed.py``: one ``git rev-list`` for the commits, one ``git
-diff-tree`` for the changed paths), the interpreter only parses and packs. The work is done
+diff-tree`` for the changed paths against each first parent), the interpreter parses and
+packs, and asks a merge's other parents, in the two trees, only of the paths its first
+parent's diff names (``git/treesame.py``: all git's simplification asks of them). The work is done
 in slices: between two slices the indexer picks the next job, a repository a page is waiting
 for first (``want``), else round robin, so that a small repository queued behind git.git is
 ready after one slice of it. Changed paths are indexed newest commits first, so the recent
@@ -54,6 +56,7 @@ from floorless.git.env import GitEnvironment
 from floorless.git.history import CommitGraph
 from floorless.git.lenient import read_commit
 from floorless.git.refs import RefSnapshot
+from floorless.git.treesame import differing
 from floorless.index import rows as indexrows
 from floorless.index.reachability import Reachability, Reached
 from floorless.index.rows import write_changes, write_commits
@@ -392,7 +395,7 @@ class Indexer:
         if graph.indexed < len(graph):
             if job.stream is None:
                 self._open_stream(job, graph, handle)
-            if not self._index_slice(job, graph):
+            if not self._index_slice(job, graph, handle):
                 return False
             _close(job)
             if graph.indexed < len(graph):
@@ -494,20 +497,19 @@ class Indexer:
         nodes = graph.not_indexed()
         oids, parents = graph.oids, graph.parents
 
-        def slots() -> Iterator[tuple[bytes, bytes | None]]:
+        def slots() -> Iterator[tuple[bytes, bytes | None]]:  # the first parent's diff alone
             for node in nodes:
                 these = parents[node]
-                if not these:
-                    yield oids[node], None
-                for parent in these:
-                    yield oids[node], oids[parent]
+                yield oids[node], (oids[these[0]] if these else None)
 
         job.stream = ChangeStream(self.git_environment(), Path(handle.path), slots())
         job.nodes = iter(nodes)
 
-    def _index_slice(self, job: IndexJob, graph: CommitGraph) -> bool:
+    def _index_slice(self, job: IndexJob, graph: CommitGraph, handle: pygit2.Repository) -> bool:
         """Index the changed paths of up to ``slice_commits`` commits from the job's stream and
-        store them; True when the stream is done."""
+        store them; True when the stream is done. git diffs each commit against its first
+        parent; a merge's other parents are asked, in process, of the paths that differ from
+        the first (``git/treesame.py``)."""
         assert job.stream is not None and job.nodes is not None
         answers = job.stream.slots
         names = len(graph.path_names)
@@ -515,16 +517,16 @@ class Indexer:
         paths = 0
         finished = True
         for node in job.nodes:
-            changes = []
-            for _ in range(max(1, len(graph.parents[node]))):
-                answer = next(answers, None)
-                if answer is None:
-                    raise FloorlessError("git diff-tree stopped early")
-                header, changed = answer
-                if header != graph.oids[node].hex().encode():
-                    raise FloorlessError("git diff-tree answered out of order")
-                changes.append(_with_directories(graph, changed))
-                paths += len(changed)
+            answer = next(answers, None)
+            if answer is None:
+                raise FloorlessError("git diff-tree stopped early")
+            header, changed = answer
+            if header != graph.oids[node].hex().encode():
+                raise FloorlessError("git diff-tree answered out of order")
+            changes = [_with_directories(graph, changed)]
+            paths += len(changed)
+            for parent in graph.parents[node][1:]:
+                changes.append(_also_differing(graph, handle, node, parent, changes[0]))
             if not graph.is_indexed(node):  # (a slice stored before a restart may hold it)
                 with graph.lock:
                     graph.set_changes(node, changes, ordered=True)
@@ -606,6 +608,22 @@ def _with_directories(graph: CommitGraph, paths: Sequence[bytes]) -> array[int]:
             ids.add(pid)
             pid = above[pid]
     return array("I", sorted(ids))
+
+
+def _also_differing(
+    graph: CommitGraph, handle: pygit2.Repository, node: int, parent: int, first: array[int]
+) -> array[int]:
+    """The sorted ids of ``first`` (what ``node`` changed against its first parent) that
+    differ from ``parent`` too: all that git's simplification asks of a merge's other parent."""
+    names = graph.path_names
+    differ = differing(
+        handle,
+        pygit2.Oid(raw=graph.oids[node]),
+        pygit2.Oid(raw=graph.oids[parent]),
+        (names[pid] for pid in first),
+    )
+    ids = graph.path_ids
+    return array("I", sorted(ids[path] for path in differ))
 
 
 def _close(job: IndexJob) -> None:
