@@ -135,13 +135,13 @@ def root_last(
 ) -> dict[bytes, bytes | None]:
     """Entry -> the last commit that changed it (``git log -1 commit -- entry``), for each of
     ``names``, entries of the root of ``commit``: git's answers alone, no index. Commits stay
-    in hex as git writes them, and git's lines go to git as they are: the commits of one
-    parent (``git rev-list --no-merges``) straight to the diffs, the merges' (``--merges``)
-    split into a line for each parent; the walk's order (``--topo-order``) is read while
-    the diffs run. The interpreter reads the diffs' answers and little else."""
-    single = parent_lines(git, git_dir, commit, ["--no-merges"])
-    merges = parent_lines(git, git_dir, commit, ["--merges"])
-    slots = single() + b"".join(_each_parent(row) for row in merges().splitlines())
+    in hex as git writes them, and git's lines go to git as they are: one walk (``git
+    rev-list --topo-order --parents``) gives the order the answers are walked in and the
+    diffs' lines, a commit of one parent's as it is, a merge's split into a line for each
+    parent. The interpreter reads the diffs' answers and little else. (Three walks, for the
+    commits of one parent, the merges and the order, took 1.2 s of git.git's 3.8.)"""
+    rows = parent_lines(git, git_dir, commit, ["--topo-order"])().splitlines()
+    slots = b"".join(row + b"\n" if row.count(b" ") < 2 else _each_parent(row) for row in rows)
     shares = _split(slots, parts)
     found: list[dict[bytes, list[frozenset[bytes]]]] = [{} for _ in shares]
     failed: list[FloorlessError | OSError | ValueError] = []
@@ -159,7 +159,6 @@ def root_last(
     ]
     for thread in threads:
         thread.start()
-    rows = parent_lines(git, git_dir, commit, ["--topo-order"])().splitlines()
     for thread in threads:
         thread.join()
     if failed:
