@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from floorless.cli.options import load_settings, location_options
-from floorless.forge import Forge
-from floorless.web.views.base import admin_program
+from floorless.core.config import Settings
+
+if TYPE_CHECKING:
+    from floorless.forge import Forge
 
 
 @click.command()
@@ -50,35 +56,8 @@ def serve(
         if repos is not None:
             raise click.UsageError(f"--repos {settings.repos}: no such directory")
         settings.repos.mkdir(parents=True, exist_ok=True)
-    forge = Forge(settings)
-    if settings.processes > 1 and forge.db.dialect != "postgresql":
-        # Each process remembers rows, refs and the index between requests and learns of
-        # another's writes only through PostgreSQL's notices: on SQLite a second process
-        # would serve what the first has already changed.
-        raise click.UsageError(
-            f"processes = {settings.processes} needs a PostgreSQL database (--database "
-            "postgresql://...); on SQLite one process serves"
-        )
-    forge.prepare()
-    forge.registry.scan()
+    _in_a_child(lambda: _prepare(settings, config_file, data, database, repos))
     os.environ.update(settings.as_environ())
-    click.echo(
-        f"floorless: serving {len(forge.registry.all())} repositories from "
-        f"{settings.repos} at http://{settings.host}:{settings.port}/"
-    )
-    if forge.accounts.first_run():
-        given = (
-            ("--config", config_file),
-            ("--data", data),
-            ("--database", database),
-            ("--repos", repos),
-        )
-        options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
-        click.echo(
-            "floorless: no accounts yet; create the first administrator with\n"
-            f"  {admin_program()} admin user create NAME --email EMAIL --admin"
-            f" --password-stdin{options}"
-        )
     # ``processes`` worker processes (one by default), which granian starts again should one
     # die. On Linux each worker listens on a socket of its own, so while a lone worker starts
     # again connections are refused: a pack file truncated under libgit2's mapping (SIGBUS)
@@ -97,3 +76,90 @@ def serve(
         respawn_failed_workers=True,
         respawn_interval=0.5,
     ).serve()
+
+
+def _prepare(
+    settings: Settings,
+    config_file: Path | None,
+    data: Path | None,
+    database: str | None,
+    repos: Path | None,
+) -> None:
+    """The database migrated and the repositories found, before the workers start; the
+    first administrator's command when there is none."""
+    from floorless.forge import Forge  # (here: see ``_in_a_child``)
+    from floorless.web.views.base import admin_program
+
+    forge = Forge(settings)
+    try:
+        _prepare_forge(forge, settings, config_file, data, database, repos, admin_program())
+    finally:
+        forge.db.close()
+
+
+def _prepare_forge(
+    forge: Forge,
+    settings: Settings,
+    config_file: Path | None,
+    data: Path | None,
+    database: str | None,
+    repos: Path | None,
+    program: str,
+) -> None:
+    if settings.processes > 1 and forge.db.dialect != "postgresql":
+        # Each process remembers rows, refs and the index between requests and learns of
+        # another's writes only through PostgreSQL's notices: on SQLite a second process
+        # would serve what the first has already changed.
+        raise click.UsageError(
+            f"processes = {settings.processes} needs a PostgreSQL database (--database "
+            "postgresql://...); on SQLite one process serves"
+        )
+    forge.prepare()
+    forge.registry.scan()
+    click.echo(
+        f"floorless: serving {len(forge.registry.all())} repositories from "
+        f"{settings.repos} at http://{settings.host}:{settings.port}/"
+    )
+    if forge.accounts.first_run():
+        given = (
+            ("--config", config_file),
+            ("--data", data),
+            ("--database", database),
+            ("--repos", repos),
+        )
+        options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
+        click.echo(
+            "floorless: no accounts yet; create the first administrator with\n"
+            f"  {program} admin user create NAME --email EMAIL --admin"
+            f" --password-stdin{options}"
+        )
+
+
+def _in_a_child(work: Callable[[], None]) -> None:
+    """``work`` in a forked process, waited for: what it imports and reads (the forge, the
+    database, every repository's row) stays out of this process, which lives as long as the
+    server and whose memory its forked workers start from. Its error is its own to show;
+    this process exits with its code."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            work()
+        except click.ClickException as error:
+            error.show()
+            code = error.exit_code
+        except SystemExit as leaving:
+            code = leaving.code if isinstance(leaving.code, int) else 1
+        except BaseException:  # noqa: BLE001 (shown, then the parent exits with it)
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(code if code > 0 else 1)
