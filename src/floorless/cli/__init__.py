@@ -2,7 +2,7 @@
 
 Each command's module is imported when that command runs, not before: ``floorless serve``'s
 own process, which only watches the server's workers, then holds no more than the settings
-and granian (38 MB instead of 74 resident; the workers import the forge themselves)."""
+and granian (30 MB instead of 74 resident; the workers import the forge themselves)."""
 
 from __future__ import annotations
 
