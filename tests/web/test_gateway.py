@@ -4,6 +4,7 @@ views rely on it, and nothing a client can smuggle past a proxy."""
 from __future__ import annotations
 
 import io
+import sys
 
 import pytest
 
@@ -124,3 +125,45 @@ def test_the_dear_lane_is_chosen_by_the_page() -> None:
     for path in ("/a/b", "/a/b/src/branch/main/commit", "/a/b/raw/branch/main/blame",
                  "/a/b/commits/branch/main", "/-/login", "/a/commit"):  # fmt: skip
         assert not EXPENSIVE.match(path), path
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's thread names")
+def test_request_threads_carry_their_lane_in_the_name_the_system_shows(tmp_path) -> None:
+    """What a tool reading ``/proc/<tid>/comm`` sees (the benchmark's slow-filesystem count
+    tells request threads from background ones by it): each lane's own name."""
+    import asyncio
+    import threading
+    from pathlib import Path
+
+    from floorless.core import background
+    from floorless.web.gateway import Gateway
+
+    def comm() -> str:
+        return Path(f"/proc/self/task/{threading.get_native_id()}/comm").read_text().strip()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [comm().encode()]
+
+    gateway = Gateway(app, Limits(30, 1, 1, 1), 2, tmp_path, expensive_threads=1)
+
+    async def ask(path: str) -> bytes:
+        sent: list[dict] = []
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await gateway(scope(path.encode(), []), receive, send)
+        return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+    try:
+        assert asyncio.run(ask("/a/b/src/branch/main/x")) == b"fl-request"
+        assert asyncio.run(ask("/a/b/blame/branch/main/x")) == b"fl-expensive"
+    finally:
+        gateway.close()
+    names: list[str] = []
+    background.start(lambda: names.append(comm()), "probe").join(5)
+    assert names == ["fl-bg-probe"]

@@ -41,7 +41,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from floorless.core import timing
+from floorless.core import background, timing
 from floorless.core.caches import Cache, approximate_size
 from floorless.core.errors import BadRequest, DatabaseUnavailable
 from floorless.db.schema import REMEMBERED, TRIGGERED
@@ -382,7 +382,7 @@ class Postgres(Database):
             self._retry_at = None
             log.warning("database %s: reachable again", self.shown)
             # the old pool's connections are broken: let them go without holding this request
-            threading.Thread(target=old.close, name="pool-close", daemon=True).start()
+            background.start(old.close, "pool-close")
         finally:
             self._probe_lock.release()
 

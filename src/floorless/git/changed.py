@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
+from floorless.core import background
 from floorless.core.errors import GitCommandError
 from floorless.git.env import GitEnvironment
 
@@ -302,9 +303,7 @@ def _feed(pipe: IO[bytes], lines: Iterable[str]) -> threading.Thread:
             with contextlib.suppress(OSError):
                 pipe.close()
 
-    thread = threading.Thread(target=run, name="fl-bg-feed", daemon=True)
-    thread.start()
-    return thread
+    return background.start(run, "feed")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

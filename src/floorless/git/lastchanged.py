@@ -21,10 +21,11 @@ Both run in background threads, never on a request (browse pages spawn nothing).
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from floorless.core import background
 from floorless.core.errors import FloorlessError
 from floorless.git.changed import (
     ChangeStream,
@@ -154,11 +155,9 @@ def root_last(
             failed.append(exc)
 
     threads = [
-        threading.Thread(target=read, args=pair, name="fl-bg-roots", daemon=True)
+        background.start(functools.partial(read, *pair), "roots")
         for pair in zip(shares, found, strict=True)
     ]
-    for thread in threads:
-        thread.start()
     for thread in threads:
         thread.join()
     if failed:

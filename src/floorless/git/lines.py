@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import DeltaStatus, DiffOption, ObjectType
 
-from floorless.git.objects import blob_bytes
+from floorless.git.objects import blob_bytes, entry_at
 
 MAX_BYTES = 1 << 20  # a file larger than this takes no line comments (no page shows its diff)
 
@@ -61,7 +61,7 @@ def file_text(handle: pygit2.Repository, commit_oid: str, path: str) -> FileText
     if commit is None:
         return None
     try:
-        entry = commit.tree[path]
+        entry = entry_at(commit.tree, path)
     except (KeyError, ValueError, pygit2.GitError):
         return None
     if entry.type != ObjectType.BLOB:

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote_to_bytes
 
+from floorless.core.background import name_this_thread
+
 log = logging.getLogger(__name__)
 
 SPOOL_MEMORY = 1 << 20  # request bodies up to this size stay in memory
@@ -100,10 +102,25 @@ class Gateway:
         self.limits = limits
         self.spool_dir = spool_dir
         self.on_shutdown = on_shutdown
-        self.requests = ThreadPoolExecutor(threads, thread_name_prefix="fl-request")
-        self.expensive = ThreadPoolExecutor(expensive_threads, thread_name_prefix="fl-expensive")
+        self.requests = ThreadPoolExecutor(
+            threads,
+            thread_name_prefix="fl-request",
+            initializer=name_this_thread,
+            initargs=("fl-request",),
+        )
+        self.expensive = ThreadPoolExecutor(
+            expensive_threads,
+            thread_name_prefix="fl-expensive",
+            initializer=name_this_thread,
+            initargs=("fl-expensive",),
+        )
         # pieces of streamed answers (git's output, archives): never on a request thread
-        self.streams = ThreadPoolExecutor(max(4, 2 * threads), thread_name_prefix="fl-stream")
+        self.streams = ThreadPoolExecutor(
+            max(4, 2 * threads),
+            thread_name_prefix="fl-stream",
+            initializer=name_this_thread,
+            initargs=("fl-stream",),
+        )
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

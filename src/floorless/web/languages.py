@@ -20,6 +20,7 @@ from pathlib import Path
 import pygit2
 from cachetools import LRUCache
 
+from floorless.core import background
 from floorless.git import objects
 from floorless.web.markup import lexer_class
 
@@ -123,8 +124,7 @@ class Languages:
                 self.queued.add(tree)
                 self.work.put((git_dir, tree))
                 if self.thread is None:
-                    self.thread = threading.Thread(target=self._run, name="languages", daemon=True)
-                    self.thread.start()
+                    self.thread = background.start(self._run, "languages")
         return None
 
     def _run(self) -> None:
