@@ -36,6 +36,7 @@ from floorless.collab.references import References
 from floorless.collab.reviews import Reviews
 from floorless.collab.statuses import Statuses
 from floorless.collab.triage import Triage
+from floorless.core import heap
 from floorless.core.asciidoctor import Asciidoctor
 from floorless.core.background import Jobs
 from floorless.core.config import Settings
@@ -147,8 +148,17 @@ class Forge:
         issues.on_text.append(self.references.from_text)
         pulls.on_merged.append(self.references.on_merged)
         moves.listeners.append(self.references.queue)
+        # requests counted by the gateway; the maintenance loop gives memory back once they stop
+        self.activity = heap.Activity()
         self.maintenance = Maintenance(
-            settings, registry, states, handles, moves, self.garbage, self.automerge.tick
+            settings,
+            registry,
+            states,
+            handles,
+            moves,
+            self.garbage,
+            self.automerge.tick,
+            self.activity.quiet,
         )
         # Webhooks: deliveries are sent by worker threads; the payloads of a change's events
         # are computed on ``hook_events``'s thread, after the request has ended.

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from click.testing import CliRunner
+from support.serving import serving
 
 from floorless.cli import COMMANDS, main
 
@@ -40,3 +42,16 @@ def test_every_command_is_listed_and_runs() -> None:
         assert runner.invoke(main, [name, "--help"]).exit_code == 0
     unknown = runner.invoke(main, ["nope"])
     assert unknown.exit_code == 2 and "No such command 'nope'" in unknown.output
+
+
+def test_a_served_forge_allocates_with_malloc_and_watches_lean(tmp_path: Path) -> None:
+    """``floorless serve`` starts again with the C library's allocator (the ``allocator``
+    setting's default), which its workers inherit; its own process maps no libgit2."""
+    with serving(tmp_path / "repos", tmp_path / "data") as server:
+        workers = server.worker_pids()[1:]  # (the first is granian's own process)
+        assert workers
+        for pid in [server.proc.pid, *workers]:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert b"PYTHONMALLOC=malloc" in environ, pid
+        assert "libgit2" not in Path(f"/proc/{server.proc.pid}/maps").read_text()
+        assert all("libgit2" in Path(f"/proc/{pid}/maps").read_text() for pid in workers)

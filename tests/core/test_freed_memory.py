@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent(
     """
     import gc
     from pathlib import Path
-    from floorless.index.indexer import return_freed_memory
+    from floorless.core.heap import give_back
 
     def rss_mb():
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     del held
     gc.collect()
     before = rss_mb()
-    return_freed_memory()
+    give_back()
     print(before - rss_mb())
     """
 )

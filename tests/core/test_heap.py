@@ -172,3 +172,18 @@ def test_review_caches_are_bounded_in_bytes(tmp_path: Path) -> None:
         assert forge.reviews.changed.maxsize == reviews.CHANGED_PATHS_BYTES
     finally:
         forge.stop()
+
+
+def test_memory_goes_back_once_per_burst_of_requests_when_they_stop() -> None:
+    from floorless.core.heap import Activity
+
+    activity = Activity()
+    assert not activity.quiet()  # nothing came: nothing to give back
+    for _ in range(3):
+        activity.seen()
+    assert not activity.quiet()  # requests since the last look: still busy
+    assert activity.quiet() and activity.given == 1  # none since: given back, once
+    assert not activity.quiet() and not activity.quiet()
+    activity.seen()
+    assert not activity.quiet()
+    assert activity.quiet() and activity.given == 2

@@ -52,6 +52,7 @@ def serve(
         threads=threads,
         processes=processes,
     )
+    _with_allocator(settings.allocator)
     if not settings.repos.is_dir():
         if repos is not None:
             raise click.UsageError(f"--repos {settings.repos}: no such directory")
@@ -163,3 +164,17 @@ def _in_a_child(work: Callable[[], None]) -> None:
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(code if code > 0 else 1)
+
+
+def _with_allocator(allocator: str) -> None:
+    """Start this command again with Python's allocator ``allocator`` (``PYTHONMALLOC``,
+    which only an interpreter's start reads), unless it runs with it already: the workers,
+    forked from this process, allocate as it does. Only a process started to serve is
+    started again (a ``serve`` called from other Python code is left as it is)."""
+    wanted = "malloc" if allocator == "malloc" else "pymalloc"
+    if os.environ.get("PYTHONMALLOC", "pymalloc") == wanted or "serve" not in sys.orig_argv[1:]:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    environ = {**os.environ, "PYTHONMALLOC": wanted}
+    os.execve(sys.executable, sys.orig_argv, environ)  # noqa: S606 (this same command again)

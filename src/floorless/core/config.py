@@ -120,6 +120,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "allocator",
+        str,
+        "malloc",
+        "Where `floorless serve`'s processes take small objects' memory from: `malloc` (the C library's, whose free pages go back to the system once the server is quiet) or `pymalloc` (Python's own, a little quicker, which keeps every page it ever used: about 40 MB more at rest after indexing git.git, and all of a crawl's peak for good).",
+        choices=("malloc", "pymalloc"),
+    ),
+    Setting(
         "default_owner",
         str,
         "local",
@@ -531,6 +538,7 @@ class Settings:
     threads: int
     expensive_threads: int
     processes: int
+    allocator: str
     default_owner: str
     site_name: str
     base_url: str

@@ -36,7 +36,6 @@ background for what the index cannot answer yet.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import threading
 import time
@@ -312,7 +311,7 @@ class Indexer:
                 listener(job.repo, job)
             if done and self.idle():
                 self._release()
-                return_freed_memory()
+                heap.give_back()  # what the index freed, to the system
                 heap.settle()  # the graphs just built or loaded live on: never scan them again
 
     def _release(self) -> None:
@@ -569,19 +568,6 @@ class Indexer:
         self._graphs.pop(repo_id, None)
         self.reach.forget(repo_id)
         self.failures.pop(repo_id, None)
-
-
-def return_freed_memory() -> None:
-    """Hand the free pages of the C heap back to the system (glibc's ``malloc_trim``), once the
-    queue is empty. A first index frees most of what it allocated, but glibc keeps freed pages
-    in its arenas: a server that had indexed a 100,000-commit repository and a 10,000-commit
-    one held 272 MB idle for the rest of its life, against 124 MB after a restart loading the
-    same index. Without glibc (another C library), nothing is done."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 def _lease(repo_id: int) -> str:

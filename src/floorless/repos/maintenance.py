@@ -3,7 +3,8 @@
 On one background thread: re-check the refs of every repository in memory for changes made
 behind floorless's back (``check_refs``), scan the repositories directory every
 ``rescan_interval`` (``rescan``: repositories new here are read and indexed, those gone are
-forgotten), let go of unused handles, start a garbage collection every ``gc_interval``
+forgotten), let go of unused handles, give freed memory back once requests have stopped
+(``core/heap.py``'s ``Activity``), start a garbage collection every ``gc_interval``
 (``garbage.py``) on a thread of its own, and sweep the scheduled merges (``sweep``: the
 collaboration layer's ``AutoMerge.tick``, handed in, since it sits a layer above).
 """
@@ -39,6 +40,7 @@ class Maintenance:
         moves: Moves,
         garbage: Garbage,
         sweep: Callable[[], None],
+        quiet: Callable[[], object] = lambda: None,
     ) -> None:
         self.settings = settings
         self.registry = registry
@@ -47,6 +49,7 @@ class Maintenance:
         self.moves = moves
         self.garbage = garbage
         self.sweep = sweep
+        self.quiet = quiet  # asked every interval: memory goes back once requests stop
         self.last_scan = 0.0
         self.last_gc = time.monotonic()
         self._stop = threading.Event()
@@ -124,6 +127,7 @@ class Maintenance:
                 if time.monotonic() - self.last_scan >= self.settings.rescan_interval:
                     self.rescan()
                 self.handles.collect()
+                self.quiet()
                 gc_interval = self.settings.gc_interval
                 running = self._gc_thread is not None and self._gc_thread.is_alive()
                 if gc_interval and not running and time.monotonic() - self.last_gc >= gc_interval:

@@ -43,4 +43,5 @@ def application() -> Gateway:
         forge.git.tmp,
         forge.stop,
         expensive_threads=settings.expensive_threads,
+        on_request=forge.activity.seen,
     )

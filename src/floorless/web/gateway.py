@@ -97,8 +97,10 @@ class Gateway:
         spool_dir: Path,
         on_shutdown: Callable[[], None] | None = None,
         expensive_threads: int = 2,
+        on_request: Callable[[], None] = lambda: None,
     ) -> None:
         self.app = app
+        self.on_request = on_request  # told of each request as it comes
         self.limits = limits
         self.spool_dir = spool_dir
         self.on_shutdown = on_shutdown
@@ -146,6 +148,7 @@ class Gateway:
             self.on_shutdown()
 
     async def _http(self, scope: Message, receive: Receive, send: Send) -> None:
+        self.on_request()
         loop = asyncio.get_running_loop()
         try:
             body, length = await self._read_body(scope, receive)
