@@ -6,13 +6,13 @@ benchmark has, one after the other so that none shares the cores with another:
 
 - ``index``: the first index of the whole history against ``git log --raw`` and ``git
   commit-graph write --changed-paths`` (``bench.index``), and a restart loading it;
-- ``first``: ``floorless serve`` over a fresh data directory, holding the repository and, for
-  the large one, the medium one beside it (flask's size beside git.git's): seconds until the
-  first page of a path's history and the home page's last-commit column are complete when
-  asked for at once, until the whole index is done, resident memory during indexing and once
-  both are indexed and idle (its worker processes', and beside it the whole process tree's);
-  then a restart over the same data, and the seconds until both
-  pages are complete again;
+- ``first``: ``floorless serve`` over a fresh data directory, holding the repository and a
+  companion beside it (the caller's; by default the medium one beside the large one, flask's
+  size beside git.git's): seconds until the first page of a path's history and the home
+  page's last-commit column are complete when asked for at once, until the whole index is
+  done, resident memory during indexing and once both are indexed and idle (its worker
+  processes', and beside it the whole process tree's); then a restart over the same data, and
+  the seconds until both pages are complete again;
 - ``blame``: a cold blame page of a 7,000-line file against ``git blame --porcelain``
   (``bench.cold``, its generated repository);
 - ``commit``: a cold 300-file commit page against ``git show --stat`` (``bench.cold_commit``);
@@ -54,6 +54,8 @@ from bench.repos import SIZES
 PARTS = ("index", "first", "blame", "commit", "sweep", "lanes")
 # what "within a few seconds" is held to, for the first visit's pages and after a restart
 FEW_SECONDS = 5.0
+# what the resident memory of a forge serving the repositories, indexed and idle, is held to
+MEMORY_MB = 300.0
 
 
 @dataclass
@@ -195,9 +197,12 @@ def run(
     log: Callable[[str], None] = print,
     postgres: str | None = None,
     processes: int = 1,
+    companion: Target | None = None,
 ) -> ColdResults:
     """Each of ``parts`` in turn. With ``postgres`` (a server's URL), each ``floorless serve``
-    keeps its data in a fresh database there, and runs ``processes`` processes."""
+    keeps its data in a fresh database there, and runs ``processes`` processes. ``companion``:
+    the repository served beside ``target`` in the first visits (None: the medium one beside
+    the large one, none beside any other)."""
     if processes > 1 and not postgres:
         raise ValueError("more than one floorless process needs a PostgreSQL server")
     databases: dict[str, tuple[str, ...]] = {}
@@ -225,9 +230,8 @@ def run(
                 with tempfile.TemporaryDirectory(prefix="fl-index-", dir=work) as tmp:
                     result.index = dict(index.run(target.path, Path(tmp)))
             elif part == "first":
-                companion = (
-                    target_repository("medium", cache_dir) if target.kind == "large" else None
-                )
+                if companion is None and target.kind == "large":
+                    companion = target_repository("medium", cache_dir)
                 result.first = first_visit(
                     target, companion, work / "first", deadline, log, serve("first")
                 )

@@ -476,6 +476,12 @@ def fresh_database(server: str, name: str) -> str:
     return server.rsplit("/", 1)[0] + "/" + name
 
 
+def load_average() -> list[float]:
+    """The machine's load average over 1, 5 and 15 minutes (``/proc/loadavg``): what else was
+    running beside a measurement."""
+    return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -500,6 +506,32 @@ def machine() -> dict[str, str]:
 
 def num(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
+
+
+def figure_at(tree: Any, *keys: str) -> Any:
+    """The figure under ``keys`` in a scenario's figures (nested dicts, as the JSON has them),
+    or None when any key is missing."""
+    for key in keys:
+        if not isinstance(tree, dict) or key not in tree:
+            return None
+        tree = tree[key]
+    return tree
+
+
+def within(value: float | None, limit: float) -> bool | None:
+    """A figure held to at most ``limit`` (None: not measured)."""
+    return None if value is None else value <= limit
+
+
+def why_missing(figures: dict[str, Any], part: str) -> str:
+    """Why a part of a run made of parts (``figures["parts"]``, its failures in
+    ``figures["errors"]``: bench.cold_suite's) gave no figure."""
+    error = figures.get("errors", {}).get(part)
+    if error:
+        return f"the {part} part failed: {error}"
+    if part not in figures.get("parts", []):
+        return f"the {part} part was not run"
+    return f"the {part} part gave no figure"
 
 
 def page_result(raw: Any) -> PageResult:

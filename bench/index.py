@@ -11,7 +11,8 @@ removed, so every contender starts cold), then times, one after the other on the
 
 It prints one JSON object: seconds for each, the ratio of floorless's index to the
 commit-graph write, the resident memory of this process after indexing and after the
-restart (``VmRSS``), and the index's size in memory and in the database.
+restart (``VmRSS``), and the index's size in memory and in the database. ``judge`` holds
+those figures to the first index's target (the cold and real scenarios' reports).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from bench.harness import Check
 from bench.repos import git_env
 from floorless.core.config import Settings
 from floorless.forge import Forge
@@ -107,6 +110,23 @@ def run(source: Path, work: Path) -> dict[str, float | int]:
     again.stop()
     result["ratio_to_commit_graph"] = result["floorless_index_s"] / result["commit_graph_write_s"]
     return {k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()}
+
+
+TARGET = "first index within 2x of `git commit-graph write --reachable --changed-paths`"
+
+
+def judge(found: dict[str, Any], missing: str) -> Check:
+    """``run``'s figures (as the JSON has them) against the target; ``missing``: why there
+    are none, when ``found`` is empty."""
+    if not found:
+        return Check(TARGET, None, missing)
+    ratio = found["ratio_to_commit_graph"]
+    return Check(
+        TARGET,
+        ratio <= 2,
+        f"{ratio:.2f}x: {found['floorless_index_s']:.1f} s against "
+        f"{found['commit_graph_write_s']:.1f} s (`git log --raw` {found['git_log_raw_s']:.1f} s)",
+    )
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ URLs, 16 clients at once: throughput on distinct URLs for both. Around it, floor
 resident memory and its garbage-collection pauses, from its own ``/-/metrics``.
 
 floorless is measured after its index is complete (the first index is another benchmark);
-every page it serves here is a cache miss.
+every page it serves here is a cache miss. ``judge`` holds the figures to their targets (the
+cold and real scenarios' reports).
 
 The machine's noise moves one sweep's p50 by a quarter from run to run, on both sides. So the
 sweep runs ``--rounds`` times (3), floorless restarted between rounds on the same data (its
@@ -36,13 +37,17 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from bench import contenders, measure
 from bench.harness import (
     OWNER,
+    Check,
     Served,
+    figure_at,
     git,
+    num,
     prepare_store,
     start_floorless,
     target_repository,
@@ -329,6 +334,59 @@ def rounds_line(rounds: list[dict[str, float]]) -> str:
     return "p50 ratio in each round: " + "; ".join(
         ", ".join(f"{kind} {ratio:.2f}x" for kind, ratio in ratios.items()) for ratios in rounds
     )
+
+
+TARGETS = {
+    "classes": "distinct URLs, each a cache miss: floorless's p50 below cgit's (without its "
+    "cache) on every page class",
+    "throughput": "throughput on distinct URLs at 16 clients at least 2x cgit's (without its "
+    "cache)",
+    "gc": "no full garbage collection shows in a small page's p99 during the crawl",
+}
+
+
+def judge(sweep: dict[str, Any], missing: str) -> dict[str, Check]:
+    """A sweep's figures (``SweepResult`` as the JSON has it) against each of ``TARGETS``, by
+    its key; ``missing``: why there are none, when ``sweep`` has no page class."""
+    if not sweep or not sweep.get("classes"):
+        return {key: Check(target, None, missing) for key, target in TARGETS.items()}
+    classes = sweep["classes"]
+    ratios = {
+        kind: c["floorless_ms"]["p50"] / c["cgit_ms"]["p50"]
+        for kind, c in classes.items()
+        if c["cgit_ms"]["p50"]
+    }
+    errors = sum(c["floorless_errors"] for c in classes.values())
+    checks = {
+        "classes": Check(
+            TARGETS["classes"],
+            bool(ratios) and max(ratios.values()) < 1 and not errors,
+            ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
+            + (f"; {errors} answers not 200" if errors else "")
+            + (f" (over {len(sweep['rounds'])} rounds)" if sweep.get("rounds") else ""),
+        )
+    }
+    ours, theirs = sweep["throughput"].get("floorless"), sweep["throughput"].get("cgit")
+    checks["throughput"] = Check(
+        TARGETS["throughput"],
+        None if not ours or not theirs else ours / theirs >= 2,
+        f"{num(ours, '.1f')}/s against {num(theirs, '.1f')}/s"
+        + (f": {ours / theirs:.2f}x" if ours and theirs else ""),
+    )
+    gc = sweep.get("gc") or {}
+    count = gc.get("full collections", 0)
+    longest = gc.get("longest full collection ms", 0.0)
+    requests = sum(c["requests"] for c in classes.values())
+    file_p99 = figure_at(classes, "file", "floorless_ms", "p99") or 0.0
+    # a pause is met by the requests in flight while it lasts: fewer than one in a hundred
+    # requests meeting one cannot move the p99, nor can a pause shorter than the p99 itself
+    checks["gc"] = Check(
+        TARGETS["gc"],
+        count * 100 < requests or longest < file_p99,
+        f"{count:g} full collections over {requests} requests, the longest "
+        f"{longest:g} ms (file pages' p99 {file_p99:g} ms)",
+    )
+    return checks
 
 
 def markdown(result: SweepResult, command: str) -> str:

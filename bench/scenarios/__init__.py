@@ -8,12 +8,13 @@ below; nothing else names it.
 from __future__ import annotations
 
 from bench.harness import Scenario
-from bench.scenarios import api, cold, finder, pages, search
+from bench.scenarios import api, cold, finder, pages, real, search
 
 REGISTRY: list[Scenario] = [
     pages.SCENARIO,  # local, slow
     api.SCENARIO,
     cold.SCENARIO,
+    real.SCENARIO,
     search.SCENARIO,
     finder.SCENARIO,
 ]

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bench import cold_suite
-from bench.cold_suite import FEW_SECONDS, PARTS
+from bench.cold_suite import FEW_SECONDS, MEMORY_MB, PARTS
 from bench.harness import (
     Check,
     Context,
@@ -19,13 +19,18 @@ from bench.harness import (
     Results,
     Scenario,
     Standalone,
+    figure_at,
     names,
     num,
+    why_missing,
+    within,
 )
 from bench.harness import standalone as standalone_head
+from bench.index import judge as judge_index
 from bench.lanes import TARGET_RATIO as LANES_RATIO
 from bench.lanes import LanesResult
 from bench.lanes import markdown as lanes_markdown
+from bench.sweep import judge as judge_sweep
 from bench.sweep import rounds_line
 
 HEADING = "## Cold work: first index, first visits, distinct URLs"
@@ -101,49 +106,10 @@ def page_section(results: Results, command: str) -> list[str]:
     return standalone_head(results, HEADING, command, judge(cold), git=True) + figures_section(cold)
 
 
-MEMORY_MB = 300.0
-
-
-def _get(tree: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(tree, dict) or key not in tree:
-            return None
-        tree = tree[key]
-    return tree
-
-
-def _failed(cold: dict[str, Any], part: str) -> str:
-    error = cold.get("errors", {}).get(part)
-    if error:
-        return f"the {part} part failed: {error}"
-    if part not in cold.get("parts", []):
-        return f"the {part} part was not run"
-    return f"the {part} part gave no figure"
-
-
-def _within(value: float | None, limit: float) -> bool | None:
-    return None if value is None else value <= limit
-
-
 def judge(cold: dict[str, Any]) -> list[Check]:
     """The cold scenario's figures against the targets of the first-visit work; a figure
     missing because its part failed or timed out is a miss, not "not measured"."""
-    checks: list[Check] = []
-    index = cold.get("index") or {}
-    target = "first index within 2x of `git commit-graph write --reachable --changed-paths`"
-    if index:
-        ratio = index["ratio_to_commit_graph"]
-        checks.append(
-            Check(
-                target,
-                ratio <= 2,
-                f"{ratio:.2f}x: {index['floorless_index_s']:.1f} s against "
-                f"{index['commit_graph_write_s']:.1f} s (`git log --raw` "
-                f"{index['git_log_raw_s']:.1f} s)",
-            )
-        )
-    else:
-        checks.append(Check(target, None, _failed(cold, "index")))
+    checks = [judge_index(cold.get("index") or {}, why_missing(cold, "index"))]
     first = cold.get("first") or {}
     for attempt, target in (
         (
@@ -155,7 +121,7 @@ def judge(cold: dict[str, Any]) -> list[Check]:
     ):
         found = first.get(attempt)
         if not found:
-            checks.append(Check(target, None, _failed(cold, "first")))
+            checks.append(Check(target, None, why_missing(cold, "first")))
             continue
         history, home = found.get("history_s"), found.get("home_s")
         worst = max(
@@ -171,28 +137,28 @@ def judge(cold: dict[str, Any]) -> list[Check]:
         )
     beside = f" and {first['companion']}" if first.get("companion") else ""
     target = f"RSS with the repository{beside} indexed and idle at most {MEMORY_MB:g} MB"
-    idle = _get(first, "first", "rss_idle_mb")
+    idle = figure_at(first, "first", "rss_idle_mb")
     checks.append(
         Check(
             target,
-            _within(idle, MEMORY_MB),
+            within(idle, MEMORY_MB),
             f"{num(idle, '.0f')} MB idle"
             + (
                 f", {anonymous:.0f} MB of it anonymous (the rest mapped pack files)"
-                if (anonymous := _get(first, "first", "rss_idle_anon_mb"))
+                if (anonymous := figure_at(first, "first", "rss_idle_anon_mb"))
                 else ""
             )
             + (
                 f" ({everything:.0f} MB with granian's main process)"
-                if (everything := _get(first, "first", "rss_idle_all_mb"))
+                if (everything := figure_at(first, "first", "rss_idle_all_mb"))
                 else ""
             )
             + "; "
-            f"{num(_get(first, 'first', 'rss_peak_mb'), '.0f')} "
-            f"MB at most while indexing; {num(_get(first, 'restart', 'rss_idle_mb'), '.0f')} "
+            f"{num(figure_at(first, 'first', 'rss_peak_mb'), '.0f')} "
+            f"MB at most while indexing; {num(figure_at(first, 'restart', 'rss_idle_mb'), '.0f')} "
             "MB after a restart"
             if first
-            else _failed(cold, "first"),
+            else why_missing(cold, "first"),
         )
     )
     blame = cold.get("blame") or {}
@@ -209,7 +175,7 @@ def judge(cold: dict[str, Any]) -> list[Check]:
             )
         )
     else:
-        checks.append(Check(target, None, _failed(cold, "blame")))
+        checks.append(Check(target, None, why_missing(cold, "blame")))
     commit = cold.get("commit") or {}
     target = (
         "cold 300-file commit page within 2x of `git show --stat` plus the rendering of what it"
@@ -230,62 +196,9 @@ def judge(cold: dict[str, Any]) -> list[Check]:
             )
         )
     else:
-        checks.append(Check(target, None, _failed(cold, "commit")))
-    checks += _sweep_checks(cold)
+        checks.append(Check(target, None, why_missing(cold, "commit")))
+    checks += judge_sweep(cold.get("sweep") or {}, why_missing(cold, "sweep")).values()
     checks += _lanes_checks(cold)
-    return checks
-
-
-def _sweep_checks(cold: dict[str, Any]) -> list[Check]:
-    sweep = cold.get("sweep") or {}
-    targets = (
-        "distinct URLs, each a cache miss: floorless's p50 below cgit's (without its cache) "
-        "on every page class",
-        "throughput on distinct URLs at 16 clients at least 2x cgit's (without its cache)",
-        "no full garbage collection shows in a small page's p99 during the crawl",
-    )
-    if not sweep or not sweep.get("classes"):
-        return [Check(t, None, _failed(cold, "sweep")) for t in targets]
-    classes = sweep["classes"]
-    ratios = {
-        kind: c["floorless_ms"]["p50"] / c["cgit_ms"]["p50"]
-        for kind, c in classes.items()
-        if c["cgit_ms"]["p50"]
-    }
-    errors = sum(c["floorless_errors"] for c in classes.values())
-    checks = [
-        Check(
-            targets[0],
-            bool(ratios) and max(ratios.values()) < 1 and not errors,
-            ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items())
-            + (f"; {errors} answers not 200" if errors else "")
-            + (f" (over {len(sweep['rounds'])} rounds)" if sweep.get("rounds") else ""),
-        )
-    ]
-    ours, theirs = sweep["throughput"].get("floorless"), sweep["throughput"].get("cgit")
-    checks.append(
-        Check(
-            targets[1],
-            None if not ours or not theirs else ours / theirs >= 2,
-            f"{num(ours, '.1f')}/s against {num(theirs, '.1f')}/s"
-            + (f": {ours / theirs:.2f}x" if ours and theirs else ""),
-        )
-    )
-    gc = sweep.get("gc") or {}
-    count = gc.get("full collections", 0)
-    longest = gc.get("longest full collection ms", 0.0)
-    requests = sum(c["requests"] for c in classes.values())
-    file_p99 = _get(classes, "file", "floorless_ms", "p99") or 0.0
-    # a pause is met by the requests in flight while it lasts: fewer than one in a hundred
-    # requests meeting one cannot move the p99, nor can a pause shorter than the p99 itself
-    checks.append(
-        Check(
-            targets[2],
-            count * 100 < requests or longest < file_p99,
-            f"{count:g} full collections over {requests} requests, the longest "
-            f"{longest:g} ms (file pages' p99 {file_p99:g} ms)",
-        )
-    )
     return checks
 
 
@@ -299,13 +212,13 @@ def _lanes_checks(cold: dict[str, Any]) -> list[Check]:
         "running)",
     )
     if not lanes or not lanes.get("ms"):
-        return [Check(t, None, _failed(cold, "lanes")) for t in targets]
+        return [Check(t, None, why_missing(cold, "lanes")) for t in targets]
     checks = []
     for target, against in zip(targets, ("busy", "unloaded"), strict=True):
         ratios = {}
         for kind in ("raw", "file"):
-            base = _get(lanes, "ms", against, kind, "p50")
-            loaded = _get(lanes, "ms", "dear", kind, "p50")
+            base = figure_at(lanes, "ms", against, kind, "p50")
+            loaded = figure_at(lanes, "ms", "dear", kind, "p50")
             if base and loaded:
                 ratios[kind] = loaded / base
         dear = sum((lanes.get("dear_kinds") or {}).values())
