@@ -52,6 +52,6 @@ def test_a_served_forge_allocates_with_malloc_and_watches_lean(tmp_path: Path) -
         assert workers
         for pid in [server.proc.pid, *workers]:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            assert b"PYTHONMALLOC=malloc" in environ, pid
+            assert b"PYTHONMALLOC=malloc" in environ and b"MALLOC_ARENA_MAX=1" in environ, pid
         assert "libgit2" not in Path(f"/proc/{server.proc.pid}/maps").read_text()
         assert all("libgit2" in Path(f"/proc/{pid}/maps").read_text() for pid in workers)

@@ -169,12 +169,20 @@ def _in_a_child(work: Callable[[], None]) -> None:
 def _with_allocator(allocator: str) -> None:
     """Start this command again with Python's allocator ``allocator`` (``PYTHONMALLOC``,
     which only an interpreter's start reads), unless it runs with it already: the workers,
-    forked from this process, allocate as it does. Only a process started to serve is
-    started again (a ``serve`` called from other Python code is left as it is)."""
-    wanted = "malloc" if allocator == "malloc" else "pymalloc"
-    if os.environ.get("PYTHONMALLOC", "pymalloc") == wanted or "serve" not in sys.orig_argv[1:]:
+    forked from this process, allocate as it does. With the C library's, one arena
+    (``MALLOC_ARENA_MAX=1``, unless set already): an arena for each thread that allocates
+    held a first index's peak apart (git.git's first visits: 753 MB at most, against 483 in
+    one arena and 536 with Python's allocator; at rest 215, 193 and 254 MB), and warm pages
+    answer as fast in one. Only a process started to serve is started again (a ``serve``
+    called from other Python code is left as it is)."""
+    wanted = {"PYTHONMALLOC": "malloc" if allocator == "malloc" else "pymalloc"}
+    if allocator == "malloc":
+        wanted["MALLOC_ARENA_MAX"] = os.environ.get("MALLOC_ARENA_MAX", "1")
+    if os.environ.get("PYTHONMALLOC", "pymalloc") == wanted["PYTHONMALLOC"]:
+        return
+    if "serve" not in sys.orig_argv[1:]:
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    environ = {**os.environ, "PYTHONMALLOC": wanted}
+    environ = {**os.environ, **wanted}
     os.execve(sys.executable, sys.orig_argv, environ)  # noqa: S606 (this same command again)

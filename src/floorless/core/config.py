@@ -123,7 +123,7 @@ SETTINGS: tuple[Setting, ...] = (
         "allocator",
         str,
         "malloc",
-        "Where `floorless serve`'s processes take small objects' memory from: `malloc` (the C library's, whose free pages go back to the system once the server is quiet) or `pymalloc` (Python's own, a little quicker, which keeps every page it ever used: about 40 MB more at rest after indexing git.git, and all of a crawl's peak for good).",
+        "Where `floorless serve`'s processes take small objects' memory from: `malloc` (the C library's, in one arena unless `MALLOC_ARENA_MAX` says otherwise, whose free pages go back to the system once the server is quiet) or `pymalloc` (Python's own, which keeps every page it ever used: with git.git indexed, about 60 MB more at rest, and a crawl's peak for good).",
         choices=("malloc", "pymalloc"),
     ),
     Setting(
