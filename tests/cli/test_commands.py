@@ -44,14 +44,23 @@ def test_every_command_is_listed_and_runs() -> None:
     assert unknown.exit_code == 2 and "No such command 'nope'" in unknown.output
 
 
-def test_a_served_forge_allocates_with_malloc_and_watches_lean(tmp_path: Path) -> None:
-    """``floorless serve`` starts again with the C library's allocator (the ``allocator``
-    setting's default), which its workers inherit; its own process maps no libgit2."""
-    with serving(tmp_path / "repos", tmp_path / "data") as server:
-        workers = server.worker_pids()[1:]  # (the first is granian's own process)
-        assert workers
-        for pid in [server.proc.pid, *workers]:
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            assert b"PYTHONMALLOC=malloc" in environ and b"MALLOC_ARENA_MAX=1" in environ, pid
-        assert "libgit2" not in Path(f"/proc/{server.proc.pid}/maps").read_text()
-        assert all("libgit2" in Path(f"/proc/{pid}/maps").read_text() for pid in workers)
+def test_a_served_forge_watches_lean_and_allocates_as_set(tmp_path: Path) -> None:
+    """``floorless serve``'s own process maps no libgit2; with ``allocator = "malloc"`` it
+    starts again with the C library's allocator in one arena, which its workers inherit, and
+    by default with Python's own."""
+    config = tmp_path / "malloc.toml"
+    config.write_text('allocator = "malloc"\n')
+    for extra, expected in (((), None), (("--config", str(config)), b"malloc")):
+        data = tmp_path / f"data-{len(extra)}"
+        with serving(tmp_path / "repos", data, *extra) as server:
+            workers = server.worker_pids()[1:]  # (the first is granian's own process)
+            assert workers
+            for pid in [server.proc.pid, *workers]:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                if expected is None:
+                    assert not any(e.startswith(b"PYTHONMALLOC=") for e in environ), pid
+                else:
+                    assert b"PYTHONMALLOC=malloc" in environ, pid
+                    assert b"MALLOC_ARENA_MAX=1" in environ, pid
+            assert "libgit2" not in Path(f"/proc/{server.proc.pid}/maps").read_text()
+            assert all("libgit2" in Path(f"/proc/{pid}/maps").read_text() for pid in workers)

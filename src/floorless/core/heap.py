@@ -15,9 +15,9 @@ objects waits for ``collect_everything``.
 The C library keeps the pages ``free`` gave back in its arenas, for the next ``malloc``:
 after a first index or a crawl a server held their peak for the rest of its life.
 ``give_back`` returns them (glibc's ``malloc_trim``), after an index and, through
-``Activity``, once requests have stopped for a while. With ``floorless serve``'s default
-``allocator`` (``malloc``) Python's small objects come from the C library too, so their
-freed pages go back as well; Python's own allocator keeps every page it ever used.
+``Activity``, once requests have stopped for a while. With the ``allocator`` setting at
+``malloc``, Python's small objects come from the C library too, so their freed pages go back
+as well; Python's own allocator (the default) keeps every page it ever used.
 """
 
 from __future__ import annotations
