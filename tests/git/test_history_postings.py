@@ -14,7 +14,7 @@ from array import array
 
 import pytest
 
-from floorless.git.history import CommitGraph, LogWalk, PathWalk
+from floorless.git.history import BranchWalk, CommitGraph, LogWalk, PathWalk
 
 pytestmark = pytest.mark.unit
 
@@ -123,6 +123,40 @@ def test_a_merges_other_parents_need_only_what_the_first_parent_changed(seed: in
         assert kept.last_changes(start, PATHS[:4], within=b"a") == whole.last_changes(
             start, PATHS[:4]
         )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_branch_walk_shows_what_reading_every_commit_shows(seed: int) -> None:
+    """Without a path, in pages with budgets that stop it anywhere: the commits and their
+    order of the walk that takes every commit through the queue."""
+    graph = random_graph(seed)
+    rng = random.Random(seed)
+    for _ in range(8):
+        starts = rng.sample(range(len(graph)), rng.choice([1, 1, 2, 3]))
+        expected = LogWalk(starts, graph.times.__getitem__)
+        expected.extend(10**9, graph.parents.__getitem__, graph.times.__getitem__)
+        walk = graph.walk(starts, None)
+        assert isinstance(walk, BranchWalk)
+        while not walk.done:
+            size = rng.randint(1, 7)
+            while not graph.history(walk, len(walk.shown) + size, budget=rng.randint(1, 60)):
+                pass
+        assert walk.shown == expected.shown
+
+
+def test_a_line_of_history_is_walked_in_runs() -> None:
+    """5,000 commits on one line with a side branch merged at the top: every commit shown,
+    a handful taken through the queue."""
+    graph = CommitGraph()
+    for node in range(5000):
+        graph.add(node.to_bytes(4, "big"), 1000 + node, [node - 1] if node else [], [array("I")])
+    side = graph.add(b"side", 500, [10], [array("I")])  # dated before the whole line
+    top = graph.add(b"top!", 99999, [4999, side], [array("I"), array("I")])
+    walk = graph.walk([top], None)
+    assert graph.history(walk, 10**6)
+    assert walk.shown[:3] == [top, 4999, 4998] and len(walk.shown) == 5002
+    assert walk.shown[-1] == side  # the oldest, though its parent is 10
+    assert walk.stepped == 3  # the top (a merge), the line in one run, then the side
 
 
 def test_a_rare_path_is_walked_in_runs_not_commit_by_commit() -> None:

@@ -258,6 +258,7 @@ def served(
             patch.setattr(floorless.index.answers, "WALK_MEMORY_BYTES", 0)
         if request.param == "background":
             patch.setattr(floorless.index.answers, "INLINE_BUDGET", 4)
+            patch.setattr(floorless.index.answers, "GRAPH_BRANCH_BUDGET", 4)
         served = serve(histories, tmp_path_factory.mktemp("pagination-data"))
         # pages finished in the background take a poll each: fewer sizes there
         served.sizes = {"kept": SIZES, "not kept": SIZES[::2], "background": SIZES[-1:]}[

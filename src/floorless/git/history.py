@@ -248,6 +248,61 @@ class PathWalk(LogWalk[int]):
         return super().nbytes() + self._touching.nbytes()
 
 
+class BranchWalk(LogWalk[int]):
+    """``git log``'s walk without a path over a ``CommitGraph``: every commit is shown. A
+    commit of one parent whose parent is the next out of the queue anyway (newer than
+    everything queued) hands on to it in a tight loop, with no queue work: order and SEEN
+    marks are the full walk's. git.git's commits page 40,000 deep walked 40,000 commits
+    through the queue one by one."""
+
+    def __init__(self, graph: CommitGraph, starts: Iterable[int]) -> None:
+        super().__init__(starts, graph.times.__getitem__, None, graph)
+        self._graph = graph
+
+    def extend(
+        self,
+        until: int,
+        parents: Callable[[int], Sequence[int]],
+        time: Callable[[int], int],
+        budget: int | None = None,
+    ) -> bool:
+        queue, seen, shown = self._queue, self._seen, self.shown
+        graph = self._graph
+        times, first, starts = graph.times, graph.first_parent, graph._parent_start
+        walked = 0
+        while queue and len(shown) < until:
+            if budget is not None and walked >= budget:
+                return False
+            node = heapq.heappop(queue)[2]
+            walked += 1
+            self.visited += 1
+            self.stepped += 1
+            shown.append(node)
+            while starts[node + 1] - starts[node] == 1:  # one parent
+                parent = first[node]
+                if parent in seen:
+                    break
+                when = times[parent]
+                if (
+                    (queue and -when >= queue[0][0])  # not the next one out of the queue
+                    or len(shown) >= until
+                    or (budget is not None and walked >= budget)
+                ):
+                    self._push(parent, when)
+                    break
+                seen.add(parent)  # queued and taken out at once
+                self._queued += 1
+                walked += 1
+                self.visited += 1
+                shown.append(parent)
+                node = parent
+            else:
+                for parent in dict.fromkeys(parents(node)):
+                    if parent not in seen:
+                        self._push(parent, times[parent])
+        return True
+
+
 class Touching:
     """A path's postings, ready for a walk: in ascending order, searched by ``bisect``
     (``has``), and as a set (``nodes``) made when first asked for: a directory's column asks
@@ -576,8 +631,9 @@ class CommitGraph:
             # complete: every commit it will walk is indexed, whatever is added later
             pid = self.path_ids[path]
             return PathWalk(self, starts, pid, self.touching(pid, as_set=True))
-        simplify = None if path is None else self._simplifier(path)
-        return LogWalk(starts, self.times.__getitem__, simplify, self)
+        if path is None:
+            return BranchWalk(self, starts)
+        return LogWalk(starts, self.times.__getitem__, self._simplifier(path), self)
 
     def history(self, walk: LogWalk[int], until: int, budget: int | None = None) -> bool | None:
         """Extend ``walk`` (made by ``walk``) until it shows ``until`` commits or ends; False

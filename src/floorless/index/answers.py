@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 N = TypeVar("N")
 
 INLINE_BUDGET = 20_000  # commits a page may visit answering from the index before deferring
+# ... a branch's page over the index's graph, which walks no object (git.git: 40,000 commits
+# in 25 ms, where the objects' walk took half a second): a page as deep as git.git's history
+# answers on its request, with no placeholder
+GRAPH_BRANCH_BUDGET = 100_000
 DEFERRED_WALKS = 2  # background last-commit walks running at once
 ANSWER_MEMORY_BYTES = 32 * 1024 * 1024  # answers kept in memory, before the database
 WALK_MEMORY_BYTES = 32 * 1024 * 1024  # history walks kept between pages (``LogWalk.nbytes``)
@@ -191,9 +195,23 @@ class Answers:
         return {n: _unhex(table[n.hex()]) for n in names}
 
     def branch_history(self, repo: Repo, start: bytes, skip: int, limit: int) -> Page[bytes] | None:
-        """The ``limit`` commits of ``git log start`` after the first ``skip``, read from the
-        repository's objects (the index need not hold them yet). None while the walk goes
-        on in the background (see the module docstring)."""
+        """The ``limit`` commits of ``git log start`` after the first ``skip``: walked over
+        the index's graph once it holds ``start`` (its topology is all such a walk needs; a
+        walk of 40,000 commits of git.git, 25 ms), else over the repository's objects (the
+        same 40,000 commits read by libgit2: half a second). None while the walk goes on
+        in the background (see the module docstring)."""
+        graph = self.indexer.graph(repo.id)
+        if graph is not None and start in graph:
+            return self._page(
+                (repo.id, start, None),
+                lambda: graph.walk([graph.seq[start]], None),
+                graph.history,
+                graph.oids.__getitem__,
+                skip,
+                limit,
+                lambda walk: walk.over is graph,
+                budget=GRAPH_BRANCH_BUDGET,
+            )
         return self._page(
             (repo.id, start, None),
             lambda: LogWalk([start], lambda oid: get_commit(self.open_repo(repo), oid).commit_time),
@@ -203,6 +221,7 @@ class Answers:
             lambda oid: oid,
             skip,
             limit,
+            lambda walk: walk.over is None,  # (not one over a graph, kept under the same key)
         )
 
     def path_history(
@@ -284,14 +303,17 @@ class Answers:
         limit: int,
         valid: Callable[[LogWalk[N]], bool] | None = None,
         indexing: Callable[[], None] | None = None,
+        budget: int | None = None,
     ) -> Page[bytes] | None:
         """A page of the walk kept under ``key`` (``make`` makes it if none is), extended on
-        the request by at most INLINE_BUDGET commits and in the background past them. The
+        the request by at most ``budget`` commits (INLINE_BUDGET) and in the background past
+        them. The
         ``extend`` of a walk over an index still being built answers None when it reaches a
         commit not indexed yet; ``indexing`` is then called instead of walking on in the
         background (the indexer gets there first)."""
         repo_id, start, path = key
         until = skip + limit
+        budget = INLINE_BUDGET if budget is None else budget
         stored_key = _page_key(start, path, skip, limit)
         walk: LogWalk[N] | None = self.walks.get(key, valid)
         if walk is None or (len(walk.shown) < skip and not walk.done):  # a walk to redo
@@ -301,7 +323,7 @@ class Answers:
         if walk is None:
             walk = make()
         with walk.lock:
-            done = len(walk.shown) >= until or walk.done or extend(walk, until, INLINE_BUDGET)
+            done = len(walk.shown) >= until or walk.done or extend(walk, until, budget)
             page = walk.page(skip, limit) if done else None
         self.walks.put(key, walk)  # again: a walk grows
         if page is not None:
@@ -314,7 +336,7 @@ class Answers:
             try:
                 while True:
                     with walk.lock:  # a chunk at a time: a page of this walk waits one at most
-                        done = extend(walk, until, INLINE_BUDGET)
+                        done = extend(walk, until, budget)
                         if done is None:  # not indexed yet: a later request goes on
                             return
                         if done:
