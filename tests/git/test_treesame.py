@@ -24,6 +24,19 @@ SUBMODULE_A, SUBMODULE_B = b"1" * 40, b"2" * 40
 LATIN1 = b"docs/caf\xe9.txt"
 
 
+# the topic: a file changed, one deleted, a mode changed, a file turned into a directory, the
+# submodule moved, the path that is not UTF-8 changed
+TOPIC: dict[str | bytes, bytes | Entry | None] = {
+    "src/a.py": b"a, on the topic\n",
+    "src/deep/c.py": None,
+    "tool": Entry(b"run\n", MODE_EXEC),
+    "lib/x": None,
+    "lib/x/inner": b"now a directory\n",
+    "vendor/mod": Entry(SUBMODULE_B, MODE_GITLINK),
+    LATIN1: b"latin, changed\n",
+}
+
+
 def _with_directories(paths: set[bytes]) -> set[bytes]:
     found: set[bytes] = set()
     for path in paths:
@@ -60,21 +73,11 @@ def _build(repo: Path) -> dict[str, str]:
             LATIN1: b"latin\n",
         },
     )
-    # the topic: a file changed, one deleted, a mode changed, a file turned into a directory,
-    # the submodule moved, the path that is not UTF-8 changed
     topic = s.commit(
         "refs/heads/topic",
         "topic",
         [base],
-        files={
-            "src/a.py": b"a, on the topic\n",
-            "src/deep/c.py": None,
-            "tool": Entry(b"run\n", MODE_EXEC),
-            "lib/x": None,
-            "lib/x/inner": b"now a directory\n",
-            "vendor/mod": Entry(SUBMODULE_B, MODE_GITLINK),
-            LATIN1: b"latin, changed\n",
-        },
+        files=TOPIC,
     )
     # meanwhile the main line changes many files the topic never touched, and one it did
     main = base
@@ -87,16 +90,7 @@ def _build(repo: Path) -> dict[str, str]:
         "refs/heads/main",
         "merge the topic",
         [main, topic],
-        files={
-            "src/a.py": b"a, on the topic\n",
-            "src/deep/c.py": None,
-            "tool": Entry(b"run\n", MODE_EXEC),
-            "lib/x": None,
-            "lib/x/inner": b"now a directory\n",
-            "vendor/mod": Entry(SUBMODULE_B, MODE_GITLINK),
-            LATIN1: b"latin, changed\n",
-            "README": b"hello, merged\n",
-        },
+        files={**TOPIC, "README": b"hello, merged\n"},
     )
     s.run(repo)
     return {

@@ -28,6 +28,20 @@ def scope(path: bytes, headers: list[tuple[bytes, bytes]], query: bytes = b"") -
     }
 
 
+async def _ask(gateway, path: str) -> list[dict]:  # type: ignore[no-untyped-def]
+    """The ASGI messages ``gateway`` sends for a GET of ``path`` with no body."""
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await gateway(scope(path.encode(), []), receive, send)
+    return sent
+
+
 def test_the_path_keeps_its_exact_bytes_and_the_query_its_encoding() -> None:
     environ = wsgi_environ(scope(b"/a%2Fb/%ff/x%20y", [], b"q=%20a&b"), io.BytesIO(), 0)
     assert environ["PATH_INFO"].encode("latin-1") == b"/a/b/\xff/x y"
@@ -85,15 +99,7 @@ def test_a_cheap_page_never_waits_for_a_thread_behind_dear_ones(tmp_path) -> Non
     gateway = Gateway(app, Limits(30, 1, 1, 1), 2, tmp_path, expensive_threads=1)
 
     async def ask(path: str) -> None:
-        sent: list[dict] = []
-
-        async def receive() -> dict:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        await gateway(scope(path.encode(), []), receive, send)
+        sent = await _ask(gateway, path)
         assert sent[0]["status"] == 200
         finished.append(path)
 
@@ -148,15 +154,7 @@ def test_request_threads_carry_their_lane_in_the_name_the_system_shows(tmp_path)
     gateway = Gateway(app, Limits(30, 1, 1, 1), 2, tmp_path, expensive_threads=1)
 
     async def ask(path: str) -> bytes:
-        sent: list[dict] = []
-
-        async def receive() -> dict:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        await gateway(scope(path.encode(), []), receive, send)
+        sent = await _ask(gateway, path)
         return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
 
     try:
