@@ -549,51 +549,35 @@ FORK_HEADS = [
 
 
 def test_a_private_fork_is_missing_through_its_parents_compare_and_pulls(site: Site) -> None:
+    # (method, url, content type, body): each with the hidden head and the missing one
+    asked = [
+        ("GET", "/alice/pub/compare/release...{head}", None, None),
+        ("GET", "/alice/pub/compare/release...{head}.diff", None, None),
+        ("GET", "/api/v1/repos/alice/pub/compare/release...{head}", None, None),
+        ("POST", "/api/v1/repos/alice/pub/pulls", "application/json",
+         "{{\"head\": \"{head}\", \"base\": \"release\", \"title\": \"x\"}}"),
+        ("POST", "/alice/pub/compare/release...{head}", "application/x-www-form-urlencoded",
+         "csrf=" + site.csrf["session"] + "&title=x&body=y"),
+    ]  # fmt: skip
     differences = []
     for caller, headers in site.callers.items():
         for hidden, missing, (named, twin) in FORK_HEADS:
-            gets = [
-                "/alice/pub/compare/release...{head}",
-                "/alice/pub/compare/release...{head}.diff",
-                "/api/v1/repos/alice/pub/compare/release...{head}",
-            ]
-            for url in gets:
-                a = site.request("GET", url.format(head=hidden), headers)
-                b = site.request("GET", url.format(head=missing), headers)
-                if _shape(a, named, twin) != _shape(b, twin, twin):
-                    differences.append(
-                        (
-                            caller,
-                            url,
-                            a.status_code,
-                            b.status_code,
-                            a.headers.get("location"),
-                            b.headers.get("location"),
-                            a.text[:200],
-                        )
+            for method, url, kind, body in asked:
+                a, b = (
+                    site.request(
+                        method,
+                        url.format(head=head),
+                        headers,
+                        None if body is None else body.format(head=head).encode(),
+                        kind,
                     )
-            posts = [
-                ("/api/v1/repos/alice/pub/pulls", "application/json", "{{\"head\": \"{head}\","
-                 " \"base\": \"release\", \"title\": \"x\"}}"),
-                ("/alice/pub/compare/release...{head}", "application/x-www-form-urlencoded",
-                 "csrf=" + site.csrf["session"] + "&title=x&body=y"),
-            ]  # fmt: skip
-            for url, kind, body in posts:
-                a = site.request(
-                    "POST",
-                    url.format(head=hidden),
-                    headers,
-                    body.format(head=hidden).encode(),
-                    kind,
+                    for head in (hidden, missing)
                 )
-                b = site.request(
-                    "POST", url.format(head=missing), headers, body.format(head=missing).encode(),
-                    kind,
-                )  # fmt: skip
                 if _shape(a, named, twin) != _shape(b, twin, twin):
                     differences.append(
                         (
                             caller,
+                            method,
                             url,
                             a.status_code,
                             b.status_code,

@@ -7,15 +7,11 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from floorless.cli.options import load_settings, location_options
 from floorless.core.config import Settings
-
-if TYPE_CHECKING:
-    from floorless.forge import Forge
 
 
 @click.command()
@@ -93,47 +89,35 @@ def _prepare(
 
     forge = Forge(settings)
     try:
-        _prepare_forge(forge, settings, config_file, data, database, repos, admin_program())
+        if settings.processes > 1 and forge.db.dialect != "postgresql":
+            # Each process remembers rows, refs and the index between requests and learns of
+            # another's writes only through PostgreSQL's notices: on SQLite a second process
+            # would serve what the first has already changed.
+            raise click.UsageError(
+                f"processes = {settings.processes} needs a PostgreSQL database (--database "
+                "postgresql://...); on SQLite one process serves"
+            )
+        forge.prepare()
+        forge.registry.scan()
+        click.echo(
+            f"floorless: serving {len(forge.registry.all())} repositories from "
+            f"{settings.repos} at http://{settings.host}:{settings.port}/"
+        )
+        if forge.accounts.first_run():
+            given = (
+                ("--config", config_file),
+                ("--data", data),
+                ("--database", database),
+                ("--repos", repos),
+            )
+            options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
+            click.echo(
+                "floorless: no accounts yet; create the first administrator with\n"
+                f"  {admin_program()} admin user create NAME --email EMAIL --admin"
+                f" --password-stdin{options}"
+            )
     finally:
         forge.db.close()
-
-
-def _prepare_forge(
-    forge: Forge,
-    settings: Settings,
-    config_file: Path | None,
-    data: Path | None,
-    database: str | None,
-    repos: Path | None,
-    program: str,
-) -> None:
-    if settings.processes > 1 and forge.db.dialect != "postgresql":
-        # Each process remembers rows, refs and the index between requests and learns of
-        # another's writes only through PostgreSQL's notices: on SQLite a second process
-        # would serve what the first has already changed.
-        raise click.UsageError(
-            f"processes = {settings.processes} needs a PostgreSQL database (--database "
-            "postgresql://...); on SQLite one process serves"
-        )
-    forge.prepare()
-    forge.registry.scan()
-    click.echo(
-        f"floorless: serving {len(forge.registry.all())} repositories from "
-        f"{settings.repos} at http://{settings.host}:{settings.port}/"
-    )
-    if forge.accounts.first_run():
-        given = (
-            ("--config", config_file),
-            ("--data", data),
-            ("--database", database),
-            ("--repos", repos),
-        )
-        options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
-        click.echo(
-            "floorless: no accounts yet; create the first administrator with\n"
-            f"  {program} admin user create NAME --email EMAIL --admin"
-            f" --password-stdin{options}"
-        )
 
 
 def _in_a_child(work: Callable[[], None]) -> None:
