@@ -459,6 +459,8 @@ class Answers:
         slices, as a smaller directory's column does, would spare nothing here: the entries
         a root leaves to git (those unchanged for years) need every commit's diff all the
         same, and the index's commits are not needed either."""
+        if self._stored_last(repo.id, commit, b"", names) is not None:
+            return  # a run that ended between the page's look and this one stored it
         try:  # (the repository may have gone meanwhile)
             handle = self.open_repo(repo)
             found = root_last(self.indexer.git_environment(), Path(handle.path), commit, names)
