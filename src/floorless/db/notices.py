@@ -147,7 +147,7 @@ class Notices:
                     conn.execute("SELECT 1")
                 for note in conn.notifies(timeout=0):
                     if note.channel == TABLES_CHANNEL:
-                        self.db.changed((note.payload,))
+                        self.db.told(note.payload, note.pid)
                     else:
                         self._take(note.payload)
 

@@ -32,6 +32,7 @@ import re
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -54,6 +55,8 @@ Params = Sequence[Any]
 UNREACHABLE = "the database cannot be reached; try again shortly"
 # Seconds between tries of a database found unreachable.
 PROBE_INTERVAL = 0.5
+# Seconds within which a write's own notice comes back from PostgreSQL, to be skipped.
+ECHO_WAIT = 5.0
 
 # What a violated constraint raises, whichever the database.
 IntegrityError = (sqlite3.IntegrityError, psycopg.IntegrityError)
@@ -215,9 +218,18 @@ class Database:
                 self._finish(conn, "ROLLBACK")
                 raise
             self._writing.tables = None
+            self._committing(conn, written)
             self._finish(conn, "COMMIT")
         if written:
             self.changed(written)
+
+    def told(self, table: str, sender: int) -> None:
+        """The database told of a committed write to ``table`` by the session ``sender``
+        (on PostgreSQL, a backend's process id): read again what is remembered of it."""
+        self.changed((table,))
+
+    def _committing(self, conn: Any, tables: set[str]) -> None:
+        """``conn`` is about to commit its writes to ``tables``."""
 
     def _finish(self, conn: Any, word: str) -> None:
         conn.execute(word)
@@ -336,6 +348,12 @@ class Postgres(Database):
         # Set while the database is unreachable: the monotonic time of the next try.
         self._retry_at: float | None = None
         self._probe_lock = threading.Lock()
+        # This process's own writes, by backend and table: when each one's notice must have
+        # come back (``told``). Every write is known here as it commits (``_wrote``); its
+        # echo from the trigger would make what was read since it be read once more.
+        self._echoes: dict[tuple[int, str], deque[float]] = {}
+        self._echoes_lock = threading.Lock()
+        self._echoes_swept = time.monotonic()
 
     def _pool(self) -> ConnectionPool[psycopg.Connection[Row]]:
         return ConnectionPool(
@@ -426,16 +444,58 @@ class Postgres(Database):
 
     def _fetch(self, sql: str, params: Params) -> list[Row]:
         with self._connection() as conn:
+            self._writing_alone(conn, sql)
             cursor = conn.execute(_pg_sql(sql), params)
             return cursor.fetchall() if cursor.description is not None else []
 
     def _execute(self, sql: str, params: Params) -> int:
         with self._connection() as conn:
+            self._writing_alone(conn, sql)
             return conn.execute(_pg_sql(sql), params).rowcount
 
     def _executemany(self, sql: str, rows: Iterable[Params]) -> None:
         with self._connection() as conn, conn.cursor() as cursor:
+            self._writing_alone(conn, sql)
             cursor.executemany(_pg_sql(sql), rows)
+
+    def _writing_alone(self, conn: psycopg.Connection[Row], sql: str) -> None:
+        """Before a statement outside a transaction: one that writes commits by itself."""
+        if getattr(self._local, "conn", None) is not None:
+            return  # inside a transaction: its writes are expected when it commits
+        table = _written_table(sql)
+        if table is not None:
+            self._committing(conn, {table, *TRIGGERED.get(table, ())})
+
+    def _committing(self, conn: psycopg.Connection[Row], tables: set[str]) -> None:
+        # Expected before the commit, so that an echo heard at once is known for one. An
+        # echo that never comes (a trigger that wrote nothing) is forgotten once overdue.
+        now = time.monotonic()
+        due = now + ECHO_WAIT
+        pid = conn.info.backend_pid
+        with self._echoes_lock:
+            for table in tables & REMEMBERED:
+                self._echoes.setdefault((pid, table), deque()).append(due)
+            if now - self._echoes_swept > ECHO_WAIT:
+                self._echoes_swept = now
+                for key, dues in list(self._echoes.items()):
+                    while dues and dues[0] < now:
+                        dues.popleft()
+                    if not dues:
+                        del self._echoes[key]
+
+    def told(self, table: str, sender: int) -> None:
+        # One of this process's own writes, coming back, is skipped: it was counted when it
+        # committed. Expected echoes are consumed one each, and only while due, so that a
+        # backend id taken over later by another node's session does not silence it.
+        now = time.monotonic()
+        with self._echoes_lock:
+            dues = self._echoes.get((sender, table))
+            while dues and dues[0] < now:
+                dues.popleft()
+            if dues:
+                dues.popleft()
+                return
+        self.changed((table,))
 
     @contextmanager
     def _hold(self) -> Iterator[psycopg.Connection[Row]]:
