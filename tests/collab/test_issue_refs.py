@@ -284,3 +284,34 @@ def test_a_mention_from_a_repository_gone_private_shows_only_to_its_readers(
     forge.registry.delete(forge.registry.get("cat", "fork"))
     assert timeline_refs(client, "ann/plans", 1) == [("close", "", "")]
     assert "cat/fork" not in client.simulate_get("/ann/plans/issues/1").text
+
+
+def test_a_first_sight_reads_each_branchs_newest_commits_once(
+    forge: Forge, tmp_path: Path
+) -> None:
+    """A repository none of whose branches was read (pushed whole, or found on disk): the
+    default branch's newest commits, then each other branch's newest that those are not,
+    its own history too (a branch with no commit in common), each commit read once."""
+    ann = account(forge, "ann")
+    forge.issues.create("ann", "plans", ann, "One", "")
+    repo = forge.registry.get("ann", "plans")
+    forge.live.snapshot(repo)  # its refs in memory: the ref check looks at them
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(repo.path), str(work))
+    git(work, "checkout", "-q", "-b", "main")
+    for n in range(3):
+        commit(work, f"Main {n}, about #1")
+    git(work, "checkout", "-q", "-b", "topic")
+    for n in range(2):
+        commit(work, f"Topic {n}, about #1")
+    git(work, "checkout", "-q", "--orphan", "pages")
+    for n in range(4):
+        commit(work, f"Pages {n}, about #1")
+    git(work, "push", "-q", "origin", "main", "topic", "pages")
+    forge.maintenance.check_refs()
+    wait_for(forge.references.idle)
+    assert len(refs_of(forge, "ann/plans", 1)) == 9  # each commit once, whichever branches
+    forge.db.execute("DELETE FROM branch_marks WHERE owner = 'ann' AND name = 'plans'")
+    assert forge.references.read_commits("ann", "plans") == 3 + 2 + 4
+    assert len(refs_of(forge, "ann/plans", 1)) == 9  # recorded once
+    assert forge.references.read_commits("ann", "plans") == 0  # every tip marked

@@ -32,6 +32,7 @@ from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git.changed import path_log
 from floorless.git.env import GitEnvironment
+from floorless.git.repo import open_repository
 from floorless.index.indexer import VIEWED_PAUSE, IndexJob
 from floorless.repos.registry import Repo
 from floorless.web.app import create_app
@@ -370,8 +371,8 @@ def test_code_search_waits_for_a_pause_only_within_its_window(forge: Forge) -> N
 def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
     forge: Forge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A root too wide to ask git entry by entry (git.git's has about 450 entries) is not
-    left waiting for the index: from the first request, git diffs every commit's root, in
+    """A root too wide to ask git entry by entry (git.git's has 561 entries) is not left
+    waiting for the index: from the first request, git diffs every commit's root, in
     PARTS processes side by side, and its answer is exact before the index knows a commit."""
     monkeypatch.setattr(floorless.index.answers, "ONE_BY_ONE", 0)  # none is small enough
     spawned: list[list[str]] = []
@@ -393,22 +394,36 @@ def test_a_wide_root_is_diffed_in_parts_before_the_commits_are_known(
 
 
 @pytest.mark.parametrize("parts", [1, 3, 7])
-def test_a_wide_root_in_any_number_of_parts(forge: Forge, parts: int) -> None:
-    """However the commits are shared out (never a merge's diffs apart from each other), the
-    answer is git's, merges and their side branches included."""
+def test_a_wide_root_in_any_number_of_parts(
+    forge: Forge, parts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However the commits are shared out, the answer is git's, merges and their side
+    branches included: git diffs each commit against its first parent alone, and a merge's
+    other parents are asked, in process, only of the entries that differ from the first."""
     repo = _repo(forge)
     root = Path(repo.path)
     tip = git_text(root, "rev-parse", "main").strip()
     names = git_text(root, "ls-tree", "--name-only", tip).split()
     git = forge.indexer.git
     assert git is not None
+    asked: list[set[bytes]] = []
+    real_differing = floorless.git.lastchanged.differing
+
+    def differing(*args: Any) -> set[bytes]:
+        asked.append(set(args[3]))
+        return real_differing(*args)
+
+    monkeypatch.setattr(floorless.git.lastchanged, "differing", differing)
     found = floorless.git.lastchanged.root_last(
-        git, root, bytes.fromhex(tip), [n.encode() for n in names], parts
+        git, open_repository(root), bytes.fromhex(tip), [n.encode() for n in names], parts
     )
     got = {name.decode(): None if c is None else c.hex() for name, c in found.items()}
     assert got == {name: _last(root, tip, name) for name in names}
-    merges = git_text(root, "rev-list", "--merges", "--count", tip).strip()
-    assert int(merges) > 0
+    first_parents = set(git_text(root, "rev-list", "--first-parent", tip).split())
+    assert set(got.values()) - first_parents  # some answers lie on a side branch
+    merges = int(git_text(root, "rev-list", "--merges", "--count", tip).strip())
+    assert 0 < len(asked) <= merges  # only merges that changed a travelling entry, each once
+    assert all(0 < len(entries) < len(names) for entries in asked)
 
 
 def test_the_commits_of_the_index_make_way_for_a_viewed_answer(

@@ -26,8 +26,8 @@ the commits it brought and no others, at most ``WALK_LIMIT`` of them (for the de
 those since its last tip; for another branch, those neither a branch had when last read nor
 the default branch has), so the work is that of the push, never of the history. A
 repository seen for the first time (none of its branches marked) has only its newest
-``WALK_LIMIT`` commits read: those of its default branch, and of each other branch those
-the default branch has not.
+``WALK_LIMIT`` commits read: those of its default branch, and of each other branch's newest
+``WALK_LIMIT`` those not read for the default branch.
 """
 
 from __future__ import annotations
@@ -276,23 +276,33 @@ class References:
         known = [oid for oid in marks.values() if _present(handle, oid)]
         emails: dict[str, Account | None] = {}
         read = 0
-        for branch, tip in sorted(snapshot.branches.items()):
+        seen: set[pygit2.Oid] = set()  # on a first sight, the default branch's commits read
+        for branch, tip in sorted(snapshot.branches.items(), key=lambda b: (b[0] != default, b)):
             key = branch.hex()
             if marks.get(key) == tip.hex():
                 continue
-            walker = handle.walk(pygit2.Oid(raw=tip), SortMode.TOPOLOGICAL)
+            # newest first as found: a topological order walks every commit the tip reaches
+            # before the first (git.git's default branch: 1.1 s, against 2 ms)
+            walker = handle.walk(pygit2.Oid(raw=tip), SortMode.NONE)
             if branch == default:  # what reached it since: closing references count here
                 old = marks.get(key)
                 if old is not None and _present(handle, old):
                     walker.hide(pygit2.Oid(hex=old))
-            else:  # what no branch had; the default branch's commits are read as its own
+            elif marks:  # what no branch had; the default branch's commits are read as its own
                 for oid in known:
                     walker.hide(pygit2.Oid(hex=oid))
                 if default is not None and default in snapshot.branches:
                     walker.hide(pygit2.Oid(raw=snapshot.branches[default]))
+            # else a first sight: what the default branch's newest commits have not, hiding
+            # nothing (a branch of a history of its own, as git.git's todo, hiding the default
+            # branch, walks all of its history: 1.6 s)
             for count, commit in enumerate(walker):
                 if count >= WALK_LIMIT:
                     break
+                if branch == default:
+                    seen.add(commit.id)
+                elif commit.id in seen:
+                    continue
                 read += 1
                 self._commit(repo, commit, branch == default, emails)
             self.db.execute(

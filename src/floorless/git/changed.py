@@ -38,7 +38,11 @@ from floorless.core import background
 from floorless.core.errors import GitCommandError
 from floorless.git.env import GitEnvironment
 
-_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
+# Replace refs off; and git's output buffered whole, as for a file: git flushes each record
+# written to a pipe (a diff, a commit), and on git.git's first index the system calls and
+# the reader's wakeups so took 4.4 s of its 11.4 (0.4 of 7.7 buffered). No child here is
+# waited on for one answer before it is given the next question.
+_ENV = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_FLUSH": "0"}
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a path, never a pattern
 _READ = 1 << 20
 _DIFF_TREE = (

@@ -463,7 +463,7 @@ class Answers:
             return  # a run that ended between the page's look and this one stored it
         try:  # (the repository may have gone meanwhile)
             handle = self.open_repo(repo)
-            found = root_last(self.indexer.git_environment(), Path(handle.path), commit, names)
+            found = root_last(self.indexer.git_environment(), handle, commit, names)
         except (FloorlessError, pygit2.GitError, OSError) as exc:  # the next poll asks again
             log.warning("last commits in %s: %s", repo.full_name, exc)
             return
