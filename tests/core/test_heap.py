@@ -12,6 +12,7 @@ import weakref
 from pathlib import Path
 
 import pygit2
+import pytest
 from support.forges import start_forge, wait_for, wait_indexed
 from support.gitfixtures import build_history, build_one
 from support.serving import serving
@@ -187,3 +188,37 @@ def test_memory_goes_back_once_per_burst_of_requests_when_they_stop() -> None:
     activity.seen()
     assert not activity.quiet()
     assert activity.quiet() and activity.given == 2
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_while_busy_what_lives_is_frozen_and_once_quiet_everything_is_collected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Busy, each look freezes what the requests left alive, so the collections they start
+    never walk it again; a cycle frozen so is freed once requests stop (a full collection
+    at a moment none waits), or after FULL_AFTER seconds of a server never quiet."""
+    activity = heap.Activity()
+    settled, everything = heap.settled, heap.everything
+    cycle = _Cycle()
+    gone = weakref.ref(cycle)
+    activity.seen()
+    assert not activity.quiet()  # busy: settled
+    assert heap.settled == settled + 1 and heap.everything == everything
+    del cycle
+    gc.collect()
+    assert gone() is not None  # frozen: no collection the interpreter runs reaches it
+    assert activity.quiet()  # quiet: everything collected, memory given back
+    assert heap.everything == everything + 1 and gone() is None
+
+    monkeypatch.setattr(heap, "FULL_AFTER", 0.0)
+    cycle = _Cycle()
+    gone = weakref.ref(cycle)
+    heap.settle()
+    del cycle
+    activity.seen()
+    assert not activity.quiet()  # busy, but past FULL_AFTER: everything collected anyway
+    assert heap.everything == everything + 2 and gone() is None

@@ -10,7 +10,12 @@ such a moment to the permanent generation (``gc.freeze``), which no collection s
 collections a crawl triggers walk only what the requests themselves made.
 
 What is frozen is still freed when its last reference goes; only a cycle among frozen
-objects waits for ``collect_everything``.
+objects waits for ``collect_everything``. While requests come, ``Activity`` settles every
+few seconds what they left alive (caches' entries above all: a crawl of git.git's distinct
+pages made full collections of 119 ms), and once they stop, collects everything, frozen
+too, at a moment no request waits through (and every ``FULL_AFTER`` seconds of a server
+that never stops being busy), so a request's cycle frozen in flight is not kept for good.
+The collections made here are told apart from those the interpreter starts (``chosen``).
 
 The C library keeps the pages ``free`` gave back in its arenas, for the next ``malloc``:
 after a first index or a crawl a server held their peak for the rest of its life.
@@ -25,16 +30,26 @@ from __future__ import annotations
 import ctypes
 import gc
 import threading
+import time
 
 _lock = threading.Lock()
 settled = 0  # how many times this process froze what was alive (tests read it)
+everything = 0  # how many times it collected everything, the frozen too (tests read it)
+# Whether a collection running now is one of this module's, at a moment it chose (read by
+# the metrics' callback: no other collection can start while one runs)
+chosen = False
+FULL_AFTER = 600.0  # seconds a server busy without a pause goes between full collections
 
 
 def settle() -> None:
     """Free the young garbage, then freeze every object alive now (see the module)."""
-    global settled
+    global settled, chosen
     with _lock:
-        gc.collect(1)  # the young generations only: cheap, unlike a full collection
+        chosen = True
+        try:
+            gc.collect(1)  # the young generations only: cheap, unlike a full collection
+        finally:
+            chosen = False
         gc.freeze()
         settled += 1
 
@@ -42,11 +57,18 @@ def settle() -> None:
 def collect_everything() -> None:
     """A full collection that reaches the frozen objects too (to close a dropped handle in a
     cycle), then freeze what is left again. As long as a full collection over the whole
-    heap: for what is rare (a repository moved or deleted)."""
+    heap: for a moment no request waits (``Activity``), or what is rare (a repository moved
+    or deleted)."""
+    global everything, chosen
     with _lock:
         gc.unfreeze()
-        gc.collect()
+        chosen = True
+        try:
+            gc.collect()
+        finally:
+            chosen = False
         gc.freeze()
+        everything += 1
 
 
 def frozen() -> int:
@@ -71,17 +93,20 @@ def give_back() -> None:
 
 
 class Activity:
-    """Requests counted as they come (``seen``: an increment, no lock), and memory given back
-    once they have stopped: ``quiet`` (the maintenance loop asks it every few seconds) gives it
-    back the first time it finds no request since the last time it was asked, after some
-    came. A busy server is never held by the trim (it walks every arena under their locks);
-    a quiet one pays it once per burst."""
+    """Requests counted as they come (``seen``: an increment, no lock), and the heap kept
+    small by the maintenance loop, which asks ``quiet`` every few seconds: while requests
+    came since it last asked, what is alive is settled (young garbage freed, the rest
+    frozen); the first time none came, after some did, everything is collected and the
+    memory freed given back to the system. A busy server is never held by the trim (it walks
+    every arena under their locks) nor by a full collection, but once every FULL_AFTER
+    seconds; a quiet one pays both once per burst."""
 
     def __init__(self) -> None:
         self.requests = 0
         self._asked_at = 0  # requests counted the last time ``quiet`` was asked
         self._given_at = 0  # ... the last time memory was given back
         self.given = 0  # times memory was given back (tests read it)
+        self._full_at = time.monotonic()  # when everything was last collected
 
     def seen(self) -> None:
         self.requests += 1
@@ -90,9 +115,20 @@ class Activity:
         """Whether memory was given back now."""
         now, before = self.requests, self._asked_at
         self._asked_at = now
-        if now != before or now == self._given_at:  # still busy, or given back since
+        if now != before:  # still busy
+            if time.monotonic() - self._full_at >= FULL_AFTER:
+                self._collect()
+            else:
+                settle()
+            return False
+        if now == self._given_at:  # given back since
             return False
         self._given_at = now
+        self._collect()
         give_back()
         self.given += 1
         return True
+
+    def _collect(self) -> None:
+        collect_everything()
+        self._full_at = time.monotonic()

@@ -44,13 +44,18 @@ class CacheCollector(Collector):
 class GcPauses(Collector):
     """How often Python's garbage collector stopped the process, and for how long, by
     generation: a full collection over a large heap is a pause every request in flight
-    waits through, so it shows in a small page's p99."""
+    waits through, so it shows in a small page's p99. Those the interpreter starts, in
+    whichever thread allocates, apart from those ``heap`` runs at moments it chooses
+    (``heap.chosen``: young ones while busy, a full one once quiet)."""
 
     def __init__(self) -> None:
         self.count = [0, 0, 0]
         self.seconds = [0.0, 0.0, 0.0]
         self.longest = [0.0, 0.0, 0.0]
+        self.chosen_count = [0, 0, 0]
+        self.chosen_longest = [0.0, 0.0, 0.0]
         self._started = 0.0
+        self._chosen = False
         self._lock = threading.Lock()
 
     def install(self) -> None:
@@ -59,10 +64,15 @@ class GcPauses(Collector):
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
+            self._chosen = heap.chosen
             return
         took = time.perf_counter() - self._started
         generation = int(info.get("generation", 2))
         with self._lock:
+            if self._chosen:
+                self.chosen_count[generation] += 1
+                self.chosen_longest[generation] = max(self.chosen_longest[generation], took)
+                return
             self.count[generation] += 1
             self.seconds[generation] += took
             self.longest[generation] = max(self.longest[generation], took)
@@ -81,17 +91,29 @@ class GcPauses(Collector):
             "The longest garbage-collection pause so far, by generation.",
             labels=["gen"],
         )
+        chosen = CounterMetricFamily(
+            "floorless_gc_chosen_collections",
+            "Garbage collections run at moments floorless chose (heap.Activity), by generation.",
+            labels=["gen"],
+        )
+        chosen_longest = GaugeMetricFamily(
+            "floorless_gc_chosen_longest_pause_seconds",
+            "The longest of those so far, by generation.",
+            labels=["gen"],
+        )
         with self._lock:
             for gen in range(3):
                 count.add_metric([str(gen)], self.count[gen])
                 seconds.add_metric([str(gen)], self.seconds[gen])
                 longest.add_metric([str(gen)], self.longest[gen])
+                chosen.add_metric([str(gen)], self.chosen_count[gen])
+                chosen_longest.add_metric([str(gen)], self.chosen_longest[gen])
         frozen = GaugeMetricFamily(
             "floorless_gc_frozen_objects",
             "Objects in the permanent generation, which no collection walks (heap.settle).",
             value=heap.frozen(),
         )
-        yield from (count, seconds, longest, frozen)
+        yield from (count, seconds, longest, chosen, chosen_longest, frozen)
 
 
 _gc_pauses: GcPauses | None = None
