@@ -179,6 +179,9 @@ class Database:
         return count
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        rows = list(rows)
+        if not rows:
+            return  # writes nothing: no write to count, no notice to expect
         with timing.phase("db"):
             _count()
             self._executemany(sql, rows)
@@ -218,8 +221,14 @@ class Database:
                 self._finish(conn, "ROLLBACK")
                 raise
             self._writing.tables = None
-            self._committing(conn, written)
-            self._finish(conn, "COMMIT")
+            expected = self._committing(conn, written)
+            try:
+                self._finish(conn, "COMMIT")
+            except BaseException:
+                # committed or not, unknown: no echo is to be skipped, and what may have been
+                # written is read again
+                self._uncommitted(expected)
+                raise
         if written:
             self.changed(written)
 
@@ -228,8 +237,13 @@ class Database:
         (on PostgreSQL, a backend's process id): read again what is remembered of it."""
         self.changed((table,))
 
-    def _committing(self, conn: Any, tables: set[str]) -> None:
-        """``conn`` is about to commit its writes to ``tables``."""
+    def _committing(self, conn: Any, tables: set[str]) -> Any:
+        """``conn`` is about to commit its writes to ``tables``: what ``_uncommitted`` takes
+        back should the commit fail."""
+        return None
+
+    def _uncommitted(self, expected: Any) -> None:
+        """The commit ``_committing`` announced raised: it may or may not have happened."""
 
     def _finish(self, conn: Any, word: str) -> None:
         conn.execute(word)
@@ -443,37 +457,63 @@ class Postgres(Database):
             raise DatabaseUnavailable(UNREACHABLE) from exc
 
     def _fetch(self, sql: str, params: Params) -> list[Row]:
-        with self._connection() as conn:
-            self._writing_alone(conn, sql)
+        with self._connection() as conn, self._writing_alone(conn, sql):
             cursor = conn.execute(_pg_sql(sql), params)
             return cursor.fetchall() if cursor.description is not None else []
 
     def _execute(self, sql: str, params: Params) -> int:
-        with self._connection() as conn:
-            self._writing_alone(conn, sql)
+        with self._connection() as conn, self._writing_alone(conn, sql):
             return conn.execute(_pg_sql(sql), params).rowcount
 
     def _executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        with self._connection() as conn, conn.cursor() as cursor:
-            self._writing_alone(conn, sql)
+        with self._connection() as conn, conn.cursor() as cursor, self._writing_alone(conn, sql):
             cursor.executemany(_pg_sql(sql), rows)
 
-    def _writing_alone(self, conn: psycopg.Connection[Row], sql: str) -> None:
-        """Before a statement outside a transaction: one that writes commits by itself."""
-        if getattr(self._local, "conn", None) is not None:
-            return  # inside a transaction: its writes are expected when it commits
+    @contextmanager
+    def _writing_alone(self, conn: psycopg.Connection[Row], sql: str) -> Iterator[None]:
+        """Around a statement outside a transaction: one that writes commits by itself."""
         table = _written_table(sql)
-        if table is not None:
-            self._committing(conn, {table, *TRIGGERED.get(table, ())})
+        if table is None or getattr(self._local, "conn", None) is not None:
+            yield  # inside a transaction: its writes are expected when it commits
+            return
+        expected = self._committing(conn, {table, *TRIGGERED.get(table, ())})
+        try:
+            yield
+        except BaseException:
+            self._uncommitted(expected)
+            raise
 
-    def _committing(self, conn: psycopg.Connection[Row], tables: set[str]) -> None:
+    def changed(self, tables: Iterable[str] | None = None) -> None:
+        if tables is None:  # (re)connected: every backend id known before may be another's now
+            with self._echoes_lock:
+                self._echoes.clear()
+        super().changed(tables)
+
+    def _uncommitted(self, expected: tuple[int, set[str], float] | None) -> None:
+        # An echo that will not come must not be left to silence another session's notice
+        # (a backend id is used again, by another node's session, once a server restarts);
+        # and a write whose commit raised may have been committed: read again, to be sure.
+        if expected is None:
+            return
+        pid, tables, due = expected
+        with self._echoes_lock:
+            for table in tables:
+                dues = self._echoes.get((pid, table))
+                if dues and due in dues:
+                    dues.remove(due)
+        self.changed(tables)
+
+    def _committing(
+        self, conn: psycopg.Connection[Row], tables: set[str]
+    ) -> tuple[int, set[str], float] | None:
         # Expected before the commit, so that an echo heard at once is known for one. An
         # echo that never comes (a trigger that wrote nothing) is forgotten once overdue.
         now = time.monotonic()
         due = now + ECHO_WAIT
         pid = conn.info.backend_pid
+        expected = tables & REMEMBERED
         with self._echoes_lock:
-            for table in tables & REMEMBERED:
+            for table in expected:
                 self._echoes.setdefault((pid, table), deque()).append(due)
             if now - self._echoes_swept > ECHO_WAIT:
                 self._echoes_swept = now
@@ -482,6 +522,7 @@ class Postgres(Database):
                         dues.popleft()
                     if not dues:
                         del self._echoes[key]
+        return (pid, expected, due) if expected else None
 
     def told(self, table: str, sender: int) -> None:
         # One of this process's own writes, coming back, is skipped: it was counted when it
