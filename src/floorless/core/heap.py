@@ -41,15 +41,21 @@ chosen = False
 FULL_AFTER = 600.0  # seconds a server busy without a pause goes between full collections
 
 
+def _collect(generation: int) -> None:
+    """A collection of this module's choosing (``chosen`` while it runs), under the lock."""
+    global chosen
+    chosen = True
+    try:
+        gc.collect(generation)
+    finally:
+        chosen = False
+
+
 def settle() -> None:
     """Free the young garbage, then freeze every object alive now (see the module)."""
-    global settled, chosen
+    global settled
     with _lock:
-        chosen = True
-        try:
-            gc.collect(1)  # the young generations only: cheap, unlike a full collection
-        finally:
-            chosen = False
+        _collect(1)  # the young generations only: cheap, unlike a full collection
         gc.freeze()
         settled += 1
 
@@ -59,14 +65,10 @@ def collect_everything() -> None:
     cycle), then freeze what is left again. As long as a full collection over the whole
     heap: for a moment no request waits (``Activity``), or what is rare (a repository moved
     or deleted)."""
-    global everything, chosen
+    global everything
     with _lock:
         gc.unfreeze()
-        chosen = True
-        try:
-            gc.collect()
-        finally:
-            chosen = False
+        _collect(2)
         gc.freeze()
         everything += 1
 

@@ -154,12 +154,9 @@ class Database:
             return self._versions.get(table, 0)
 
     def _wrote(self, sql: str) -> None:
-        table = _written_table(sql)
-        if table is None:
+        tables = _written_tables(sql)
+        if not tables:
             return
-        # with the tables the database's triggers write in turn: this node knows of those
-        # writes as soon as of its own, not only once their notice comes back to it
-        tables = {table, *TRIGGERED.get(table, ())}
         pending: set[str] | None = getattr(self._writing, "tables", None)
         if pending is not None:
             pending.update(tables)  # counts once committed
@@ -472,11 +469,11 @@ class Postgres(Database):
     @contextmanager
     def _writing_alone(self, conn: psycopg.Connection[Row], sql: str) -> Iterator[None]:
         """Around a statement outside a transaction: one that writes commits by itself."""
-        table = _written_table(sql)
-        if table is None or getattr(self._local, "conn", None) is not None:
+        tables = _written_tables(sql)
+        if not tables or getattr(self._local, "conn", None) is not None:
             yield  # inside a transaction: its writes are expected when it commits
             return
-        expected = self._committing(conn, {table, *TRIGGERED.get(table, ())})
+        expected = self._committing(conn, set(tables))
         try:
             yield
         except BaseException:
@@ -599,10 +596,17 @@ _WRITE = re.compile(r"\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGN
 
 
 @functools.lru_cache(maxsize=1024)
-def _written_table(sql: str) -> str | None:
-    """The table a statement writes, or None for a read."""
+@functools.lru_cache(maxsize=1024)
+def _written_tables(sql: str) -> frozenset[str]:
+    """The tables a statement writes (none for a read): the one it names, with those the
+    database's triggers write in turn, so that this node knows of those writes as soon as of
+    its own, not only once their notice comes back to it. Asked before and after each
+    statement on PostgreSQL: kept, as the statements are the program's own few."""
     match = _WRITE.match(sql)
-    return match.group(1).lower() if match else None
+    if match is None:
+        return frozenset()
+    table = match.group(1).lower()
+    return frozenset({table, *TRIGGERED.get(table, ())})
 
 
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|[?%]")
