@@ -40,6 +40,8 @@ class PageResult:
     notes: list[str] = field(default_factory=list)
     # processes the server says it spawned (Server-Timing ``spawn``), per request, when counted
     server_spawns_per_request: float | None = None
+    # the slow-filesystem operations counted, by the name of the thread that made them
+    slowfs_ops_by_thread: dict[str, int] | None = None
 
 
 def forks() -> int:
@@ -117,14 +119,14 @@ def measure_page(
     url: str,
     requests: int,
     warmup: int,
-    slowfs_total: Callable[[], int] | None = None,
+    slowfs_ops: Callable[[], dict[str, int]] | None = None,
     slowfs_reset: Callable[[], None] | None = None,
     deadline_seconds: float = 120.0,
 ) -> PageResult:
     """Warm up, then time ``requests`` sequential GETs; warm-up and measurement each stop
     early (after at least one request) once ``deadline_seconds`` have passed."""
     (result,) = measure_interleaved(
-        page, [url], requests, warmup, slowfs_total, slowfs_reset, deadline_seconds
+        page, [url], requests, warmup, slowfs_ops, slowfs_reset, deadline_seconds
     )
     return result
 
@@ -134,7 +136,7 @@ def measure_interleaved(
     urls: list[str],
     requests: int,
     warmup: int,
-    slowfs_total: Callable[[], int] | None = None,
+    slowfs_ops: Callable[[], dict[str, int]] | None = None,
     slowfs_reset: Callable[[], None] | None = None,
     deadline_seconds: float = 120.0,
     on_slowfs: int = 0,
@@ -184,7 +186,8 @@ def measure_interleaved(
             if time.monotonic() > stop_at:
                 break
         spawned = forks() - before
-        ops = slowfs_total() if slowfs_total is not None else None
+        by_thread = slowfs_ops() if slowfs_ops is not None else None
+        ops = sum(by_thread.values()) if by_thread is not None else None
     finally:
         for client in clients:
             client.close()
@@ -202,6 +205,7 @@ def measure_interleaved(
             if spawns_each
             else spawned / (count * len(urls)),
             slowfs_ops_per_request=None if ops is None or index != on_slowfs else ops / count,
+            slowfs_ops_by_thread=None if index != on_slowfs else by_thread,
             server_timing=headers[index].get("server-timing"),
             server_spawns_per_request=reported[index] / count if spawns_each else None,
         )

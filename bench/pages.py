@@ -84,7 +84,7 @@ def measure_contender(
                     url,
                     options.requests,
                     options.warmup,
-                    slowfs_total=mount.request_total if mount is not None else None,
+                    slowfs_ops=mount.request_threads if mount is not None else None,
                     slowfs_reset=mount.reset if mount is not None else None,
                     deadline_seconds=options.page_deadline,
                 )
@@ -106,7 +106,7 @@ def measure_contender(
                 f"  {name:10} {page:8} {outcome.status} p50 {outcome.p50_ms:9.2f} ms"
                 f"  p95 {outcome.p95_ms:9.2f}  spawns {outcome.spawns_per_request:5.1f}"
                 + (
-                    f"  fs-ops {outcome.slowfs_ops_per_request:7.1f}"
+                    f"  fs-ops {outcome.slowfs_ops_per_request:7.1f}{by_thread(outcome)}"
                     if outcome.slowfs_ops_per_request is not None
                     else ""
                 )
@@ -144,7 +144,7 @@ def measure_paired(
                     [local_url, slow_url],
                     options.requests,
                     options.warmup,
-                    slowfs_total=mount.request_total,
+                    slowfs_ops=mount.request_threads,
                     slowfs_reset=mount.reset,
                     deadline_seconds=options.page_deadline,
                     on_slowfs=1,
@@ -153,10 +153,16 @@ def measure_paired(
                 context.log(
                     f"  paired     {page:8} local p50 {near.p50_ms:7.3f} ms  slow p50 "
                     f"{far.p50_ms:7.3f} ms  {far.p50_ms / near.p50_ms:5.2f}x  "
-                    f"fs-ops {far.slowfs_ops_per_request:5.1f}"
+                    f"fs-ops {far.slowfs_ops_per_request:5.1f}{by_thread(far)}"
                 )
         finally:
             slow.stop()
     finally:
         local.stop()
     return paired
+
+
+def by_thread(result: measure.PageResult) -> str:
+    """A page's slow-filesystem operations by thread name, when it made any."""
+    named = sorted((result.slowfs_ops_by_thread or {}).items(), key=lambda item: -item[1])
+    return " (" + ", ".join(f"{name} {count}" for name, count in named) + ")" if named else ""

@@ -717,6 +717,10 @@ class Mount:
         """``total()`` less the operations of floorless's background threads."""
         return request_ops(self)
 
+    def request_threads(self) -> dict[str, int]:
+        """``request_total()`` by the name of the thread that made the operations."""
+        return request_ops_by_thread(self)
+
     def reset(self) -> None:
         reset_counts(self.mountpoint)
 
@@ -746,17 +750,25 @@ def request_ops(mount: Mount) -> int:
     those the kernel sends on its own (thread 0: the release after a last close, whose open
     is counted with the thread that made it): the filesystem work that requests cost. For
     any other server this is every operation but the kernel's."""
-    total = 0
+    return sum(request_ops_by_thread(mount).values())
+
+
+def request_ops_by_thread(mount: Mount) -> dict[str, int]:
+    """``request_ops`` by the name the calling thread has (``/proc/TID/comm``: floorless's
+    request threads are ``fl-request``, its pools' others ``fl-expensive`` and ``fl-stream``;
+    ``(ended)`` for a thread gone since), so that a page's operations can be told apart from
+    those of threads that are neither the named background ones nor a request's."""
+    by_name: dict[str, int] = {}
     for tid, count in mount.callers().items():
         if tid == 0:
             continue
         try:
             name = Path(f"/proc/{tid}/comm").read_text().strip()
         except OSError:  # the thread has ended: not a long-lived background thread
-            name = ""
+            name = "(ended)"
         if not name.startswith(BACKGROUND_PREFIX):
-            total += count
-    return total
+            by_name[name] = by_name.get(name, 0) + count
+    return by_name
 
 
 def read_callers(mountpoint: Path) -> dict[int, int]:

@@ -195,7 +195,7 @@ def _judge(repo: dict[str, Any]) -> list[Check]:
         )
     )
     sweep = judge_sweep(cold.get("sweep") or {}, why_missing(cold, "sweep"))
-    checks += [sweep["classes"], sweep["throughput"]]
+    checks += [sweep["classes"], sweep["throughput"], sweep["gc"], sweep["memory"]]
     found = repo.get("deep") or {}
     target = (
         f"the commits page {deep.DEPTH:,} commits deep (a shorter history's last page) within "
@@ -269,9 +269,24 @@ ROWS = (
     ),
     Row("RSS after the sweep (MB)", ".0f", _at("cold", "sweep", "memory_mb", "after sweep")),
     Row(
-        "longest full GC pause during the sweep (ms)",
-        ".1f",
-        _at("cold", "sweep", "gc", "longest full collection ms"),
+        "RSS of the sweep's server idle before the crawl (MB)",
+        ".0f",
+        _at("cold", "sweep", "memory_mb", "idle after index"),
+    ),
+    Row(
+        "RSS of the sweep's server idle after the crawl (MB)",
+        ".0f",
+        _at("cold", "sweep", "memory_mb", "idle after the crawl"),
+    ),
+    Row(
+        "collector pauses over 20 ms during the sweep",
+        ".0f",
+        _at("cold", "sweep", "gc", "pauses over 20 ms"),
+    ),
+    Row(
+        "longest collector pause during the sweep, at most (ms)",
+        ".0f",
+        _at("cold", "sweep", "gc", "longest pause at most ms"),
     ),
     *(
         Row(

@@ -35,11 +35,18 @@ def sweep(p50: float, throughput: float) -> dict[str, Any]:
             for kind in ("file", "dir", "history", "commit")
         },
         "throughput": {"floorless": throughput, "cgit": 100.0},
-        "memory_mb": {"after index": 150.0, "after sweep": 180.0, "after throughput": 190.0},
+        "memory_mb": {
+            "after index": 150.0,
+            "idle after index": 120.0,
+            "after sweep": 180.0,
+            "after throughput": 190.0,
+            "idle after the crawl": 160.0,
+        },
         "gc": {
             "full collections": 1,
             "full collection seconds": 0.02,
-            "longest full collection ms": 21.5,
+            "pauses over 20 ms": 2,
+            "longest pause at most ms": 50.0,
         },
         "rounds": [{"file": 0.5, "dir": 0.5, "history": 0.25, "commit": 0.5}],
     }
@@ -185,7 +192,8 @@ def test_the_section_has_a_row_a_figure_and_three_columns_a_repository() -> None
     assert rows["RSS idle, workers (MB)"].endswith("| 210 |  |  |")
     assert rows["RSS idle, whole process tree (MB)"].endswith("| 280 |  |  |")
     assert rows["RSS after the sweep (MB)"].endswith("| 180 |  |  |")
-    assert rows["longest full GC pause during the sweep (ms)"].endswith("| 21.5 |  |  |")
+    assert rows["collector pauses over 20 ms during the sweep"].endswith("| 2 |  |  |")
+    assert rows["longest collector pause during the sweep, at most (ms)"].endswith("| 50 |  |  |")
     assert rows["distinct URLs, dir page p50 (ms)"].endswith(
         "| 2.00 | 4.00 | 0.50x | 3.00 | 4.00 | 0.75x |"
     )
@@ -224,7 +232,10 @@ def test_each_target_is_judged_for_each_repository() -> None:
     assert find(checks, "flask", "throughput on distinct URLs") is False  # 1.5x
     assert find(checks, "git", "commits page 40,000 commits deep") is False  # 2.5x
     assert find(checks, "flask", "commits page 40,000 commits deep") is True  # 0.5x
-    assert len(checks) == 2 * 6
+    for repo in ("git", "flask"):
+        assert find(checks, repo, "pause over 20 ms") is False  # 2 of them
+        assert find(checks, repo, "within 50 MB of idle") is True  # 160 against 120
+    assert len(checks) == 2 * 8
     page = "\n".join(scenario.page_section(results(figures()), COMMAND))
     assert (
         "- git: the commits page 40,000 commits deep (a shorter history's last page) within 2x "
@@ -243,7 +254,11 @@ def test_a_figure_over_its_limit_turns_the_check() -> None:
     real["git"]["cold"]["first"]["first"]["rss_idle_all_mb"] = 301.0
     real["git"]["cold"]["index"]["ratio_to_commit_graph"] = 2.1
     real["git"]["cold"]["sweep"]["classes"]["commit"]["floorless_ms"]["p50"] = 4.0
+    real["git"]["cold"]["sweep"]["memory_mb"]["idle after the crawl"] = 171.0
+    real["git"]["cold"]["sweep"]["gc"]["pauses over 20 ms"] = 0
     checks = judged(real)
+    assert find(checks, "git", "within 50 MB of idle") is False
+    assert find(checks, "git", "pause over 20 ms") is True
     assert find(checks, "git", "complete within 3 s") is False
     assert find(checks, "git", "indexed and idle at most 300 MB") is False
     assert find(checks, "git", "first index within 2x") is False

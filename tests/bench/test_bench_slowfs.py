@@ -227,10 +227,28 @@ def test_operations_are_told_apart_by_calling_thread(fuse, dirs):
 
         background.start(ref_check, "maintain")
         assert done.wait(30)
+        served = threading.Event()
+        requester: list[int] = []
+
+        def request() -> None:  # named as floorless's request threads are
+            background.name_this_thread("fl-request")
+            requester.append(threading.get_native_id())
+            os.stat(mnt / "sub" / "deep.txt")
+            served.set()
+            time.sleep(1)
+
+        threading.Thread(target=request).start()
+        assert served.wait(30)
         callers = mount.callers()
-        assert sum(callers.values()) == mount.total() >= 8
-        assert threading.get_native_id() in callers
-        assert slowfs.request_ops(mount) == callers[threading.get_native_id()] >= 3
+        assert sum(callers.values()) == mount.total() >= 10
+        me = threading.get_native_id()
+        assert me in callers
+        theirs = callers[requester[0]]
+        assert theirs >= 2  # the lookups of sub and deep.txt
+        assert slowfs.request_ops(mount) == callers[me] + theirs
+        mine = Path(f"/proc/self/task/{me}/comm").read_text().strip()
+        assert slowfs.request_ops_by_thread(mount) == {mine: callers[me], "fl-request": theirs}
+        assert callers[me] >= 3
 
 
 @pytest.mark.parametrize("cache_seconds", [0.0, 60.0])

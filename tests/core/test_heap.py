@@ -5,6 +5,7 @@ settings, and what is alive after start-up and after an index is frozen (``heap.
 from __future__ import annotations
 
 import gc
+import itertools
 import re
 import sqlite3
 import urllib.request
@@ -22,6 +23,7 @@ from floorless.core import heap
 from floorless.core.caches import approximate_size
 from floorless.core.config import Settings
 from floorless.db import store
+from floorless.forge import Forge
 from floorless.forgejo import git as gitshapes
 from floorless.forgejo.caches import ShapeCaches
 from floorless.git import env
@@ -69,6 +71,28 @@ def test_an_index_is_frozen_once_built(tmp_path: Path) -> None:
         assert id(vars(graph)) not in walked
     finally:
         forge.stop()
+
+
+def test_what_each_slice_of_an_index_adds_is_frozen_as_it_goes(tmp_path: Path) -> None:
+    """A first index grows the graph slice after slice: each slice's survivors are frozen
+    before the next, so the collections the next one starts walk only what it makes (on
+    git.git a full one during the first index took 51 ms)."""
+    repos = tmp_path / "repos"
+    build_history(repos / "alice" / "hist.git")  # 10,500 commits: 5 slices of 2,500
+    settings = Settings.load(
+        environ={}, data=tmp_path / "data", repos=repos, index_slice_commits=2500
+    )
+    forge = Forge(settings)
+    seen: list[int] = []
+    forge.indexer.on_slice.append(lambda repo, job: seen.append(heap.settled))
+    forge.start()
+    try:
+        wait_indexed(forge)
+    finally:
+        forge.stop()
+    assert len(seen) >= 5, seen
+    # a slice's listener runs before its settling: each sees the ones before it settled
+    assert all(later > earlier for earlier, later in itertools.pairwise(seen)), seen
 
 
 def test_settling_freezes_and_a_full_collection_still_frees_cycles() -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gc
 import re
+import time
 from pathlib import Path
 
 from falcon import testing
 from support.forges import start_forge
 
 from floorless.core import heap
+from floorless.core.metrics import GcPauses
 from floorless.web.app import create_app
 
 
@@ -39,3 +41,22 @@ def test_metrics_count_gc_pauses_and_resident_memory(tmp_path: Path) -> None:
         assert _value(told, full) == _value(after, full)
     finally:
         forge.stop()
+
+
+def test_pauses_are_counted_by_length_so_a_scraper_can_count_the_long_ones() -> None:
+    pauses = GcPauses()  # not installed: fed by hand, lengths chosen
+    for generation, length in ((0, 0.0005), (1, 0.03), (1, 0.004), (2, 2.0)):
+        pauses._on_gc("start", {})
+        pauses._started = time.perf_counter() - length
+        pauses._on_gc("stop", {"generation": generation})
+    family = next(m for m in pauses.collect() if m.name == "floorless_gc_pause_length_seconds")
+    buckets = {
+        (s.labels["gen"], s.labels["le"]): s.value
+        for s in family.samples
+        if s.name.endswith("_bucket")
+    }
+    assert buckets["0", "0.001"] == 1
+    assert (buckets["1", "0.005"], buckets["1", "0.02"], buckets["1", "0.05"]) == (1, 1, 2)
+    assert (buckets["2", "1.0"], buckets["2", "+Inf"]) == (0, 1)
+    over_20ms = sum(buckets[g, "+Inf"] - buckets[g, "0.02"] for g in "012")
+    assert over_20ms == 2

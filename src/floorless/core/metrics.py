@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import bisect
 import gc
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from floorless.core import heap
@@ -41,15 +48,23 @@ class CacheCollector(Collector):
         yield family
 
 
+# upper bounds (seconds) of the pause lengths told apart; 0.02: the longest a pause may be
+PAUSE_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
 class GcPauses(Collector):
     """How often Python's garbage collector stopped the process, and for how long, by
     generation: a full collection over a large heap is a pause every request in flight
     waits through, so it shows in a small page's p99. Those the interpreter starts, in
     whichever thread allocates, apart from those ``heap`` runs at moments it chooses
-    (``heap.chosen``: young ones while busy, a full one once quiet)."""
+    (``heap.chosen``: young ones while busy, a full one once quiet). The interpreter's own
+    are also counted by length (``PAUSE_BUCKETS``), so that a scraper can tell how many
+    pauses over 20 ms fell between two of its scrapes, whatever came before."""
 
     def __init__(self) -> None:
         self.count = [0, 0, 0]
+        # per generation: pauses at most each of PAUSE_BUCKETS long (not cumulative)
+        self.lengths = [[0] * (len(PAUSE_BUCKETS) + 1) for _ in range(3)]
         self.seconds = [0.0, 0.0, 0.0]
         self.longest = [0.0, 0.0, 0.0]
         self.chosen_count = [0, 0, 0]
@@ -76,6 +91,7 @@ class GcPauses(Collector):
             self.count[generation] += 1
             self.seconds[generation] += took
             self.longest[generation] = max(self.longest[generation], took)
+            self.lengths[generation][bisect.bisect_left(PAUSE_BUCKETS, took)] += 1
 
     def collect(self) -> Iterator[Metric]:
         count = CounterMetricFamily(
@@ -101,8 +117,19 @@ class GcPauses(Collector):
             "The longest of those so far, by generation.",
             labels=["gen"],
         )
+        lengths = HistogramMetricFamily(
+            "floorless_gc_pause_length_seconds",
+            "Garbage-collection pauses the interpreter started, by length and generation.",
+            labels=["gen"],
+        )
         with self._lock:
             for gen in range(3):
+                below, buckets = 0, []
+                bounds = (*PAUSE_BUCKETS, math.inf)
+                for bound, pauses in zip(bounds, self.lengths[gen], strict=True):
+                    below += pauses
+                    buckets.append(("+Inf" if bound == math.inf else repr(bound), below))
+                lengths.add_metric([str(gen)], buckets, self.seconds[gen])
                 count.add_metric([str(gen)], self.count[gen])
                 seconds.add_metric([str(gen)], self.seconds[gen])
                 longest.add_metric([str(gen)], self.longest[gen])
@@ -113,7 +140,7 @@ class GcPauses(Collector):
             "Objects in the permanent generation, which no collection walks (heap.settle).",
             value=heap.frozen(),
         )
-        yield from (count, seconds, longest, chosen, chosen_longest, frozen)
+        yield from (count, seconds, longest, lengths, chosen, chosen_longest, frozen)
 
 
 _gc_pauses: GcPauses | None = None
