@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -60,3 +61,27 @@ def test_pauses_are_counted_by_length_so_a_scraper_can_count_the_long_ones() -> 
     assert (buckets["2", "1.0"], buckets["2", "+Inf"]) == (0, 1)
     over_20ms = sum(buckets[g, "+Inf"] - buckets[g, "0.02"] for g in "012")
     assert over_20ms == 2
+
+
+def test_a_collection_started_while_the_pauses_are_reported_does_not_wait_for_itself() -> None:
+    """``collect`` allocates while it holds the watcher's lock; a collection the interpreter
+    starts there calls the watcher back in the same thread (at one allocation a collection,
+    surely): it must go on, not wait on the lock its own thread holds."""
+    pauses = GcPauses()
+    done = threading.Event()
+
+    def report() -> None:
+        thresholds = gc.get_threshold()
+        gc.callbacks.append(pauses._on_gc)
+        try:
+            gc.set_threshold(1)
+            for _ in range(20):
+                list(pauses.collect())
+        finally:
+            gc.set_threshold(*thresholds)
+            gc.callbacks.remove(pauses._on_gc)
+        done.set()
+
+    threading.Thread(target=report, daemon=True).start()
+    assert done.wait(60), "reporting the pauses waited for itself"
+    assert sum(pauses.count) > 0

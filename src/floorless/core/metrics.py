@@ -71,7 +71,9 @@ class GcPauses(Collector):
         self.chosen_longest = [0.0, 0.0, 0.0]
         self._started = 0.0
         self._chosen = False
-        self._lock = threading.Lock()
+        # re-entrant: a collection can start in ``collect`` itself, which allocates under it,
+        # and its callback, in the same thread, takes it again (a plain lock: a deadlock)
+        self._lock = threading.RLock()
 
     def install(self) -> None:
         gc.callbacks.append(self._on_gc)
