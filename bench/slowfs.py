@@ -33,7 +33,9 @@ How it is built
   ``MOUNTPOINT/.slowfs/`` (not listed in the root, never delayed, never counted):
   reading ``stats`` returns the counts as JSON, ``callers`` the counts by the calling thread's
   id (the kernel names the thread that made each request: a benchmark can tell a server's
-  request threads from its background ones); writing ``reset`` to ``control`` zeroes both.
+  request threads from its background ones), ``names`` each caller's name as it was when
+  first seen, with the floorless thread that started it for a child process such as git;
+  writing ``reset`` to ``control`` zeroes the counts.
 
 Processes: ``mounted()`` starts ``python -m bench.slowfs serve ...`` as a child in its own
 session (a terminal's Ctrl-C reaches only the benchmark, which then unmounts), waits for the
@@ -182,7 +184,7 @@ def _dirent_mode(entry: os.DirEntry[str]) -> int:
 
 @dataclass
 class _VirtualFile:
-    name: str  # "stats", "callers" or "control"
+    name: str  # "stats", "callers", "names" or "control"
     content: bytearray
 
 
@@ -211,6 +213,7 @@ class SlowFS:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._callers: Counter[int] = Counter()  # by thread id; 0 when the kernel names none
+        self._names: dict[int, str] = {}  # each caller's name, read when it is first seen
         self._virtual: dict[int, _VirtualFile] = {}
         self._next_handle = _VIRTUAL_HANDLE_BASE
         self._started_ns = time.time_ns()
@@ -225,6 +228,10 @@ class SlowFS:
         with self._lock:
             return dict(sorted(self._callers.items()))
 
+    def names(self) -> dict[int, str]:
+        with self._lock:
+            return dict(sorted(self._names.items()))
+
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
@@ -232,9 +239,12 @@ class SlowFS:
 
     def _serve(self, op: str) -> None:
         tid = self._caller()[2] if self._caller is not None else 0
+        name = None if tid == 0 or tid in self._names else caller_name(tid)
         with self._lock:
             self._counts[op] += 1
             self._callers[tid] += 1
+            if name is not None:
+                self._names[tid] = name
             delay = self.latency.draw()
         if delay > 0:
             time.sleep(delay)
@@ -268,7 +278,7 @@ class SlowFS:
         name = path[len(CONTROL_DIR) + 2 :]
         if name == "":
             mode, size = stat.S_IFDIR | 0o755, 0
-        elif name in ("stats", "callers"):
+        elif name in ("stats", "callers", "names"):
             mode, size = stat.S_IFREG | 0o444, len(self._stats_bytes(name))
         elif name == "control":
             mode, size = stat.S_IFREG | 0o644, 0
@@ -282,12 +292,13 @@ class SlowFS:
         }  # fmt: skip
 
     def _stats_bytes(self, name: str = "stats") -> bytes:
-        table: dict[Any, int] = self.counts() if name == "stats" else self.callers()
+        tables = {"stats": self.counts, "callers": self.callers, "names": self.names}
+        table: dict[Any, Any] = tables[name]()
         return (json.dumps(table, sort_keys=True) + "\n").encode()
 
     def _open_virtual(self, path: str, fi: FileInfo) -> int:
         name = path[len(CONTROL_DIR) + 2 :]
-        if name not in ("stats", "callers", "control"):
+        if name not in ("stats", "callers", "names", "control"):
             raise _oserror(errno.EISDIR if name == "" else errno.ENOENT)
         writing = fi.flags & os.O_ACCMODE != os.O_RDONLY
         if (name != "control") == writing:
@@ -342,7 +353,8 @@ class SlowFS:
         ]
         if self._is_virtual(path):
             regular = {"st_mode": stat.S_IFREG}
-            return [*entries, *((n, regular, 0) for n in ("stats", "callers", "control"))]
+            virtual = ("stats", "callers", "names", "control")
+            return [*entries, *((n, regular, 0) for n in virtual)]
         self._serve("readdir")
         with os.scandir(self._full(path)) as it:
             entries.extend((e.name, {"st_mode": _dirent_mode(e)}, 0) for e in it)
@@ -746,8 +758,9 @@ def read_counts(mountpoint: Path) -> dict[str, int]:
 
 def request_ops(mount: Mount) -> int:
     """Operations served since the last reset, less those floorless's background threads made
-    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.core.background``) and
-    those the kernel sends on its own (thread 0: the release after a last close, whose open
+    (ref checks, indexing: threads it names ``fl-bg-*``, see ``floorless.core.background``) or
+    the processes they started (git, told by ``caller_name``), and those the kernel sends on
+    its own (thread 0: the release after a last close, whose open
     is counted with the thread that made it): the filesystem work that requests cost. For
     any other server this is every operation but the kernel's."""
     return sum(request_ops_by_thread(mount).values())
@@ -759,16 +772,38 @@ def request_ops_by_thread(mount: Mount) -> dict[str, int]:
     ``(ended)`` for a thread gone since), so that a page's operations can be told apart from
     those of threads that are neither the named background ones nor a request's."""
     by_name: dict[str, int] = {}
+    names = read_names(mount.mountpoint)
     for tid, count in mount.callers().items():
         if tid == 0:
             continue
-        try:
-            name = Path(f"/proc/{tid}/comm").read_text().strip()
-        except OSError:  # the thread has ended: not a long-lived background thread
-            name = "(ended)"
-        if not name.startswith(BACKGROUND_PREFIX):
+        name = names.get(tid, "(ended)")
+        thread, _, starter = name.partition(" from ")
+        if not (thread.startswith(BACKGROUND_PREFIX) or starter.startswith(BACKGROUND_PREFIX)):
             by_name[name] = by_name.get(name, 0) + count
     return by_name
+
+
+def caller_name(tid: int) -> str:
+    """The name of the thread ``tid`` (``/proc/TID/comm``), and for a process floorless
+    started (git), the floorless thread that started it (``FLOORLESS_THREAD`` in its
+    environment, see ``floorless.git.env``): ``git from fl-bg-index``."""
+    try:
+        name = Path(f"/proc/{tid}/comm").read_text().strip()
+    except OSError:
+        return "(ended)"
+    try:
+        environ = Path(f"/proc/{tid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return name
+    for item in environ:
+        if item.startswith(b"FLOORLESS_THREAD="):
+            return f"{name} from {item.split(b'=', 1)[1].decode(errors='replace')}"
+    return name
+
+
+def read_names(mountpoint: Path) -> dict[int, str]:
+    table = json.loads(Path(mountpoint, CONTROL_DIR, "names").read_bytes())
+    return {int(tid): str(name) for tid, name in table.items()}
 
 
 def read_callers(mountpoint: Path) -> dict[int, int]:

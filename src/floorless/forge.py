@@ -43,6 +43,7 @@ from floorless.core.config import Settings
 from floorless.core.errors import FloorlessError
 from floorless.db import migrations, open_database
 from floorless.db.leases import Leases, node_name
+from floorless.db.store import SQLite
 from floorless.forgejo import payloads
 from floorless.forgejo.caches import ShapeCaches
 from floorless.git import unreachable
@@ -72,6 +73,8 @@ class Forge:
         self.settings = settings
         connections = settings.threads + settings.expensive_threads + 4
         db = self.db = open_database(settings.database, connections, settings.database_timeout)
+        if isinstance(db, SQLite) and settings.processes > 1:  # several write to it
+            db.shared = True
         git = self.git = GitEnvironment(
             settings.runtime_dir, settings.git_mapped_bytes, settings.git_object_cache_bytes
         )

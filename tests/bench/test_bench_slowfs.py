@@ -239,15 +239,26 @@ def test_operations_are_told_apart_by_calling_thread(fuse, dirs):
 
         threading.Thread(target=request).start()
         assert served.wait(30)
+        for starter in ("fl-bg-index", "fl-request_0"):  # a child (git) of each, told apart
+            environ = {"PATH": os.environ["PATH"], "FLOORLESS_THREAD": starter}
+            subprocess.run(["stat", str(mnt / "hello.txt")], env=environ, check=True,
+                           capture_output=True)  # fmt: skip
         callers = mount.callers()
         assert sum(callers.values()) == mount.total() >= 10
         me = threading.get_native_id()
         assert me in callers
         theirs = callers[requester[0]]
         assert theirs >= 2  # the lookups of sub and deep.txt
-        assert slowfs.request_ops(mount) == callers[me] + theirs
+        names = slowfs.read_names(mnt)
+        (child,) = [tid for tid, name in names.items() if name == "stat from fl-request_0"]
+        assert any(name == "stat from fl-bg-index" for name in names.values())
+        assert slowfs.request_ops(mount) == callers[me] + theirs + callers[child]
         mine = Path(f"/proc/self/task/{me}/comm").read_text().strip()
-        assert slowfs.request_ops_by_thread(mount) == {mine: callers[me], "fl-request": theirs}
+        assert slowfs.request_ops_by_thread(mount) == {
+            mine: callers[me],
+            "fl-request": theirs,
+            "stat from fl-request_0": callers[child],
+        }
         assert callers[me] >= 3
 
 

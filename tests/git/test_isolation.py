@@ -61,8 +61,9 @@ def test_child_environment_is_private(tmp_path, monkeypatch):
         assert Path(env[name]).is_relative_to(runtime), name
     assert env["PATH"] == os.environ["PATH"]
     # nothing else comes from the server's environment: every value is ours
+    assert env["FLOORLESS_THREAD"] == threading.current_thread().name  # who started it
     for name, value in env.items():
-        if name == "PATH":
+        if name in ("PATH", "FLOORLESS_THREAD"):
             continue
         assert value in ("0", "1", "C") or Path(value).is_relative_to(runtime), (name, value)
     for name in (*HOSTILE_ENV, "GIT_CONFIG_SYSTEM"):

@@ -22,7 +22,7 @@ from floorless.core.config import Settings
 @click.option(
     "--processes",
     type=int,
-    help="Server processes (default 1); more than one needs a PostgreSQL database.",
+    help="Server processes (default 1), each using a core of its own.",
 )
 def serve(
     config_file: Path | None,
@@ -59,9 +59,10 @@ def serve(
     # die. On Linux each worker listens on a socket of its own, so while a lone worker starts
     # again connections are refused: a pack file truncated under libgit2's mapping (SIGBUS)
     # fails one request instead (git/sigbus.py, installed by each worker).
-    # Each worker builds its own forge (web/asgi.py): on PostgreSQL each is a node as on
-    # several machines: one indexes a repository under its lease while the others read what
-    # it stores, and a push through one is told to the others before it returns.
+    # Each worker builds its own forge (web/asgi.py), a node as on several machines: one
+    # indexes a repository under its lease while the others read what it stores, and a push
+    # through one is told to the others before it returns (on PostgreSQL by its notices; on
+    # SQLite on a board in shared memory, db/board.py).
     Granian(
         "floorless.web.asgi:application",
         address=settings.host,
@@ -89,14 +90,6 @@ def _prepare(
 
     forge = Forge(settings)
     try:
-        if settings.processes > 1 and forge.db.dialect != "postgresql":
-            # Each process remembers rows, refs and the index between requests and learns of
-            # another's writes only through PostgreSQL's notices: on SQLite a second process
-            # would serve what the first has already changed.
-            raise click.UsageError(
-                f"processes = {settings.processes} needs a PostgreSQL database (--database "
-                "postgresql://...); on SQLite one process serves"
-            )
         forge.prepare()
         forge.registry.scan()
         click.echo(

@@ -13,7 +13,8 @@ nothing. Write transactions are serialized (``Database.transaction``), so a writ
 lands after another node took the lease.
 
 Expiry times are the nodes' clocks: nodes keep them in step (NTP) well within the lease.
-On SQLite there is one process on one machine: every lease is always taken, no row kept.
+On SQLite served by one process every lease is always taken, no row kept; served by several
+(``processes``), they take leases as nodes do.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Leases:
         self.db = db
         self.node = node
         self.seconds = seconds
-        self.shared = db.dialect == "postgresql"
+        self.shared = db.shared
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()

@@ -20,8 +20,13 @@ the listener has the database forget what it remembers of that table. Remembered
 are used only while the listener is connected (``Database.coherent``); at each
 (re)connection everything remembered is forgotten.
 
-On SQLite there is one process on one machine: nothing is
-sent, and ``listening`` is always true.
+On SQLite the processes sharing the database are on one machine (the workers of one
+server, or several servers, or a command line beside one): the notices go on a board in
+memory they share (``board.py``), which each process reads as a request comes in
+(``catch_up``: a repository's refs are not read from stale memory once another process has
+moved them) and every ``BOARD_LOOK`` seconds besides. Their writes to tables are not told:
+nothing read from SQLite is remembered between requests (``coherent`` stays false), and
+``listening`` is always true.
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from floorless.core import background
-from floorless.db.store import ALIVE, Database
+from floorless.core.errors import FloorlessError
+from floorless.db.board import Board, board_of, node_number
+from floorless.db.store import ALIVE, Database, SQLite
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +52,9 @@ TABLES_CHANNEL = "floorless_tables"  # written by the trigger of schema version 
 EVENTS = frozenset({"moved", "gone", "indexed"})
 KEEPALIVE = 10.0  # seconds of quiet after which the listener checks its connection
 RETRY_FIRST, RETRY_MOST = 0.1, 5.0  # seconds between attempts to connect again, doubling
+BOARD_LOOK = 0.25  # seconds between two looks at the board of a process no request asks
+_CODES = {"moved": 1, "gone": 2, "indexed": 3}
+_EVENTS = {code: event for event, code in _CODES.items()}
 
 Heard = Callable[[int, str], None]
 
@@ -55,10 +65,14 @@ class Notices:
         self.node = node
         self.heard = heard
         self.on_listening: Callable[[], None] | None = None
-        self.shared = db.dialect == "postgresql"
+        self.board = _board(db)
+        self.shared = db.dialect == "postgresql" or self.board is not None
+        self._number = node_number(node)
+        self._seen = self.board.count() if self.board is not None else 0
+        self._catching = threading.Lock()
         self._deaf = False  # the listener runs and is not connected
         self._connected = False  # the listener is connected, and has been since the last forget
-        if self.shared:
+        if self.shared and self.board is None:
             db.coherent = lambda: self._connected
         self._stop = threading.Event()
         self._wake_r, self._wake_w = -1, -1
@@ -80,8 +94,34 @@ class Notices:
         if not self.shared:
             return
         assert event in EVENTS
-        self.db.query("SELECT pg_notify(?, ?)", (CHANNEL, f"{self.node} {repo_id} {event}"))
+        if self.board is not None:
+            self.board.post(self._number, repo_id, _CODES[event])
+        else:
+            self.db.query("SELECT pg_notify(?, ?)", (CHANNEL, f"{self.node} {repo_id} {event}"))
         self.sent += 1
+
+    def catch_up(self) -> None:
+        """Take in what the other processes posted on the board since the last look (nothing
+        to do without a board, or when nothing was posted: one read of shared memory).
+        Returns once it is taken in, also when another thread was taking it in."""
+        if self.board is None or self.board.count() == self._seen:
+            return
+        with self._catching:
+            notices, self._seen, lost = self.board.since(self._seen)
+            if lost:
+                log.warning("notices of other processes were lost: reading everything again")
+                if self.on_listening is not None:
+                    self.on_listening()
+                return
+            for node, repo_id, code in notices:
+                event = _EVENTS.get(code)
+                if node == self._number or event is None:
+                    continue
+                self.received += 1
+                try:
+                    self.heard(repo_id, event)
+                except Exception:  # one notice must not stop the hearing of every later one
+                    log.exception("taking in %s of repository %d failed", event, repo_id)
 
     # -- the listener -------------------------------------------------------------------------
 
@@ -89,6 +129,9 @@ class Notices:
         if not self.shared or self._thread is not None:
             return
         self._stop.clear()
+        if self.board is not None:  # never deaf: the board keeps what is posted meanwhile
+            self._thread = background.start(self._look, "listen")
+            return
         self._deaf = True
         self._wake_r, self._wake_w = os.pipe()
         self._thread = background.start(self._run, "listen")
@@ -97,6 +140,10 @@ class Notices:
         if self._thread is None:
             return
         self._stop.set()
+        if self.board is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+            return
         os.write(self._wake_w, b"x")
         self._thread.join(timeout=10)
         if not self._thread.is_alive():  # else it still selects on them: left to it
@@ -104,6 +151,15 @@ class Notices:
             os.close(self._wake_w)
         self._thread = None
         self._deaf = False
+
+    def _look(self) -> None:
+        """The board looked at every BOARD_LOOK seconds, for the process no request asks (an
+        index stored by another is followed, a moved repository's memory let go)."""
+        while not self._stop.wait(BOARD_LOOK):
+            try:
+                self.catch_up()
+            except Exception:  # the next look tries again
+                log.exception("reading the other processes' notices failed")
 
     def _run(self) -> None:
         delay = RETRY_FIRST
@@ -161,3 +217,23 @@ class Notices:
             self.heard(int(number), event)
         except Exception:  # one notice must not stop the hearing of every later one
             log.exception("taking in %r failed", payload)
+
+
+def _board(db: Database) -> Board | None:
+    """The board of an SQLite database's processes; None for PostgreSQL, or when the
+    board cannot be made and this process serves alone (a read-only directory: nothing it
+    keeps is told to others, as before boards)."""
+    if not isinstance(db, SQLite):
+        return None
+    try:
+        return Board(board_of(db.path))
+    except (OSError, FloorlessError) as exc:
+        if db.shared:  # several processes, each blind to the others' changes: refused
+            raise FloorlessError(f"the processes cannot tell each other of changes: {exc}") from exc
+        log.warning(
+            "no notice board beside %s (%s): other processes' changes are seen only"
+            " by the ref checks",
+            db.path,
+            exc,
+        )
+        return None

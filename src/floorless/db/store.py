@@ -100,6 +100,9 @@ class Database:
     """The common part: counting and timing; the dialects say how a statement runs."""
 
     dialect = ""
+    # Whether other processes write to this database too: always for PostgreSQL; for SQLite
+    # when several processes of one machine serve from it (the ``processes`` setting).
+    shared = False
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -347,6 +350,7 @@ class SQLite(Database):
 
 class Postgres(Database):
     dialect = "postgresql"
+    shared = True
 
     def __init__(self, url: str, max_connections: int = 20, timeout: float = 5.0) -> None:
         super().__init__(url)

@@ -82,8 +82,11 @@ class GitEnvironment:
         bound_libgit2_memory(self.mapped_bytes, self.object_cache_bytes)
 
     def environ(self) -> dict[str, str]:
-        """The complete environment for a git child: nothing inherited but PATH."""
+        """The complete environment for a git child: nothing inherited but PATH. It also
+        names the floorless thread that starts the child, so that a tool watching the machine
+        tells the children of background work (``fl-bg-*``) from a request's."""
         return {
+            "FLOORLESS_THREAD": threading.current_thread().name,
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.home),
             "XDG_CONFIG_HOME": str(self.home),

@@ -48,6 +48,7 @@ class Live:
         return self.state(repo).handle()
 
     def snapshot(self, repo: Repo) -> RefSnapshot:
+        self.notices.catch_up()  # another process's push is taken in before its refs are used
         state = self.state(repo)
         fresh = not state.loaded
         if not fresh and not self.notices.listening:

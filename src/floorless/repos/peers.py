@@ -6,7 +6,7 @@ own memory of the repositories (``state.py``). ``db/notices.py`` carries the not
 the forge's side of them, kept beside the repositories' states because that memory is what a
 notice changes: a repository moved or gone elsewhere is taken in as if it were done here, at
 once, and an index stored elsewhere is followed (``on_indexed``: the indexer's). On SQLite
-there is one node and nothing is sent.
+the processes sharing the database are the nodes, and post their notices on a board.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Peers:
         self.on_indexed: list[Callable[[int], None]] = []
 
     def tell(self, repo_id: int, event: str) -> None:
-        """Tell the other nodes sharing the database (none on SQLite). A notice that cannot
+        """Tell the other nodes sharing the database. A notice that cannot
         be sent is lost to them: their ref check finds the change, their next request of
         the index after the lease expires."""
         try:
