@@ -198,11 +198,13 @@ def run(
     postgres: str | None = None,
     processes: int = 1,
     companion: Target | None = None,
+    throughput_processes: int = 1,
 ) -> ColdResults:
     """Each of ``parts`` in turn. With ``postgres`` (a server's URL), each ``floorless serve``
     keeps its data in a fresh database there, and runs ``processes`` processes. ``companion``:
     the repository served beside ``target`` in the first visits (None: the medium one beside
-    the large one, none beside any other)."""
+    the large one, none beside any other). ``throughput_processes``: above 1, the sweep also
+    measures the throughput of that many processes on the same data."""
     if processes > 1 and not postgres:
         raise ValueError("more than one floorless process needs a PostgreSQL server")
     databases: dict[str, tuple[str, ...]] = {}
@@ -254,6 +256,7 @@ def run(
                     cache_dir=cache_dir,
                     rounds=sweep.ROUNDS,
                     serve_options=serve("sweep"),
+                    throughput_processes=throughput_processes,
                     workdir=work / "sweep",  # its copy of the repository goes with the run's
                 )
                 result.sweep = asdict(sweep.run(options))

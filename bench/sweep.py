@@ -294,8 +294,8 @@ def run(args: argparse.Namespace) -> SweepResult:
     result = SweepResult(name, built.commits)
     serve = tuple(getattr(args, "serve_options", None) or ())  # e.g. --database, --processes
 
-    def start() -> Served:
-        served, proc = start_floorless(repos, work / "data", target, commit, serve)
+    def start(more: tuple[str, ...] = ()) -> Served:
+        served, proc = start_floorless(repos, work / "data", target, commit, (*serve, *more))
         try:
             wait_listening(int(served.base_url.rsplit(":", 1)[1]), proc, 120)
             began = time.perf_counter()
@@ -351,6 +351,19 @@ def run(args: argparse.Namespace) -> SweepResult:
                 result.throughput[who] = round(distinct_throughput(urls, 16), 1)
             result.memory_mb["after throughput"] = floorless_process(served.base_url)["rss_mb"]
             result.memory_mb["idle after the crawl"] = quiet_rss(served.base_url)
+            processes = getattr(args, "throughput_processes", 1)
+            if processes > 1:  # the same URLs of processes whose memory is empty: misses
+                served.stop()
+                served = start(("--processes", str(processes)))
+                urls = [
+                    floorless_url(served.base_url, name, built.branch, k, t)
+                    for k in CLASSES
+                    for t in sets[1][k]
+                ]
+                print(f"throughput: floorless, {processes} processes", file=sys.stderr)
+                result.throughput[f"floorless, {processes} processes"] = round(
+                    distinct_throughput(urls, 16), 1
+                )
     finally:
         served.stop()
     return result
@@ -408,12 +421,21 @@ def judge(sweep: dict[str, Any], missing: str) -> dict[str, Check]:
             + (f" (over {len(sweep['rounds'])} rounds)" if sweep.get("rounds") else ""),
         )
     }
-    ours, theirs = sweep["throughput"].get("floorless"), sweep["throughput"].get("cgit")
+    figures = sweep["throughput"]
+    theirs = figures.get("cgit")
+    # the best of floorless's (one process, or several when measured: both are floorless on
+    # this machine, the one to run is the operator's choice)
+    who, ours = max(
+        ((k, v) for k, v in figures.items() if k.startswith("floorless") and v),
+        key=lambda item: item[1],
+        default=("floorless", None),
+    )
     checks["throughput"] = Check(
         TARGETS["throughput"],
         None if not ours or not theirs else ours / theirs >= 2,
         f"{num(ours, '.1f')}/s against {num(theirs, '.1f')}/s"
-        + (f": {ours / theirs:.2f}x" if ours and theirs else ""),
+        + (f": {ours / theirs:.2f}x" if ours and theirs else "")
+        + (f" ({who})" if who != "floorless" else ""),
     )
     gc = sweep.get("gc") or {}
     requests = sum(c["requests"] for c in classes.values())
@@ -490,6 +512,12 @@ def main(argv: list[str] | None = None) -> int:
         "--housekeeping",
         action="store_true",
         help="run floorless's pack housekeeping (git gc, delta chains cut) on the copy first",
+    )
+    parser.add_argument(
+        "--throughput-processes",
+        type=int,
+        default=1,
+        help="also measure the throughput of floorless serve --processes N (default: not)",
     )
     parser.add_argument(
         "--serve-options",

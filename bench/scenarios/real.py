@@ -43,6 +43,8 @@ from bench.sweep import judge as judge_sweep
 
 HEADING = "## Real histories"
 COLD_PARTS = ("index", "first", "sweep")  # bench.cold_suite's, in this order
+# the sweep's throughput is also measured with this many server processes (one a core here)
+THROUGHPUT_PROCESSES = 2
 COLD_SECONDS = 3.0  # a cold repository's home page and path history, complete
 DEEP_RATIO = 2.0  # the deep commits page against cgit's
 
@@ -114,7 +116,15 @@ def measure(
         "load": {"start": load_average()},
         "errors": {},
     }
-    cold = cold_suite.run(target, options.cache_dir, work, COLD_PARTS, log=log, companion=companion)
+    cold = cold_suite.run(
+        target,
+        options.cache_dir,
+        work,
+        COLD_PARTS,
+        log=log,
+        companion=companion,
+        throughput_processes=THROUGHPUT_PROCESSES,
+    )
     figures["cold"] = asdict(cold)
     figures["deep"] = {}
     if cold.first:  # deep walks the index the first part leaves
@@ -301,6 +311,12 @@ ROWS = (
         "throughput on distinct URLs, 16 clients (requests/s)",
         ".1f",
         _at("cold", "sweep", "throughput", "floorless"),
+        _at("cold", "sweep", "throughput", "cgit"),
+    ),
+    Row(
+        f"the same, {THROUGHPUT_PROCESSES} floorless processes (requests/s)",
+        ".1f",
+        _at("cold", "sweep", "throughput", f"floorless, {THROUGHPUT_PROCESSES} processes"),
         _at("cold", "sweep", "throughput", "cgit"),
     ),
     Row(

@@ -95,7 +95,10 @@ class Notices:
             return
         assert event in EVENTS
         if self.board is not None:
-            self.board.post(self._number, repo_id, _CODES[event])
+            try:
+                self.board.post(self._number, repo_id, _CODES[event])
+            except (OSError, ValueError) as exc:  # (ValueError: a board already closed)
+                raise FloorlessError(f"the notice board: {exc}") from exc
         else:
             self.db.query("SELECT pg_notify(?, ?)", (CHANNEL, f"{self.node} {repo_id} {event}"))
         self.sent += 1
