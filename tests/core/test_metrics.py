@@ -35,6 +35,9 @@ def test_metrics_count_gc_pauses_and_resident_memory(tmp_path: Path) -> None:
         assert _value(after, full) >= _value(before, full) + 2
         assert _value(after, "floorless_gc_longest_pause_seconds", '{gen="2"}') > 0
         assert _value(after, "process_resident_memory_bytes") > 10 * 1024 * 1024
+        # a cache kept by size says how many bytes it holds
+        assert _value(after, "floorless_cache_bytes", '{cache="pages"}') >= 0
+        assert _value(after, "floorless_cache_bytes", '{cache="object-headers"}') >= 0
         chosen = 'floorless_gc_chosen_collections_total{gen="2"}'
         heap.collect_everything()  # at a moment of floorless's choosing: told apart
         told = client.simulate_get("/-/metrics", remote_addr="127.0.0.1").text

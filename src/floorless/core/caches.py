@@ -47,23 +47,27 @@ class Cache(Generic[K, V]):
     A value larger than the whole cache is not kept (and drops what the key held before).
     """
 
-    def __init__(self, store: cachetools.Cache[K, V]) -> None:
+    def __init__(self, store: cachetools.Cache[K, V], by_bytes: bool = False) -> None:
         self._store = store
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.by_bytes = by_bytes  # whether maxsize and currsize are bytes, not entries
 
     @classmethod
     def lru(cls, maxsize: int, getsizeof: Callable[[V], int] | None = None) -> Cache[K, V]:
         """At most ``maxsize`` entries, or ``maxsize`` bytes as ``getsizeof`` measures them."""
-        return cls(cachetools.LRUCache(maxsize, getsizeof=getsizeof))
+        return cls(cachetools.LRUCache(maxsize, getsizeof=getsizeof), getsizeof is not None)
 
     @classmethod
     def lru_ttl(
         cls, maxsize: int, seconds: float, getsizeof: Callable[[V], int] | None = None
     ) -> Cache[K, V]:
         """As ``lru``, and each entry is forgotten ``seconds`` after it was kept."""
-        return cls(cachetools.TTLCache(maxsize, seconds, getsizeof=getsizeof))
+        store: cachetools.TTLCache[K, V] = cachetools.TTLCache(
+            maxsize, seconds, getsizeof=getsizeof
+        )
+        return cls(store, getsizeof is not None)
 
     @property
     def maxsize(self) -> float:

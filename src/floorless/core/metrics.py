@@ -42,10 +42,18 @@ class CacheCollector(Collector):
             "Cache lookups, by cache and result.",
             labels=["cache", "result"],
         )
+        held = GaugeMetricFamily(
+            "floorless_cache_bytes",
+            "Bytes each cache kept by size holds now (as it measures them), by cache.",
+            labels=["cache"],
+        )
         for name, cache in sorted(self.caches().items()):
             family.add_metric([name, "hit"], cache.hits)
             family.add_metric([name, "miss"], cache.misses)
+            if getattr(cache, "by_bytes", False):
+                held.add_metric([name], float(getattr(cache, "currsize", 0.0)))
         yield family
+        yield held
 
 
 # upper bounds (seconds) of the pause lengths told apart; 0.02: the longest a pause may be

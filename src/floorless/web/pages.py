@@ -83,6 +83,12 @@ class PageCache:
     def misses(self) -> int:
         return self.entries.misses
 
+    by_bytes = True  # (its entries are kept by their size)
+
+    @property
+    def currsize(self) -> float:
+        return self.entries.currsize
+
     def forget_repository(self, repo_id: int) -> None:
         """Drop every page of the repository ``repo_id`` (``RepoState.forget`` calls this)."""
         self.entries.drop_where(lambda key: _repo_id(key) == repo_id)
