@@ -6,7 +6,9 @@ memory, and the history is indexed once, by one process under its lease."""
 
 from __future__ import annotations
 
+import base64
 import http.client
+import json
 import re
 from pathlib import Path
 
@@ -115,3 +117,47 @@ def test_two_processes_serve_one_push_and_index_it_once(tmp_path: Path) -> None:
         for _ in range(30):
             assert "Commit number 3" in page(server, "/alice/pub/commits/branch/main")
             assert moved[:10] in page(server, "/alice/pub")
+
+
+def request(server: Server, method: str, path: str, **headers: str) -> tuple[int, bytes]:
+    """One request on a connection of its own (any process may take it)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=patience(30))
+    try:
+        body = headers.pop("body", None)
+        conn.request(method, path, body=body, headers={"Connection": "close", **headers})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_a_token_made_through_one_process_signs_in_on_every_one(tmp_path: Path) -> None:
+    """What one process writes to the database (here a token, and its deletion) holds on the
+    next request to any process: nothing of it is kept in one process's memory."""
+    repos, data = tmp_path / "repos", tmp_path / "data"
+    with serving(repos, data, "--processes", "2") as server:
+        workers = set(server.worker_pids()[1:])
+        server.admin("user", "create", "alice", "--email", "alice@example.org",
+                     "--password-stdin", stdin=PASSWORD + "\n")  # fmt: skip
+        every_process(server, workers)
+        password = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        status, body = request(
+            server, "POST", "/api/v1/users/alice/tokens", Authorization=f"Basic {password}",
+            body=json.dumps({"name": "ci", "scopes": ["read:user"]}),
+            **{"Content-Type": "application/json"},
+        )  # fmt: skip
+        assert status == 201, body
+        made = json.loads(body)
+        for _ in range(20):
+            status, body = request(
+                server, "GET", "/api/v1/user", Authorization=f"token {made['sha1']}"
+            )
+            assert (status, json.loads(body)["login"]) == (200, "alice")
+        status, _ = request(server, "DELETE", f"/api/v1/users/alice/tokens/{made['id']}",
+                            Authorization=f"Basic {password}")  # fmt: skip
+        assert status == 204
+        for _ in range(20):
+            status, _ = request(
+                server, "GET", "/api/v1/user", Authorization=f"token {made['sha1']}"
+            )
+            assert status == 401
