@@ -146,6 +146,17 @@ class Forge:
             db, issues, pulls, accounts, registry, policy, leases, merger, live.snapshot
         )
         statuses.on_posted.append(self.automerge.status_posted)
+        if peers.notices.board is not None:  # (PostgreSQL's nodes hear the table's writes)
+            statuses.on_posted.append(lambda repo, status: peers.tell(repo.id, "statuses"))
+
+        def statuses_heard(repo_id: int) -> None:
+            state = states.by_id(repo_id)
+            if state is not None:
+                statuses.heard(state.repo)
+            else:  # nothing of it kept here but the table's answers
+                db.changed(("commit_statuses",))
+
+        peers.on_statuses.append(statuses_heard)
         # References to issues: mentions in text and commits, and closing ones.
         self.references = References(db, accounts, issues, registry, policy, live.handle_of)
         issues.on_text.append(self.references.from_text)

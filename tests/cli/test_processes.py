@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from support.forges import patience, wait_for
+from support.forges import database_for, patience, wait_for
 from support.githttp import commit, git, rev
 from support.serving import Server, serving
 
@@ -161,3 +161,47 @@ def test_a_token_made_through_one_process_signs_in_on_every_one(tmp_path: Path) 
                 server, "GET", "/api/v1/user", Authorization=f"token {made['sha1']}"
             )
             assert status == 401
+
+
+def test_two_servers_on_one_database_hear_each_others_pushes_and_statuses(
+    tmp_path: Path,
+) -> None:
+    """Two ``floorless serve`` commands given one database (on SQLite: one file, its board):
+    a push and a commit status through one are on the other's next page, and the history
+    is indexed by one of them, under its lease."""
+    repos, first, second = tmp_path / "repos", tmp_path / "a" / "data", tmp_path / "b" / "data"
+    first.mkdir(parents=True)
+    shared = ("--database", database_for(first) or str(first / "floorless.sqlite3"))
+    with serving(repos, first, *shared) as a:
+        a.admin("user", "create", "alice", "--email", "alice@example.org",
+                "--password-stdin", stdin=PASSWORD + "\n")  # fmt: skip
+        a.admin("repo", "create", "alice/pub")
+        token = a.admin("token", "create", "alice", "--scope", "write")
+        second.mkdir(parents=True)
+        (second / "secret.key").write_bytes((first / "secret.key").read_bytes())
+        with serving(repos, second, *shared) as b:
+            assert "alice/pub" in page(b, "/alice/pub")  # b has the empty refs in memory
+            work = tmp_path / "work"
+            git("init", "-q", "-b", "main", str(work))
+            tip = commit(work, "f.txt", "1\n", "The first commit")
+            git("push", "-q", f"http://alice:{token}@127.0.0.1:{a.port}/alice/pub.git", "main",
+                cwd=work)  # fmt: skip
+            assert tip[:10] in page(b, "/alice/pub")
+            empty = request(b, "GET", f"/api/v1/repos/alice/pub/commits/{tip}/status")[1]
+            assert json.loads(empty)["state"] == ""
+            status, _ = request(
+                a, "POST", f"/api/v1/repos/alice/pub/statuses/{tip}",
+                Authorization=f"token {token}", body=json.dumps({"state": "failure",
+                "context": "ci"}), **{"Content-Type": "application/json"},
+            )  # fmt: skip
+            assert status == 201
+            told = request(b, "GET", f"/api/v1/repos/alice/pub/commits/{tip}/status")[1]
+            assert json.loads(told)["state"] == "failure"
+
+            def indexed() -> bool:
+                counts = [scrape(s)[1] for s in (a, b)]
+                return all(value(t, "floorless_index_pending") == 0 for t in counts)
+
+            wait_for(indexed)
+            total = sum(value(scrape(s)[1], "floorless_index_commits") for s in (a, b))
+            assert total == 1  # one of them indexed it; the other loaded what it stored

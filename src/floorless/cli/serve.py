@@ -85,10 +85,14 @@ def _prepare(
 ) -> None:
     """The database migrated and the repositories found, before the workers start; the
     first administrator's command when there is none."""
+    from floorless.core.errors import FloorlessError
     from floorless.forge import Forge  # (here: see ``_in_a_child``)
     from floorless.web.views.base import admin_program
 
-    forge = Forge(settings)
+    try:
+        forge = Forge(settings)
+    except FloorlessError as exc:  # (the processes' notice board cannot be made, say)
+        raise click.ClickException(str(exc)) from exc
     try:
         forge.prepare()
         forge.registry.scan()

@@ -124,18 +124,26 @@ class Statuses:
 
     def version(self, repo: Repo) -> tuple[object, ...]:
         """What a cached page that shows ``repo``'s statuses is kept with: it changes with
-        every status posted. On a database no other process writes to, this one makes every
-        write, and counts them per repository; on PostgreSQL, while every node's writes to
-        the table are heard (``Database.coherent``), the table's version (any repository's new
-        status changes it); when they may not be (and on SQLite shared by several processes),
-        the repository's newest status, read (one statement)."""
+        every status posted. On SQLite every process counts them per repository, its own and
+        those the others tell on the board (``heard``); on PostgreSQL, while every node's
+        writes to the table are heard (``Database.coherent``), the table's version (any
+        repository's new status changes it); when they may not be, the repository's newest
+        status, read (one statement)."""
         key = (repo.owner, repo.name)
-        if not self.db.shared:
+        if self.db.dialect == "sqlite":
             with self._lock:
                 return ("posted", self._posted.get(key, 0))
         if self.db.coherent():
             return ("heard", self.db.version("commit_statuses"))
         return ("newest", self.stamp(repo))
+
+    def heard(self, repo: Repo) -> None:
+        """A status of ``repo`` was posted, here or by another process sharing the SQLite
+        database (its ``statuses`` notice): what was kept of the repository's statuses goes."""
+        with self._lock:
+            key = (repo.owner, repo.name)
+            self._posted[key] = self._posted.get(key, 0) + 1
+        self.db.changed(("commit_statuses",))
 
     def post(
         self,
@@ -183,9 +191,7 @@ class Statuses:
                 ),
             )
         assert row is not None
-        with self._lock:
-            key = (repo.owner, repo.name)
-            self._posted[key] = self._posted.get(key, 0) + 1
+        self.heard(repo)
         status = Status(
             int(row["id"]),
             sha,
@@ -255,11 +261,11 @@ class Statuses:
 
     def any(self, repo: Repo) -> bool:
         """Whether ``repo`` has any status, known without a statement while no status was
-        written since it was last asked (the table's version: on a database no other process
-        writes to, this one makes every write; on PostgreSQL while every node's writes are
-        heard), so the pages of a repository no CI reports to ask nothing more. True when that
-        cannot be known."""
-        if self.db.shared and not self.db.coherent():
+        written since it was last asked (the table's version: on SQLite moved by this process's
+        writes and the others' notices; on PostgreSQL while every node's writes are heard), so
+        the pages of a repository no CI reports to ask nothing more. True when that cannot be
+        known."""
+        if self.db.dialect != "sqlite" and not self.db.coherent():
             return True
         version = self.db.version("commit_statuses")  # before the statement: a write
         key = (repo.owner, repo.name)  # meanwhile leaves the answer outdated, asked again

@@ -116,7 +116,7 @@ SETTINGS: tuple[Setting, ...] = (
         "processes",
         int,
         1,
-        "Server processes on this machine (`floorless serve`), so that pages use every core. Each process is a node of its own as on several machines (scale-out.md), sharing the database and the data directory: on PostgreSQL they hear each other's changes through the database; on SQLite they post them on a notice board in shared memory (`/dev/shm`), and each keeps its own copy of the history index in memory.",
+        "Server processes on this machine (`floorless serve`), so that pages use every core. Each process is a node of its own as on several machines (scale-out.md), sharing the database and the data directory: on PostgreSQL they hear each other's changes through the database; on SQLite they post them on a notice board beside the database file (`<database>-board`, mapped into memory by each), and each keeps its own copy of the history index in memory.",
         minimum=1,
     ),
     Setting(

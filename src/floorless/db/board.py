@@ -25,6 +25,7 @@ import hashlib
 import mmap
 import os
 import struct
+import time
 from pathlib import Path
 
 from floorless.core.errors import FloorlessError
@@ -34,12 +35,16 @@ SLOTS = 4096
 _HEADER = struct.Struct("<8sQ")  # the magic, then how many notices were ever posted
 _NOTICE = struct.Struct("<QqB7x")  # the poster's node, a repository's id, an event's code
 SIZE = _HEADER.size + SLOTS * _NOTICE.size
+POST_WAIT = 2.0  # seconds a post waits for the board another process holds
+READ_WAIT = 0.05  # ... and a reading (on a request's way in)
 Notice = tuple[int, int, int]  # node, repository id, event code
 
 
 def board_of(database: Path) -> Path:
-    """The board of the processes sharing the SQLite file ``database``: beside it."""
-    return database.with_name(database.name + "-board")
+    """The board of the processes sharing the SQLite file ``database``: beside it, as SQLite
+    puts its own files (beside the file a link leads to)."""
+    real = Path(os.path.realpath(database))
+    return real.with_name(real.name + "-board")
 
 
 class Board:
@@ -49,10 +54,10 @@ class Board:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             status = os.fstat(self._fd)
-            if status.st_uid != os.geteuid() or status.st_mode & 0o077:
+            if status.st_uid != os.geteuid() or status.st_mode & 0o022:
                 raise FloorlessError(
-                    f"{path}: the processes' notice board belongs to another user or is open "
-                    "to others; remove it (only floorless's own user may post notices)"
+                    f"{path}: the processes' notice board belongs to another user or others may "
+                    "write to it; remove it (only floorless's own user may post notices)"
                 )
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
@@ -72,8 +77,19 @@ class Board:
         being written is one of the two, and the next look sees the other)."""
         return int(_HEADER.unpack_from(self._map)[1])
 
+    def current(self) -> bool:
+        """Whether the file at the board's path is still the one mapped here."""
+        try:
+            there = os.stat(self.path)
+        except OSError:
+            return False
+        here = os.fstat(self._fd)
+        return (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino)
+
     def post(self, node: int, repo_id: int, event: int) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        """Post a notice; raises TimeoutError when another process has held the board for
+        ``POST_WAIT`` seconds (stopped while posting): the notice is lost, not the push."""
+        self._take(fcntl.LOCK_EX, POST_WAIT)
         try:
             posted = self.count()
             _NOTICE.pack_into(self._map, _slot(posted), node, repo_id, event)
@@ -83,8 +99,9 @@ class Board:
 
     def since(self, seen: int) -> tuple[list[Notice], int, bool]:
         """The notices posted after the first ``seen``, how many there are now, and whether
-        some were lost to the ring (more than ``SLOTS`` since)."""
-        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        some were lost to the ring (more than ``SLOTS`` since). Raises TimeoutError when
+        another process holds the board for ``READ_WAIT`` seconds: a request waits no longer."""
+        self._take(fcntl.LOCK_SH, READ_WAIT)
         try:
             posted = self.count()
             if posted < seen or posted - seen > SLOTS:  # overwritten, or a board made anew
@@ -93,6 +110,18 @@ class Board:
             return notices, posted, False
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _take(self, kind: int, wait: float) -> None:
+        """The board's ``flock`` of ``kind``, waited for at most ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(self._fd, kind | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.path}: held by another process") from None
+                time.sleep(0.002)
 
     def close(self) -> None:
         self._map.close()

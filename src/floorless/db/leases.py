@@ -13,8 +13,8 @@ nothing. Write transactions are serialized (``Database.transaction``), so a writ
 lands after another node took the lease.
 
 Expiry times are the nodes' clocks: nodes keep them in step (NTP) well within the lease.
-On SQLite served by one process every lease is always taken, no row kept; served by several
-(``processes``), they take leases as nodes do.
+On SQLite the processes sharing the file (the workers of one server, two servers) take
+leases as nodes do.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ class Leases:
         self.db = db
         self.node = node
         self.seconds = seconds
-        self.shared = db.shared
+        # (on SQLite too: two servers, or the workers of one, may share its file)
+        self.shared = db.dialect in ("postgresql", "sqlite")
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()

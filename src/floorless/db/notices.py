@@ -49,11 +49,11 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "floorless"
 TABLES_CHANNEL = "floorless_tables"  # written by the trigger of schema version 8
-EVENTS = frozenset({"moved", "gone", "indexed"})
+EVENTS = frozenset({"moved", "gone", "indexed", "statuses"})
 KEEPALIVE = 10.0  # seconds of quiet after which the listener checks its connection
 RETRY_FIRST, RETRY_MOST = 0.1, 5.0  # seconds between attempts to connect again, doubling
 BOARD_LOOK = 0.25  # seconds between two looks at the board of a process no request asks
-_CODES = {"moved": 1, "gone": 2, "indexed": 3}
+_CODES = {"moved": 1, "gone": 2, "indexed": 3, "statuses": 4}
 _EVENTS = {code: event for event, code in _CODES.items()}
 
 Heard = Callable[[int, str], None]
@@ -107,16 +107,20 @@ class Notices:
         """Take in what the other processes posted on the board since the last look (nothing
         to do without a board, or when nothing was posted: one read of shared memory).
         Returns once it is taken in, also when another thread was taking it in."""
-        if self.board is None or self.board.count() == self._seen:
+        board = self.board
+        if board is None or board.count() == self._seen:
             return
         with self._catching:
-            notices, self._seen, lost = self.board.since(self._seen)
+            try:
+                notices, posted, lost = board.since(self._seen)
+            except (OSError, ValueError) as exc:  # held (a process stopped mid-post), closed
+                log.warning("the notice board cannot be read now: %s", exc)
+                return  # the next look tries again; the ref checks meanwhile
             if lost:
                 log.warning("notices of other processes were lost: reading everything again")
                 if self.on_listening is not None:
                     self.on_listening()
-                return
-            for node, repo_id, code in notices:
+            for node, repo_id, code in [] if lost else notices:
                 event = _EVENTS.get(code)
                 if node == self._number or event is None:
                     continue
@@ -125,6 +129,28 @@ class Notices:
                     self.heard(repo_id, event)
                 except Exception:  # one notice must not stop the hearing of every later one
                     log.exception("taking in %s of repository %d failed", event, repo_id)
+            # only now: a thread that finds nothing new returns at once, and must find what
+            # was posted taken in
+            self._seen = posted
+
+    def _same_board(self) -> None:
+        """Open the board anew if the file at its path is no longer the one mapped here (it
+        was removed, and a process starting since made another): a process left on the old
+        one would hear nothing more, and post where no one reads. What was posted on the
+        new one before is lost here: everything is read again."""
+        board = self.board
+        if board is None or board.current():
+            return
+        with self._catching:
+            try:
+                fresh = Board(board.path)
+            except (OSError, FloorlessError) as exc:
+                log.warning("the notice board cannot be opened again: %s", exc)
+                return
+            log.warning("the notice board %s was made anew: reading everything again", board.path)
+            self.board, self._seen = fresh, fresh.count()
+            if self.on_listening is not None:
+                self.on_listening()
 
     # -- the listener -------------------------------------------------------------------------
 
@@ -160,6 +186,7 @@ class Notices:
         index stored by another is followed, a moved repository's memory let go)."""
         while not self._stop.wait(BOARD_LOOK):
             try:
+                self._same_board()
                 self.catch_up()
             except Exception:  # the next look tries again
                 log.exception("reading the other processes' notices failed")

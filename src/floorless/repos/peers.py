@@ -30,6 +30,9 @@ class Peers:
         # Called with a repository's id when another node stored more of its index, or may
         # have (while this node was not listening): the composition root has the indexer load it.
         self.on_indexed: list[Callable[[int], None]] = []
+        # Called with a repository's id when another process posted a status of one of its
+        # commits (told on SQLite's board, where table writes are not told)
+        self.on_statuses: list[Callable[[int], None]] = []
 
     def tell(self, repo_id: int, event: str) -> None:
         """Tell the other nodes sharing the database. A notice that cannot
@@ -46,6 +49,10 @@ class Peers:
         needs no notice: its row is read on each request.)"""
         if event == "indexed":
             for listener in self.on_indexed:
+                listener(repo_id)
+            return
+        if event == "statuses":
+            for listener in self.on_statuses:
                 listener(repo_id)
             return
         state = self.states.by_id(repo_id)
