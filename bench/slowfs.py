@@ -76,7 +76,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -292,8 +292,12 @@ class SlowFS:
         }  # fmt: skip
 
     def _stats_bytes(self, name: str = "stats") -> bytes:
-        tables = {"stats": self.counts, "callers": self.callers, "names": self.names}
-        table: dict[Any, Any] = tables[name]()
+        tables: dict[str, Callable[[], Mapping[Any, Any]]] = {
+            "stats": self.counts,
+            "callers": self.callers,
+            "names": self.names,
+        }
+        table = tables[name]()
         return (json.dumps(table, sort_keys=True) + "\n").encode()
 
     def _open_virtual(self, path: str, fi: FileInfo) -> int:
