@@ -49,8 +49,6 @@ class Leases:
         self.db = db
         self.node = node
         self.seconds = seconds
-        # (on SQLite too: two servers, or the workers of one, may share its file)
-        self.shared = db.dialect in ("postgresql", "sqlite")
         self._held: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -58,8 +56,6 @@ class Leases:
 
     def take(self, name: str) -> bool:
         """Take the lease ``name`` if it is free, expired or already this node's."""
-        if not self.shared:
-            return True
         now = time.time()
         taken = self.db.execute(
             "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)"
@@ -76,14 +72,12 @@ class Leases:
 
     def expires(self, name: str) -> float:
         """When the lease ``name`` expires unless renewed (now if no one holds it)."""
-        if not self.shared:
-            return time.time()
         row = self.db.one("SELECT expires_at FROM leases WHERE name = ?", (name,))
         return time.time() if row is None else float(row["expires_at"])
 
     def holds(self, name: str) -> bool:
         with self._lock:
-            return name in self._held or not self.shared
+            return name in self._held
 
     def release(self, name: str) -> None:
         with self._lock:
@@ -94,8 +88,6 @@ class Leases:
 
     def guard(self, name: str) -> None:
         """Inside a write transaction: renew the lease ``name``, or raise ``LeaseLost``."""
-        if not self.shared:
-            return
         renewed = self.db.execute(
             "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ?",
             (time.time() + self.seconds, name, self.node),
