@@ -336,6 +336,7 @@ def start_floorless(
             str(data),
             "--port",
             str(port),
+            *([] if "--ssh-port" in extra else ["--ssh-port", "0"]),
             *extra,
         ],
         env={**ENV_CLEAN, "HOME": str(data)},

@@ -26,7 +26,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("collab", "webhooks"),
     ("forgejo",),
     ("forge",),  # the composition root: builds the services below and wires them
-    ("web",),
+    ("gitservice",),  # git's services whatever the transport: access, a push's effects
+    ("web", "ssh"),
     ("cli", "doctor", "probe", "__main__"),
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}

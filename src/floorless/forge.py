@@ -26,6 +26,7 @@ import pygit2
 
 from floorless.accounts.access import Policy
 from floorless.accounts.accounts import Accounts, SecretKey
+from floorless.accounts.keys import Keys
 from floorless.collab.automerge import AutoMerge
 from floorless.collab.forks import Forked, Forking
 from floorless.collab.issues import Change, Issues
@@ -114,6 +115,7 @@ class Forge:
             settings.password_checks,
         )
         policy = self.policy = Policy(db)
+        self.keys = Keys(db)  # SSH keys: people's and repositories' deploy keys
         forks = self.forks = Forks(db, git, registry, states)
         self.lifecycle = Lifecycle(registry, forks, live, moves, peers, policy.may_publish)
         self.gate = Gate(indexer, live, registry, forks, policy)

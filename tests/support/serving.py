@@ -136,6 +136,7 @@ def serving(
         "--port",
         str(port),
         *database_options(database_of or data),
+        *([] if "--ssh-port" in extra else ["--ssh-port", "0"]),  # (tests asking for SSH say so)
         *extra,
     ]
     repos.mkdir(parents=True, exist_ok=True)

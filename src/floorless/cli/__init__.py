@@ -19,6 +19,7 @@ COMMANDS = {
     "settings": "floorless.cli.settings",
     "doctor": "floorless.cli.doctor",
     "probe": "floorless.cli.probe",
+    "ssh": "floorless.cli.ssh",
 }
 
 

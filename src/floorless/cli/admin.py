@@ -171,6 +171,23 @@ def token_create(
 
 
 @admin.group()
+def key() -> None:
+    """SSH keys, for git over SSH."""
+
+
+@key.command("add")
+@click.argument("user_name", metavar="USER")
+@click.option("--title", default="", help="A name to tell the key apart (default: its comment).")
+@with_forge
+def key_add(forge: Forge, user_name: str, title: str) -> None:
+    """Add the public key on standard input (a .pub file) to USER's keys; print its
+    fingerprint."""
+    account = forge.accounts.require(user_name)
+    added = forge.keys.add_user_key(account, sys.stdin.read(), title)
+    click.echo(f"{added.fingerprint} {added.title}")
+
+
+@admin.group()
 def repo() -> None:
     """Repositories."""
 

@@ -24,6 +24,9 @@ from floorless.core.config import Settings
     type=int,
     help="Server processes (default 1), each using a core of its own.",
 )
+@click.option(
+    "--ssh-port", type=int, help="Port of the built-in SSH server (default 2222; 0: none)."
+)
 def serve(
     config_file: Path | None,
     data: Path | None,
@@ -33,6 +36,7 @@ def serve(
     port: int | None,
     threads: int | None,
     processes: int | None,
+    ssh_port: int | None,
 ) -> None:
     """Serve every git repository below the repositories directory."""
     from granian import Granian
@@ -47,6 +51,7 @@ def serve(
         port=port,
         threads=threads,
         processes=processes,
+        ssh_port=ssh_port,
     )
     _with_allocator(settings.allocator)
     if not settings.repos.is_dir():
@@ -100,6 +105,14 @@ def _prepare(
             f"floorless: serving {len(forge.registry.all())} repositories from "
             f"{settings.repos} at http://{settings.host}:{settings.port}/"
         )
+        if settings.ssh_port:
+            from floorless.ssh.server import host_keys  # made once, before the workers
+
+            host_keys(settings)
+            click.echo(
+                f"floorless: git over SSH on {settings.ssh_host or settings.host}:"
+                f"{settings.ssh_port}"
+            )
         if forge.accounts.first_run():
             given = (
                 ("--config", config_file),

@@ -12,6 +12,7 @@ import ipaddress
 import os
 import re
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,11 @@ def _database(value: str) -> None:
 def _networks(values: tuple[str, ...]) -> None:
     for value in values:
         ipaddress.ip_network(value, strict=False)
+
+
+def _ssh_user(value: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,32}", value):
+        raise ValueError("letters, digits, '.', '_' and '-', at most 32")
 
 
 _HOST_PATTERN = re.compile(r"[A-Za-z0-9*?.\[\]{},_-]+")
@@ -104,6 +110,53 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("host", str, "127.0.0.1", "Address to listen on."),
     Setting("port", int, 3000, "TCP port to listen on.", minimum=0),
     Setting("threads", int, 4, "Request-handling threads.", minimum=1),
+    Setting(
+        "ssh_port",
+        int,
+        2222,
+        "TCP port of the built-in SSH server of `floorless serve` (git clone, fetch and push with SSH keys). 0: no built-in server (OpenSSH's own may serve git instead: docs/ssh.md).",
+        minimum=0,
+    ),
+    Setting(
+        "ssh_host",
+        str,
+        "",
+        "Address the built-in SSH server listens on. Empty: the same as `host`.",
+    ),
+    Setting(
+        "ssh_domain",
+        str,
+        "",
+        "Host name in the SSH clone URLs the pages and the API show. Empty: the host of `base_url`, or of each request.",
+    ),
+    Setting(
+        "ssh_url_port",
+        int,
+        0,
+        "Port in the SSH clone URLs, when people reach SSH on another port than `ssh_port` (OpenSSH on 22, a port forwarded). 0: `ssh_port`.",
+        minimum=0,
+    ),
+    Setting(
+        "ssh_user",
+        str,
+        "git",
+        "User name in the SSH clone URLs (`git@host:owner/repo.git`). The built-in server takes any: the key says who connects.",
+        check=_ssh_user,
+    ),
+    Setting(
+        "ssh_idle_timeout",
+        float,
+        300.0,
+        "Seconds an SSH connection may stay silent (signing in, between commands, or in a clone or push) before the server closes it.",
+        minimum=0.1,
+    ),
+    Setting(
+        "ssh_max_connections",
+        int,
+        200,
+        "SSH connections one server process holds at once; more are closed at once, and the pages go on answering.",
+        minimum=1,
+    ),
     Setting(
         "expensive_threads",
         int,
@@ -536,6 +589,13 @@ class Settings:
     host: str
     port: int
     threads: int
+    ssh_port: int
+    ssh_host: str
+    ssh_domain: str
+    ssh_url_port: int
+    ssh_user: str
+    ssh_idle_timeout: float
+    ssh_max_connections: int
     expensive_threads: int
     processes: int
     allocator: str
@@ -626,6 +686,20 @@ class Settings:
         values["repos"] = Path(values.get("repos") or data / "repositories").absolute()
         values["runtime_dir"] = Path(values.get("runtime_dir") or data / "run").absolute()
         return cls(**values)
+
+    def ssh_clone_url(self, public: str, full_name: str) -> str:
+        """The SSH clone URL of ``full_name`` (``owner/name``) as people reach the forge at
+        ``public`` (its base URL): ``git@host:owner/name.git`` on port 22, ``ssh://`` with
+        the port otherwise; empty when no SSH port is known."""
+        port = self.ssh_url_port or self.ssh_port
+        if not port:
+            return ""
+        host = self.ssh_domain or (urllib.parse.urlsplit(public).hostname or self.host)
+        if ":" in host:  # an IPv6 address
+            host = f"[{host}]"
+        if port == 22:
+            return f"{self.ssh_user}@{host}:{full_name}.git"
+        return f"ssh://{self.ssh_user}@{host}:{port}/{full_name}.git"
 
     def as_environ(self) -> dict[str, str]:
         """These settings as FLOORLESS_* variables, to hand to a server worker process."""

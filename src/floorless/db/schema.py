@@ -848,6 +848,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        22,
+        "SSH keys: a person's, and a repository's deploy keys",
+        (
+            # A person's key (user_id) or a repository's deploy key (repo_id, added_by who
+            # added it, read_only or not). ``content`` is the key as OpenSSH writes it, without
+            # its comment; a key is used in one place alone (its fingerprint is unique).
+            """CREATE TABLE IF NOT EXISTS ssh_keys (
+                id {id},
+                user_id {bigint} REFERENCES accounts (id) ON DELETE CASCADE,
+                repo_id {bigint} REFERENCES repos (id) ON DELETE CASCADE,
+                added_by {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                title TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                content TEXT NOT NULL,
+                fingerprint TEXT NOT NULL UNIQUE,
+                read_only INTEGER NOT NULL DEFAULT 0,
+                created_at {real} NOT NULL,
+                last_used_at {real}
+            )""",
+            "CREATE INDEX IF NOT EXISTS ssh_keys_user ON ssh_keys (user_id)",
+            "CREATE INDEX IF NOT EXISTS ssh_keys_repo ON ssh_keys (repo_id)",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

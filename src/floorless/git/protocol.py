@@ -104,7 +104,9 @@ class PktChecker:
             raise BadRequest("malformed git request: the body is empty")
 
 
-def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list[str]:
+def service_args(
+    service: str, git_dir: Path, hooks: Path | None = None, stateless: bool = True
+) -> list[str]:
     """git's arguments to serve one POST of ``service`` (after the ``--git-dir``).
 
     A push runs floorless's hooks (``hooks``, its hooks directory: ``floorless.collab.githooks``)
@@ -115,7 +117,8 @@ def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list
     pack; git's automatic gc never runs (floorless collects, knowing what forks borrow); and
     the refs of the repositories it borrows from are not advertised (``.have``): a fork's
     pusher learns nothing of its parent's refs that way. Without ``hooks`` (listing refs
-    only), no hook runs."""
+    only), no hook runs. Without ``stateless`` (SSH) git serves a whole session: it
+    advertises first, then reads the client's requests as they come."""
     config = list(UPLOAD_PACK_CONFIG) if service == "git-upload-pack" else []
     if service == "git-receive-pack":
         config = [
@@ -132,7 +135,8 @@ def service_args(service: str, git_dir: Path, hooks: Path | None = None) -> list
             "-c",
             f"core.hooksPath={hooks if hooks is not None else os.devnull}",
         ]
-    return [*config, service.removeprefix("git-"), "--stateless-rpc", str(git_dir)]
+    mode = ["--stateless-rpc"] if stateless else []
+    return [*config, service.removeprefix("git-"), *mode, str(git_dir)]
 
 
 def advertise_args(service: str, git_dir: Path) -> list[str]:

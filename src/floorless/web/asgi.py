@@ -13,6 +13,7 @@ from floorless.core import heap
 from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git import sigbus
+from floorless.ssh import server
 from floorless.web.app import create_app
 from floorless.web.gateway import Gateway, Limits
 
@@ -27,7 +28,14 @@ def application() -> Gateway:
     sigbus.guard()
     forge = Forge(settings)
     forge.start()
-    atexit.register(forge.stop)
+    stop_ssh = server.start_in_process(forge)  # git over SSH, when ssh_port asks for it
+
+    def stop() -> None:
+        if stop_ssh is not None:
+            stop_ssh()
+        forge.stop()
+
+    atexit.register(stop)
     limits = Limits(
         client_timeout=settings.client_timeout,
         push_bytes=settings.max_push_bytes,
@@ -41,7 +49,7 @@ def application() -> Gateway:
         limits,
         settings.threads,
         forge.git.tmp,
-        forge.stop,
+        stop,
         expensive_threads=settings.expensive_threads,
         on_request=forge.activity.seen,
     )

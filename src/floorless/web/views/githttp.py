@@ -18,31 +18,24 @@
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import falcon
 
-import floorless
 from floorless.accounts.access import Level
-from floorless.collab import branchrules
-from floorless.collab import githooks as hooks
 from floorless.core.errors import (
     BadRequest,
-    FloorlessError,
     GitCommandError,
     NotFound,
     Unauthorized,
     Unsupported,
 )
-from floorless.forge import Forge
-from floorless.forgejo import payloads as hookpayloads
 from floorless.git import protocol, pushreport, transport, unreachable
+from floorless.gitservice import access, push
+from floorless.gitservice.access import Caller
 from floorless.repos.registry import Repo
 from floorless.web.auth import viewer_of
 from floorless.web.context import find_repo
@@ -58,62 +51,35 @@ _NO_CACHE = ["no-cache", "max-age=0", "must-revalidate"]
 
 class GitView(View):
     def authorize(self, req: falcon.Request, owner: str, name: str, service: str) -> Repo:
-        """The repository, if the requester may use ``service`` on it. A push needs an
-        account with a write-scoped credential that may read the repository: whoever may
-        only read it may still propose changes (``refs/for/``), which ``Service`` checks
-        once it has read the updates."""
+        """The repository, if the requester may use ``service`` on it (``gitservice/access.py``).
+        Without credentials a repository they may not read asks for them (401)."""
         req.context.plain = True
+        repo, level = self.reach(req, owner, name, service)
+        req.context.git_level = level
+        return repo
+
+    def reach(self, req: falcon.Request, owner: str, name: str, service: str) -> tuple[Repo, Level]:
+        """A page's lookup (``find_repo``), then what a push needs beyond reading: writing,
+        or proposing changes (``refs/for/``), which ``Service`` checks once it has read the
+        updates."""
         try:
             repo, level = find_repo(self.forge, req, owner, name, Level.READ)
         except NotFound as exc:
             if viewer_of(req).anonymous:
                 raise Unauthorized("authentication required") from exc
             raise
-        if service == "git-receive-pack" and level < Level.WRITE:
+        if service == access.RECEIVE and level < Level.WRITE:
             viewer = viewer_of(req)
             if not self.forge.policy.may_propose(viewer, level):
                 self.forge.policy.require(viewer, repo, Level.WRITE)  # its 401 or 403
-        return repo
+        return repo, level
 
-    def environment(self, req: falcon.Request, repo: Repo | None = None) -> dict[str, str]:
-        env: dict[str, str] = {}
+    def environment(self, req: falcon.Request) -> dict[str, str]:
+        env = push.committer(Caller(viewer_of(req)))
         version = protocol.protocol_header(req.get_header("Git-Protocol"))
         if version is not None:
             env["GIT_PROTOCOL"] = version
-        account = viewer_of(req).account
-        if account is not None:
-            env["GIT_COMMITTER_NAME"] = account.name
-            env["GIT_COMMITTER_EMAIL"] = account.email or f"{account.name}@floorless"
-            if repo is not None:  # for a push's hooks (floorless.collab.githooks)
-                env.update(hook_environment(self.forge, req, repo, account.id))
         return env
-
-
-def hook_environment(
-    forge: Forge, req: falcon.Request, repo: Repo, account_id: int
-) -> dict[str, str]:
-    """What ``floorless.collab.githooks`` is told by the forge, never by the client: who pushes,
-    with which access, where, the repositories whose refs the pusher may build on besides this
-    one's (those it borrows objects from that the pusher may read now), the database, the
-    public URL, and where floorless's own code is."""
-    database = forge.settings.database  # the hook runs in the repository's directory
-    if database.startswith("sqlite:///"):
-        database = database.removeprefix("sqlite:///")
-    if "://" not in database:
-        database = str(Path(database).resolve())
-    viewer = viewer_of(req)
-    return {
-        hooks.ENV_DATABASE: database,
-        hooks.ENV_ACCOUNT: str(account_id),
-        hooks.ENV_ACTOR: viewer.name,
-        hooks.ENV_REPO: repo.full_name,
-        hooks.ENV_URL: public_url(forge.settings, req),
-        hooks.ENV_LEVEL: str(int(forge.policy.level(viewer, repo))),
-        hooks.ENV_BORROWED: "\n".join(
-            str(p.path) for p in forge.gate.readable_lenders(viewer, repo)
-        ),
-        "PYTHONPATH": str(Path(floorless.__file__).resolve().parent.parent),
-    }
 
 
 class InfoRefs(GitView):
@@ -202,18 +168,18 @@ class Service(GitView):
         found: Repo,
         body: Iterator[bytes],
         checker: protocol.PktChecker,
-        work: Path | None,
+        pushing: push.Push | None,
     ) -> transport.GitBody:
         """Run the service's git with ``body`` as its input, read whole before it answers."""
         errors = tempfile.TemporaryFile(dir=self.forge.git.tmp)  # noqa: SIM115 (GitBody closes it)
-        env = self.environment(req, found)
-        if work is not None:
-            env[hooks.ENV_DIR] = str(work)
+        env = self.environment(req)
+        if pushing is not None:
+            env.update(pushing.environment())
         try:
             proc = self.forge.git.popen(
                 found.path,
                 protocol.service_args(
-                    self.service, found.path, self.forge.git.hooks if work is not None else None
+                    self.service, found.path, self.forge.git.hooks if pushing else None
                 ),
                 extra_env=env,
                 stdin=subprocess.PIPE,
@@ -242,80 +208,27 @@ class Service(GitView):
             raise BadRequest("git refused the request: malformed or unexpected request")
 
     def push(self, req: falcon.Request, found: Repo, body: Iterator[bytes]) -> bytes:
-        """A push: git's answer as ``git/pushreport.py`` makes it, once git has ended and the
+        """A push: git's answer as ``gitservice/push.py`` makes it, once git has ended and the
         forge has taken the push in (pages, index, pull requests, webhooks)."""
         request = pushreport.read_request(body)
-        work = Path(tempfile.mkdtemp(prefix="push-", dir=self.forge.git.tmp))
+        level = req.context.git_level
+        pushing = push.Push(
+            self.forge, found, Caller(viewer_of(req)), level, public_url(self.settings, req)
+        )
         try:
-            (work / hooks.UPDATES).write_text(str(len(request.updates)))
-            if request.pack_count is not None:
-                (work / hooks.PACK_COUNT).write_text(str(request.pack_count))
-            (work / hooks.RULES).write_text(branchrules.dump(self.forge.protections.rules(found)))
+            pushing.prepare(request)
             checker = protocol.PktChecker(commands_only=True)
             stream = itertools.chain([request.head], request.rest)
-            output = self.start(req, found, stream, checker, work)
+            output = self.start(req, found, stream, checker, pushing)
             try:
                 report = output.first() + b"".join(output)
                 if b"\nng " in b"\n" + b"\n".join(pushreport.parse_report(report)):
-                    log.info("%s: git refused part of a push: %s", found.full_name, output.reason())
+                    log.info("%s: git: %s", found.full_name, output.reason())
             finally:
                 output.close()
-            if not request.updates:
-                return report
-            self.took_in(req, found, request, work)
-            return self.answer(found, request, report, work)
+            return pushing.finish(request, report)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
-
-    def answer(self, found: Repo, request: pushreport.Request, report: bytes, work: Path) -> bytes:
-        verdicts = hooks.read_verdicts(work) or hooks.Verdicts({}, unusable_pack=False)
-        refusals = verdicts.refs
-        try:
-            messages = (work / hooks.MESSAGES).read_text(encoding="utf-8").splitlines()
-        except OSError:
-            messages = []
-        if refusals:
-            log.info("%s: push refused: %s", found.full_name, refusals)
-        lines = pushreport.rewrite(
-            pushreport.parse_report(report),
-            refusals,
-            verdicts.unusable_pack,
-            [u[2] for u in request.updates],
-        )
-        if b"report-status" not in request.capabilities and not any(
-            c.startswith(b"report-status") for c in request.capabilities
-        ):
-            lines = []
-        return pushreport.answer(lines, messages, request.side_band)
-
-    def took_in(
-        self, req: falcon.Request, found: Repo, request: pushreport.Request, work: Path
-    ) -> None:
-        """After git ended: the refs, caches and index learn of the push, then its webhooks
-        (the updates git applied, and the pull requests an AGit push opened or moved)."""
-        pusher, public = viewer_of(req).account, public_url(self.settings, req)
-        self.forge.moves.after_push(found)
-        updates = [
-            hookpayloads.Update(old, new, ref)
-            for old, new, ref in request.updates
-            if ref.startswith(("refs/heads/", "refs/tags/"))
-        ]
-        try:
-            hookpayloads.pushed(self.forge, found, pusher, updates, public)
-        except (FloorlessError, OSError, ValueError) as exc:
-            log.warning("%s: the push's webhook events: %s", found.full_name, exc)
-        try:
-            changes = json.loads((work / hooks.CHANGES).read_text())
-        except (OSError, ValueError):
-            return
-        for change in changes if isinstance(changes, list) else []:
-            try:
-                pull = self.forge.pulls.get(found.owner, found.name, int(change["number"]))
-            except (FloorlessError, KeyError, TypeError, ValueError):
-                continue
-            if change.get("action") == "opened":
-                self.forge.issues.wrote(pull.issue, pusher, pull.issue.body)
-            self.forge.issues.changed(pull.issue, pusher, str(change.get("action")))
+            pushing.close()
 
 
 def request_body(req: falcon.Request, limit: int) -> Iterator[bytes]:

@@ -1,0 +1,378 @@
+"""The built-in SSH server: asyncssh on an event loop of its own, in a thread of each server
+process (with several, each listens on the port: the system spreads connections over them).
+
+- Host keys (Ed25519 and RSA) are made once in the data directory (``<data>/ssh/``) and kept:
+  a client that trusted the server goes on trusting it after a restart.
+- Public keys alone sign in, a person's or a deploy key (``accounts/keys.py``); the user name
+  is not asked (``git@``, or any). Each key a client offers is one question to the database;
+  after ``MAX_AUTH_TRIES`` refused keys the connection is closed.
+- A signed-in connection runs git's two commands (``session.py``); ``ssh -T`` without a
+  command is greeted with the person's name; shells, terminals, subsystems, port, agent and
+  X11 forwarding are refused.
+- At most ``ssh_max_connections`` connections at once per process; one silent for
+  ``ssh_idle_timeout`` seconds is closed, signed in or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from floorless.accounts.access import Viewer
+from floorless.accounts.keys import SshKey
+from floorless.core.config import Settings
+from floorless.forge import Forge
+from floorless.gitservice.access import Caller
+from floorless.ssh import commands, relay
+from floorless.ssh.session import Session
+
+log = logging.getLogger(__name__)
+logging.getLogger("asyncssh").setLevel(logging.WARNING)  # (it logs every connection's steps)
+
+MAX_AUTH_TRIES = 6  # refused keys before the connection is closed (OpenSSH's MaxAuthTries)
+HOST_KEYS: tuple[tuple[str, str, int], ...] = (
+    ("ssh-ed25519", "host_ed25519_key", 0),
+    ("ssh-rsa", "host_rsa_key", 3072),
+)
+
+
+def host_key_dir(settings: Settings) -> Path:
+    return settings.data / "ssh"
+
+
+def host_keys(settings: Settings) -> list[Path]:
+    """The server's host keys, made now if missing (each written whole, then linked into
+    place: two processes starting at once keep the one that got there first)."""
+    directory = host_key_dir(settings)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    paths = []
+    for algorithm, name, bits in HOST_KEYS:
+        path = directory / name
+        if not path.exists():
+            key = (
+                asyncssh.generate_private_key(algorithm, key_size=bits)
+                if bits
+                else asyncssh.generate_private_key(algorithm)
+            )
+            scratch = directory / f".{name}.{os.getpid()}"
+            fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(key.export_private_key("openssh"))
+            with contextlib.suppress(FileExistsError):
+                os.link(scratch, path)
+            scratch.unlink()
+        paths.append(path)
+    return paths
+
+
+def fingerprints(settings: Settings) -> list[str]:
+    """The host keys' SHA-256 fingerprints, as ``ssh-keygen -l`` and a client's first
+    connection show them (for ``doctor``); none when they are not made yet."""
+    found = []
+    for _, name, _ in HOST_KEYS:
+        path = host_key_dir(settings) / name
+        if path.exists():
+            key = asyncssh.read_private_key(str(path))
+            found.append(f"{key.get_algorithm()} {key.get_fingerprint('sha256')}")
+    return found
+
+
+def public_of(settings: Settings) -> str:
+    """The forge's address for links made outside a web request (a push's messages)."""
+    if settings.base_url:
+        return settings.base_url.rstrip("/")
+    return f"http://{settings.host}:{settings.port}"
+
+
+def caller_of(forge: Forge, key: SshKey) -> Caller | None:
+    """Who signs in with ``key``: its person, or for a deploy key the person who added it (or
+    the repository's owner); None when nobody is left."""
+    accounts = forge.accounts
+    if key.repo_id is None:
+        account = accounts.by_id(key.user_id) if key.user_id is not None else None
+        return Caller(Viewer(account)) if account is not None else None
+    account = accounts.by_id(key.added_by) if key.added_by is not None else None
+    if account is None:
+        repo = forge.registry.by_id(key.repo_id)
+        account = accounts.get(repo.owner) if repo is not None else None
+    return Caller(Viewer(account), deploy=key) if account is not None else None
+
+
+def greeting(caller: Caller, key: SshKey) -> str:
+    if caller.deploy is not None:
+        what = "read-only" if key.read_only else "read and write"
+        return (
+            f"Hello! The deploy key {key.title!r} is signed in ({what}), but floorless gives no"
+            " shell: use it with git clone, fetch and push.\n"
+        )
+    return (
+        f"Hello, {caller.viewer.name}! You are signed in with the key {key.title!r}, but floorless"
+        " gives no shell: use git clone, fetch and push.\n"
+    )
+
+
+class SshServer:
+    """The built-in server of one process; ``start()`` returns once it listens."""
+
+    def __init__(self, forge: Forge, host: str | None = None, port: int | None = None) -> None:
+        settings = forge.settings
+        self.forge = forge
+        self.host = host if host is not None else (settings.ssh_host or settings.host)
+        self.port = port if port is not None else settings.ssh_port
+        self.connections = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listener: asyncssh.SSHAcceptor | None = None
+        self.relay: relay.Listener | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+    def start(self) -> None:
+        keys = host_keys(self.forge.settings)
+        self._thread = threading.Thread(target=self._run, args=(keys,), name="fl-ssh", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+
+    def _run(self, keys: list[Path]) -> None:
+        loop = self.loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(self._listen(keys))
+        except BaseException as exc:  # noqa: BLE001 (told to start(), which raises it)
+            self._failure = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _listen(self, keys: list[Path]) -> None:
+        settings = self.forge.settings
+        self.listener = await asyncssh.create_server(
+            lambda: _Connection(self),
+            self.host,
+            self.port,
+            server_host_keys=[str(k) for k in keys],
+            process_factory=self._process,
+            encoding=None,
+            allow_pty=False,
+            agent_forwarding=False,
+            x11_forwarding=False,
+            allow_scp=False,
+            login_timeout=settings.ssh_idle_timeout,
+            keepalive_interval=0,
+            reuse_port=True,
+            reuse_address=True,
+        )
+        if self.port == 0:
+            self.port = self.listener.get_port()
+        self.relay = relay.Listener(self.forge, self.serve_relayed)
+        await self.relay.start()
+
+    def stop(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is None or self._thread is None:
+            return
+
+        async def close() -> None:
+            if self.relay is not None:
+                await self.relay.stop()
+            if self.listener is not None:
+                self.listener.close()
+                await self.listener.wait_closed()
+
+        with contextlib.suppress(RuntimeError):
+            asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(timeout=10)
+
+    def signed_in(self, key: SshKey) -> None:
+        """Note the key's use (its last use, on the settings page), off the loop."""
+        assert self.loop is not None
+        self.loop.run_in_executor(None, self.forge.keys.used, key)
+
+    async def _process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        connection = process.get_extra_info("connection")
+        owner = connection.get_owner()
+        assert isinstance(owner, _Connection)
+        owner.sessions += 1
+        try:
+            status = await self.serve(owner.caller, owner.key, process)
+        except Exception:
+            log.exception("ssh session")
+            status = 1
+        finally:
+            owner.sessions -= 1
+            owner.moved()
+        with contextlib.suppress(OSError, asyncssh.Error, BrokenPipeError):
+            process.exit(status)
+
+    async def serve(
+        self,
+        caller: Caller | None,
+        key: SshKey | None,
+        process: asyncssh.SSHServerProcess[bytes],
+    ) -> int:
+        if caller is None or key is None:
+            process.stderr.write(b"floorless: not signed in\n")
+            return 1
+        if process.subsystem:
+            process.stderr.write(f"floorless: {commands.ONLY}\n".encode())
+            return 1
+        if process.command is None:
+            process.stdout.write(greeting(caller, key).encode())
+            return 1
+        channel = _ProcessChannel(process)
+        environment = process.env or {}
+        version = environment.get("GIT_PROTOCOL")
+        session = Session(
+            self.forge,
+            caller,
+            channel,
+            public_of(self.forge.settings),
+            version if isinstance(version, str) else None,
+        )
+        return await session.run(process.command)
+
+    async def serve_relayed(
+        self, key: SshKey, command: str | None, version: str | None, channel: relay.Served
+    ) -> int:
+        """A session OpenSSH's server authenticated and ``floorless ssh serve`` relays."""
+        caller = await asyncio.to_thread(caller_of, self.forge, key)
+        if caller is None:
+            channel.error("floorless: this key's account is gone\n")
+            return 1
+        await asyncio.to_thread(self.forge.keys.used, key)
+        if not command:
+            await channel.write(greeting(caller, key).encode())
+            return 1
+        session = Session(self.forge, caller, channel, public_of(self.forge.settings), version)
+        return await session.run(command)
+
+
+class _ProcessChannel:
+    def __init__(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        self.process = process
+
+    async def read(self, size: int) -> bytes:
+        try:
+            return await self.process.stdin.read(size)
+        except (asyncssh.BreakReceived, asyncssh.SignalReceived, asyncssh.TerminalSizeChanged):
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        self.process.stdout.write(data)
+        await self.process.stdout.drain()
+
+    def error(self, text: str) -> None:
+        self.process.stderr.write(text.encode("utf-8", "replace"))
+
+
+class _Connection(asyncssh.SSHServer):
+    """One client's connection: its key once signed in, and the server's count."""
+
+    def __init__(self, server: SshServer) -> None:
+        self.server = server
+        self.key: SshKey | None = None
+        self.caller: Caller | None = None
+        self.refused = 0
+        self.sessions = 0
+        self.conn: asyncssh.SSHServerConnection | None = None
+        self._offered: tuple[SshKey, Caller] | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        self._last = 0.0
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.conn = conn
+        self.server.connections += 1
+        limit = self.server.forge.settings.ssh_max_connections
+        if self.server.connections > limit:
+            log.warning("ssh: %d connections at once; closing a new one", limit)
+            conn.close()
+            return
+        self.moved()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections -= 1
+        if self._idle is not None:
+            self._idle.cancel()
+
+    def moved(self) -> None:
+        self._last = asyncio.get_running_loop().time()
+
+    def _watch(self) -> None:
+        """Close the connection once it held no session for the idle time (a session
+        watches itself: ``Session``)."""
+        loop = asyncio.get_running_loop()
+        idle = self.server.forge.settings.ssh_idle_timeout
+        if self.sessions == 0 and loop.time() - self._last >= idle and self.conn is not None:
+            self.conn.close()
+            return
+        self._idle = loop.call_later(max(0.05, self._last + idle - loop.time()), self._watch)
+
+    def begin_auth(self, username: str) -> bool:
+        return True  # every connection signs in with a key
+
+    def password_auth_supported(self) -> bool:
+        return False
+
+    def kbdint_auth_supported(self) -> bool:
+        return False
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        self.moved()
+        fingerprint = key.get_fingerprint("sha256")
+        forge = self.server.forge
+        found = await asyncio.to_thread(forge.keys.by_fingerprint, fingerprint)
+        caller = await asyncio.to_thread(caller_of, forge, found) if found is not None else None
+        if found is None or caller is None:
+            self.refused += 1
+            if self.refused >= MAX_AUTH_TRIES and self.conn is not None:
+                self.conn.close()
+            return False
+        self._offered = (found, caller)  # the last key accepted: the one that signs in
+        return True
+
+    def auth_completed(self) -> None:
+        self.moved()
+        if self._offered is not None:
+            self.key, self.caller = self._offered
+            self.server.signed_in(self.key)
+
+    def server_requested(self, listen_host: str, listen_port: int) -> bool:
+        return False  # no port forwarding
+
+    def connection_requested(self, *args: Any) -> bool:
+        return False
+
+    def unix_connection_requested(self, dest_path: str) -> bool:
+        return False
+
+    def unix_server_requested(self, listen_path: str) -> bool:
+        return False
+
+
+def start_in_process(forge: Forge) -> Callable[[], None] | None:
+    """The built-in server of this server process, when ``ssh_port`` asks for one; its stop."""
+    if not forge.settings.ssh_port:
+        return None
+    server = SshServer(forge)
+    server.start()
+    log.info("ssh: listening on %s:%d", server.host, server.port)
+    return server.stop

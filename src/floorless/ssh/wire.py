@@ -1,0 +1,77 @@
+"""The relay's socket and frames (``relay.py``), and the relaying process itself: what
+``floorless ssh serve`` runs, importing nothing of the forge (it starts for every session)."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import struct
+import sys
+from pathlib import Path
+
+from floorless.core.config import Settings
+
+CHUNK = 65536
+HEADER = struct.Struct(">cI")
+
+
+def socket_dir(settings: Settings) -> Path:
+    return settings.runtime_dir / "ssh"
+
+
+def socket_path(settings: Settings) -> Path:
+    return socket_dir(settings) / "relay.sock"
+
+
+def frame(kind: bytes, payload: bytes) -> bytes:
+    return HEADER.pack(kind, len(payload)) + payload
+
+
+def relay(settings: Settings, key_id: int, command: str | None, version: str | None) -> int:
+    """Carry this process's standard input and output to the forge and back; the exit
+    status the forge gave."""
+    path = socket_path(settings)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+    except OSError:
+        sys.stderr.write("floorless: the forge is not running (no SSH relay socket)\n")
+        return 1
+    hello = json.dumps({"key": key_id, "command": command, "protocol": version}).encode()
+    conn.sendall(frame(b"h", hello))
+    stdin, stdout, stderr = sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()
+    buffer = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stdin, selectors.EVENT_READ)
+        selector.register(conn, selectors.EVENT_READ)
+        while True:
+            for ready, _ in selector.select():
+                if ready.fd == stdin:
+                    data = os.read(stdin, CHUNK)
+                    if data:
+                        conn.sendall(frame(b"i", data))
+                    else:
+                        conn.sendall(frame(b"e", b""))
+                        selector.unregister(stdin)
+                    continue
+                data = conn.recv(CHUNK)
+                if not data:
+                    return 1  # the forge went away mid-session
+                buffer += data
+                while len(buffer) >= HEADER.size:
+                    kind, size = HEADER.unpack(buffer[: HEADER.size])
+                    if len(buffer) < HEADER.size + size:
+                        break
+                    payload = buffer[HEADER.size : HEADER.size + size]
+                    buffer = buffer[HEADER.size + size :]
+                    if kind == b"x":
+                        return int(struct.unpack(">i", payload)[0])
+                    _write_all(stdout if kind == b"o" else stderr, payload)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
