@@ -187,6 +187,45 @@ def key_add(forge: Forge, user_name: str, title: str) -> None:
     click.echo(f"{added.fingerprint} {added.title}")
 
 
+@key.command("deploy")
+@click.argument("full_name", metavar="OWNER/NAME")
+@click.option("--title", default="", help="A name to tell the key apart (default: its comment).")
+@click.option("--write", is_flag=True, help="It may push too (default: clone and fetch only).")
+@with_forge
+def key_deploy(forge: Forge, full_name: str, title: str, write: bool) -> None:
+    """Add the public key on standard input as a deploy key of OWNER/NAME (made by its owner);
+    print its fingerprint."""
+    owner, name = _owner_and_name(full_name)
+    found = forge.registry.get(owner, name)
+    account = forge.accounts.require(owner)
+    added = forge.keys.add_deploy_key(found.id, sys.stdin.read(), title, not write, account)
+    click.echo(f"{added.fingerprint} {added.title}")
+
+
+@key.command("list")
+@click.argument("user_name", metavar="USER")
+@with_forge
+def key_list(forge: Forge, user_name: str) -> None:
+    """USER's keys: id, fingerprint, last use and title, one a line."""
+    account = forge.accounts.require(user_name)
+    for found in forge.keys.of_user(account.id):
+        used = "never used" if found.last_used_at is None else f"used {found.last_used_at:.0f}"
+        click.echo(f"{found.id} {found.fingerprint} {used} {found.title}")
+
+
+@key.command("remove")
+@click.argument("fingerprint")
+@with_forge
+def key_remove(forge: Forge, fingerprint: str) -> None:
+    """Remove the key (a person's or a deploy key) with this SHA256 fingerprint: it signs in
+    no more, from the next connection on."""
+    found = forge.keys.by_fingerprint(fingerprint)
+    if found is None:
+        raise click.ClickException(f"no key {fingerprint}")
+    forge.keys.delete(found)
+    click.echo(f"removed {found.fingerprint} {found.title}")
+
+
 @admin.group()
 def repo() -> None:
     """Repositories."""

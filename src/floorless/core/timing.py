@@ -54,6 +54,12 @@ def start_request() -> RequestTimer:
     return timer
 
 
+def start_request_with(timer: RequestTimer) -> None:
+    """Count what follows into ``timer`` (one kept across several steps, such as an SSH
+    connection's key checks), in this context and those copied from it."""
+    _current.set(timer)
+
+
 def end_request() -> None:
     _current.set(None)
 

@@ -28,6 +28,7 @@ import asyncssh
 
 from floorless.accounts.access import Viewer
 from floorless.accounts.keys import SshKey
+from floorless.core import timing
 from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.gitservice.access import Caller
@@ -208,6 +209,7 @@ class SshServer:
         owner = connection.get_owner()
         assert isinstance(owner, _Connection)
         owner.sessions += 1
+        timer = timing.start_request()  # (this task's: the processes it starts are counted)
         try:
             status = await self.serve(owner.caller, owner.key, process)
         except Exception:
@@ -216,6 +218,15 @@ class SshServer:
         finally:
             owner.sessions -= 1
             owner.moved()
+        log.info(
+            "ssh: %s %s: exit %d in %.2f s, processes: %d (signing in: %d)",
+            owner.key.fingerprint if owner.key is not None else "-",
+            process.command or process.subsystem or "(no command)",
+            status,
+            timer.total(),
+            timer.spawns,
+            owner.signing_in.spawns,
+        )
         with contextlib.suppress(OSError, asyncssh.Error, BrokenPipeError):
             process.exit(status)
 
@@ -259,7 +270,17 @@ class SshServer:
             await channel.write(greeting(caller, key).encode())
             return 1
         session = Session(self.forge, caller, channel, public_of(self.forge.settings), version)
-        return await session.run(command)
+        timer = timing.start_request()
+        status = await session.run(command)
+        log.info(
+            "ssh (relayed): %s %s: exit %d in %.2f s, processes: %d",
+            key.fingerprint,
+            command,
+            status,
+            timer.total(),
+            timer.spawns,
+        )
+        return status
 
 
 class _ProcessChannel:
@@ -289,6 +310,7 @@ class _Connection(asyncssh.SSHServer):
         self.caller: Caller | None = None
         self.refused = 0
         self.sessions = 0
+        self.signing_in = timing.RequestTimer()
         self.conn: asyncssh.SSHServerConnection | None = None
         self._offered: tuple[SshKey, Caller] | None = None
         self._idle: asyncio.TimerHandle | None = None
@@ -337,6 +359,7 @@ class _Connection(asyncssh.SSHServer):
 
     async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         self.moved()
+        timing.start_request_with(self.signing_in)  # what signing in costs, counted apart
         fingerprint = key.get_fingerprint("sha256")
         forge = self.server.forge
         found = await asyncio.to_thread(forge.keys.by_fingerprint, fingerprint)
