@@ -5,14 +5,16 @@
 # for the second run of the suite (started by scripts/test-postgres.sh, no system service),
 # nginx, haproxy and openssl for the shipped proxy configurations (deploy/nginx.conf,
 # deploy/haproxy.cfg) run in front of two nodes, nodejs and npm to fetch axe-core, asciidoctor
-# (Ruby) for the AsciiDoc worker.
+# (Ruby) for the AsciiDoc worker, openssh-client and openssh-server for git over SSH (the
+# tests start their own sshd on loopback, never the system's service).
 # Then axe-core (pinned) from npm into .cache/axe/ of the checkout: the accessibility browser
 # test (tests/browser/test_browser_a11y.py) injects its axe.min.js into each page it checks.
 # Python packages are installed separately (pip install -e '.[test,bench]').
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/apt-install-missing.sh" install-test-deps \
-  git chromium chromium-driver fuse3 postgresql nginx haproxy openssl nodejs asciidoctor
+  git chromium chromium-driver fuse3 postgresql nginx haproxy openssl nodejs asciidoctor \
+  openssh-client openssh-server
 # Debian's nodejs comes without npm (another build of nodejs may bring its own)
 command -v npm >/dev/null || bash "$root/scripts/apt-install-missing.sh" install-test-deps npm
 AXE_VERSION=4.11.0

@@ -67,7 +67,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def test_ssh_t_greets_the_person_by_name(site: Site) -> None:
     answer = site.as_("bob").ssh()
     assert answer.returncode == 1
-    assert b"Hello, bob! You are signed in with the key \"bob's laptop\"" in answer.stdout
+    assert b'Hello, bob! You are signed in with the key "bob\'s laptop"' in answer.stdout
     deploy = site.as_("reader").ssh()
     assert b"deploy key 'ci reader'" in deploy.stdout and b"read-only" in deploy.stdout
 
@@ -204,7 +204,7 @@ def test_an_object_no_ref_reaches_is_not_served(site: Site, tmp_path: Path) -> N
         (["git-upload-pack", "'../../etc/passwd'"], "is not a repository"),
         (["git-upload-pack", "'alice/../alice/pub.git'"], "is not a repository"),
         (["git-upload-pack", "'alice/my repo.git'"], "is not a repository"),
-        (["git-upload-pack", "\"alice/pub'.git\""], "is not a repository"),
+        (["git-upload-pack", '"alice/pub\'.git"'], "is not a repository"),
         (["git-upload-pack", "'alice/pub.git'", "extra"], "nothing else"),
         (["git-receive-pack", "'alice'"], "is not a repository"),
     ],

@@ -128,6 +128,7 @@ class SshServer:
         self.forge = forge
         self.host = host if host is not None else (settings.ssh_host or settings.host)
         self.port = port if port is not None else settings.ssh_port
+        self.any_port = port == 0  # asked for a free port (tests), not for no server
         self.connections = 0
         self.loop: asyncio.AbstractEventLoop | None = None
         self.listener: asyncssh.SSHAcceptor | None = None
@@ -137,7 +138,7 @@ class SshServer:
         self._failure: BaseException | None = None
 
     def start(self) -> None:
-        keys = host_keys(self.forge.settings)
+        keys = host_keys(self.forge.settings) if self.port or self.any_port else []
         self._thread = threading.Thread(target=self._run, args=(keys,), name="fl-ssh", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -161,6 +162,10 @@ class SshServer:
 
     async def _listen(self, keys: list[Path]) -> None:
         settings = self.forge.settings
+        self.relay = relay.Listener(self.forge, self.serve_relayed)
+        await self.relay.start()
+        if not self.port and not self.any_port:
+            return  # OpenSSH's server alone: the relay's socket
         self.listener = await asyncssh.create_server(
             lambda: _Connection(self),
             self.host,
@@ -179,8 +184,6 @@ class SshServer:
         )
         if self.port == 0:
             self.port = self.listener.get_port()
-        self.relay = relay.Listener(self.forge, self.serve_relayed)
-        await self.relay.start()
 
     def stop(self) -> None:
         loop, self.loop = self.loop, None
@@ -391,11 +394,11 @@ class _Connection(asyncssh.SSHServer):
         return False
 
 
-def start_in_process(forge: Forge) -> Callable[[], None] | None:
-    """The built-in server of this server process, when ``ssh_port`` asks for one; its stop."""
-    if not forge.settings.ssh_port:
-        return None
+def start_in_process(forge: Forge) -> Callable[[], None]:
+    """This server process's SSH side: the relay's socket for OpenSSH's server, and the
+    built-in server when ``ssh_port`` asks for one. Its stop."""
     server = SshServer(forge)
     server.start()
-    log.info("ssh: listening on %s:%d", server.host, server.port)
+    if server.listener is not None:
+        log.info("ssh: listening on %s:%d", server.host, server.port)
     return server.stop

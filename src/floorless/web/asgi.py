@@ -28,11 +28,10 @@ def application() -> Gateway:
     sigbus.guard()
     forge = Forge(settings)
     forge.start()
-    stop_ssh = server.start_in_process(forge)  # git over SSH, when ssh_port asks for it
+    stop_ssh = server.start_in_process(forge)  # git over SSH: built-in, and OpenSSH's relay
 
     def stop() -> None:
-        if stop_ssh is not None:
-            stop_ssh()
+        stop_ssh()
         forge.stop()
 
     atexit.register(stop)
