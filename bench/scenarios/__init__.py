@@ -8,7 +8,7 @@ below; nothing else names it.
 from __future__ import annotations
 
 from bench.harness import Scenario
-from bench.scenarios import api, cold, finder, pages, real, search
+from bench.scenarios import api, clones, cold, finder, pages, real, search
 
 REGISTRY: list[Scenario] = [
     pages.SCENARIO,  # local, slow
@@ -17,4 +17,5 @@ REGISTRY: list[Scenario] = [
     real.SCENARIO,
     search.SCENARIO,
     finder.SCENARIO,
+    clones.SCENARIO,
 ]
