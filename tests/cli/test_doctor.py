@@ -458,3 +458,25 @@ def test_an_unresolved_reference_is_a_warning_in_the_report(tmp_path):
     warnings = [f["message"] for f in report["findings"] if f["level"] == "warning"]
     assert any("%(NOPE)s names no key in [git]" in w for w in warnings)
     assert result.exit_code == 1
+
+
+def test_git_over_ssh_is_reported_with_the_host_keys(tmp_path):
+    from floorless.core.config import Settings
+    from floorless.ssh.server import host_keys
+
+    data, repos = tmp_path / "data", tmp_path / "repos"
+    repos.mkdir()
+    args = ("--data", str(data), "--repos", str(repos), "--runs", "1", "--json")
+    before = json.loads(doctor(*args).output)["ssh"]
+    assert before["listen"] == "127.0.0.1:2222" and before["host_keys"] == []
+    assert before["clone_url"] == "ssh://git@127.0.0.1:2222/OWNER/NAME.git"
+    assert before["relay_socket"].endswith("relay.sock (no server)")
+    made = host_keys(Settings.load(None, data=str(data)))
+    listed = subprocess.run(
+        ["ssh-keygen", "-l", "-f", str(made[0])], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    after = json.loads(doctor(*args).output)["ssh"]
+    assert after["host_keys"][0] == f"ssh-ed25519 {listed}"
+    assert [k.split()[0] for k in after["host_keys"]] == ["ssh-ed25519", "ecdsa-sha2-nistp256"]
+    text = doctor("--data", str(data), "--repos", str(repos), "--runs", "1").output
+    assert "git over SSH" in text and listed in text

@@ -17,6 +17,7 @@ The verdict (and ``floorless doctor``'s exit status) follows fixed thresholds:
 from __future__ import annotations
 
 import os
+import socket
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -130,7 +131,26 @@ def _forge_target(layout: ForgeLayout) -> _Target:
 
 
 def diagnose_floorless(settings: Settings, options: Options) -> Report:
-    return _diagnose(_floorless_target(settings), options, layout=None, settings=settings)
+    report = _diagnose(_floorless_target(settings), options, layout=None, settings=settings)
+    report.ssh = ssh_settings(settings)
+    return report
+
+
+def ssh_settings(settings: Settings) -> dict[str, object]:
+    """git over SSH as these settings make it: where the built-in server listens, the clone
+    URLs the pages show, the relay socket OpenSSH's forced command uses, and the host keys'
+    fingerprints, which a client shows on its first connection (compare them)."""
+    from floorless.ssh import server, wire  # (the forge's modules: only for this part)
+
+    host = settings.ssh_host or settings.host
+    public = settings.base_url or f"http://{settings.host}:{settings.port}"
+    path = wire.socket_path(settings)
+    return {
+        "listen": f"{host}:{settings.ssh_port}" if settings.ssh_port else "",
+        "clone_url": settings.ssh_clone_url(public, "OWNER/NAME"),
+        "relay_socket": f"{path} ({'a server answers' if _answers(path) else 'no server'})",
+        "host_keys": server.fingerprints(settings),
+    }
 
 
 def diagnose_forge(layout: ForgeLayout, options: Options) -> Report:
@@ -338,3 +358,9 @@ def _fix(
         "or as FLOORLESS_RUNTIME_DIR=/var/lib/floorless-run in floorless's environment. "
         "It may be ephemeral. Then restart floorless.",
     ]
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(str(path)) == 0

@@ -53,6 +53,7 @@ class Report:
     spawns_per_page: dict[str, int]
     findings: list[Finding] = field(default_factory=list)
     fix: list[str] = field(default_factory=list)
+    ssh: dict[str, Any] = field(default_factory=dict)  # git over SSH (floorless's alone)
 
     @property
     def status(self) -> str:
@@ -146,6 +147,7 @@ def to_json(report: Report) -> str:
             page: {k: _ms(v) if k != "spawns" else v for k, v in values.items()}
             for page, values in report.floor_ms().items()
         },
+        "ssh": report.ssh or None,
         "findings": [
             {"level": f.level, "message": f.message, "topic": f.topic} for f in report.findings
         ],
@@ -228,6 +230,10 @@ def to_text(report: Report) -> str:
         )
     lines += text_table(rows, right={1, 2, 3})
 
+    if report.ssh:
+        lines += ["", "git over SSH"]
+        lines += text_table([[label, str(value)] for label, value in _ssh_rows(report.ssh)])
+
     lines += ["", "Findings"]
     for finding in sorted(report.findings, key=lambda f: _ORDER.get(f.level, 9)):
         lines += textwrap.wrap(
@@ -246,3 +252,14 @@ def to_text(report: Report) -> str:
                 lines += textwrap.wrap(line, 92, initial_indent="  ", subsequent_indent="  ")
     lines += ["", f"Status: {report.status} (exit {report.exit_code})"]
     return "\n".join(lines) + "\n"
+
+
+def _ssh_rows(ssh: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [
+        ("built-in server", ssh["listen"] or "off (ssh_port = 0)"),
+        ("clone URLs", ssh["clone_url"] or "none shown"),
+        ("OpenSSH relay socket", ssh["relay_socket"]),
+    ]
+    keys = ssh["host_keys"] or ["not made yet (the first `floorless serve` makes them)"]
+    rows += [("host key" if n == 0 else "", key) for n, key in enumerate(keys)]
+    return rows
