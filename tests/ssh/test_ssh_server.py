@@ -5,14 +5,19 @@ removed, the greeting of ``ssh -T``, the processes a session costs, and bad comm
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
+from support.forges import patience
 from support.githttp import commit, git, rev
 from support.serving import Server, free_port, serving
 from support.sshing import Ssh, create_people, log_since, make_key
@@ -39,7 +44,13 @@ class Site:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("ssh")
     port = free_port()
-    with serving(root / "repos", root / "data", "--ssh-port", str(port)) as server:
+    config = root / "floorless.toml"  # webhooks to a receiver on loopback, sent at once
+    config.write_text(
+        'webhook_allowed_hosts = ["loopback"]\nwebhook_timeout = 2.0\n'
+        "webhook_retry_seconds = 0.05\n"
+    )
+    extra = ("--ssh-port", str(port), "--config", str(config))
+    with serving(root / "repos", root / "data", *extra) as server:
         create_people(server, "alice", "bob", "carol")
         keys = root / "keys"
         for name in ("alice", "bob", "carol", "reader", "writer"):
@@ -236,3 +247,75 @@ def test_shells_subsystems_and_forwarding_are_refused(site: Site) -> None:
     assert remote.returncode != 0 and b"forwarding failed" in remote.stderr
     # and the server goes on serving
     assert bob.git("ls-remote", bob.url("alice/pub")).returncode == 0
+
+
+def _api(site: Site, method: str, path: str, body: dict[str, object]) -> httpx.Response:
+    token = site.server.admin("token", "create", "alice", "--scope", "write")
+    return httpx.request(
+        method,
+        f"{site.server.url}/api/v1{path}",
+        json=body,
+        headers={"Authorization": f"token {token}"},
+        timeout=30,
+    )
+
+
+def test_a_push_over_ssh_is_governed_as_over_http(site: Site, tmp_path: Path) -> None:
+    """Branch protection, push options, a pull request's head moved by a push, and the push's
+    webhook: the same as a push over HTTP."""
+    got: list[dict[str, object]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            got.append({"event": self.headers.get("X-Forgejo-Event"), **json.loads(body)})
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        hook = _api(site, "POST", "/repos/alice/pub/hooks", {
+            "type": "forgejo", "active": True, "events": ["push"],
+            "config": {"url": f"http://127.0.0.1:{receiver.server_port}/", "content_type": "json"},
+        })  # fmt: skip
+        assert hook.status_code == 201, hook.text
+        alice = site.as_("alice")
+        work = tmp_path / "a"
+        alice.git("clone", "-q", alice.url("alice/pub"), str(work))
+        # a protected branch refuses the push, with the rule's reason, as over HTTP
+        alice.git("push", "-q", "origin", "HEAD:refs/heads/guarded", cwd=work)
+        rule = {"rule_name": "guarded", "enable_push": False, "apply_to_admins": True}
+        assert _api(site, "POST", "/repos/alice/pub/branch_protections", rule).status_code == 201
+        commit(work, "guarded.txt", "no\n", "to a guarded branch")
+        refused = alice.git("push", "origin", "HEAD:refs/heads/guarded", cwd=work, check=False)
+        assert refused.returncode != 0 and "guarded" in refused.stderr
+        assert "protected" in refused.stderr, refused.stderr
+        # AGit with push options: a pull request titled by them; a second push moves its head
+        opened = alice.git(
+            "push", "origin", "HEAD:refs/for/main", "-o", "topic=opts", "-o", "title=By options",
+            cwd=work,
+        )  # fmt: skip
+        number = int(re.search(r"/alice/pub/pulls/(\d+)", opened.stderr).group(1))  # type: ignore[union-attr]
+        pulls = f"{site.server.url}/api/v1/repos/alice/pub/pulls/{number}"
+        assert httpx.get(pulls).json()["title"] == "By options"
+        moved = commit(work, "guarded.txt", "again\n", "a second proposal")
+        alice.git("push", "-q", "origin", "HEAD:refs/for/main/opts", cwd=work)
+        assert httpx.get(pulls).json()["head"]["sha"] == moved
+        # a plain push's webhook names its pusher and its commit
+        pushed = commit(work, "hooked.txt", "hooked\n", "for the webhook")
+        alice.git("push", "-q", "origin", "HEAD:refs/heads/hooked", cwd=work)
+        deadline = time.monotonic() + patience(30)
+        while not any(e.get("ref") == "refs/heads/hooked" for e in got):
+            assert time.monotonic() < deadline, got
+            time.sleep(0.05)
+        event = next(e for e in got if e.get("ref") == "refs/heads/hooked")
+        assert event["event"] == "push" and event["after"] == pushed
+        assert event["pusher"]["login"] == "alice"  # type: ignore[index]
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
