@@ -121,10 +121,14 @@ def test_a_page_larger_than_the_whole_cache_is_not_kept(wide_forge):
     assert renderer.pages.hits == 0
 
 
-def _clone_url(page: str) -> str:
-    found = re.search(r'<input readonly value="([^"]*)" aria-label="Clone URL">', page)
+def _clone_url(page: str, label: str = "Clone URL") -> str:
+    found = re.search(rf'<input readonly value="([^"]*)" aria-label="{label}">', page)
     assert found is not None
     return found.group(1)
+
+
+def _ssh_url(page: str) -> str:
+    return _clone_url(page, "Clone with SSH")
 
 
 def _languages_counted(forge: Forge, renderer: Renderer, name: str) -> None:
@@ -144,13 +148,17 @@ def test_hosts_share_one_entry_and_each_page_shows_its_own_address(wide_forge):
         page = client.simulate_get("/alice/wide", headers={"Host": host})
         assert page.status_code == 200
         assert _clone_url(page.text) == f"http://{host}/alice/wide.git"
-        assert "floorless-public-" not in page.text
+        # the SSH clone URL: the request's host name, the SSH port
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        assert _ssh_url(page.text) == f"ssh://git@{name}:2222/alice/wide.git"
+        assert "floorless-public-" not in page.text and "floorless-ssh-" not in page.text
         pages[host] = page
     assert len(renderer.pages.entries) == 1
     assert renderer.pages.hits == 3
     # the rest of the page is the same: every other link is relative to the host
     one, two = pages["one.example"].text, pages["two.example:8080"].text
-    assert one.replace("http://one.example/", "http://two.example:8080/") == two
+    moved = one.replace("http://one.example/", "http://two.example:8080/")
+    assert moved.replace("git@one.example:", "git@two.example:") == two
     assert "one.example" not in two and "two.example" not in one
     # an ETag names the page with its address
     assert pages["one.example"].headers["etag"] != pages["two.example:8080"].headers["etag"]
@@ -164,6 +172,7 @@ def test_hosts_share_one_entry_and_each_page_shows_its_own_address(wide_forge):
     assert odd.status_code == 200
     settings = wide_forge.settings
     assert _clone_url(odd.text) == f"http://{settings.host}:{settings.port}/alice/wide.git"
+    assert _ssh_url(odd.text) == f"ssh://git@{settings.host}:2222/alice/wide.git"
     assert len(renderer.pages.entries) == 1
 
 
@@ -175,9 +184,32 @@ def test_a_configured_base_url_is_the_clone_url_for_every_host(wide_forge):
         for host in ("one.example", "two.example"):
             page = client.simulate_get("/alice/wide", headers={"Host": host})
             assert _clone_url(page.text) == "https://git.example.org/alice/wide.git"
+            assert _ssh_url(page.text) == "ssh://git@git.example.org:2222/alice/wide.git"
     finally:
         wide_forge.settings = original
     assert len(renderer.pages.entries) == 1
+
+
+def test_the_ssh_clone_url_follows_its_settings_and_hides_without_a_port(wide_forge):
+    original = wide_forge.settings
+    try:
+        wide_forge.settings = dataclasses.replace(
+            original, ssh_domain="ssh.example.org", ssh_url_port=22, ssh_user="forge"
+        )
+        client, renderer = serve(wide_forge)
+        _languages_counted(wide_forge, renderer, "wide")
+        for host in ("one.example", "two.example"):
+            page = client.simulate_get("/alice/wide", headers={"Host": host})
+            assert _ssh_url(page.text) == "forge@ssh.example.org:alice/wide.git"
+        assert renderer.pages.hits == 1
+        wide_forge.settings = dataclasses.replace(original, ssh_port=0)
+        client, renderer = serve(wide_forge)
+        page = client.simulate_get("/alice/wide", headers={"Host": "one.example"})
+        assert _clone_url(page.text) == "http://one.example/alice/wide.git"
+        assert 'aria-label="Clone with SSH"' not in page.text
+        assert "floorless-ssh-" not in page.text and "ssh://" not in page.text
+    finally:
+        wide_forge.settings = original
 
 
 def test_the_parameters_a_page_reads_are_its_key_and_no_others(forge):

@@ -163,6 +163,8 @@ class Accounts:
     ) -> Account:
         if name.lower() in self.reserved:
             raise BadRequest(f"{name!r} is reserved for the forge's own pages")
+        if name.lower().endswith(".keys"):  # /{name}.keys is a person's public SSH keys
+            raise BadRequest(f"{name!r} is not a valid name: it may not end in .keys")
         if not valid_name(name):
             raise BadRequest(
                 f"{name!r} is not a valid name: letters, digits, '.', '-' and '_', "

@@ -72,10 +72,10 @@ def parse(text: str) -> ParsedKey:
         raise BadRequest("the key is empty: paste the contents of a .pub file")
     if len(text) > MAX_KEY_TEXT:
         raise BadRequest(f"the key is longer than {MAX_KEY_TEXT} characters")
-    if "\n" in text or "\r" in text or "\0" in text:
-        raise BadRequest("give one key, on one line")
     if text.startswith("-----BEGIN") and "PRIVATE" in text.split("\n", 1)[0]:
         raise BadRequest("this is a private key: give the public one (the .pub file)")
+    if "\n" in text or "\r" in text or "\0" in text:
+        raise BadRequest("give one key, on one line")
     try:
         key = asyncssh.import_public_key(text)
     except (asyncssh.KeyImportError, ValueError, TypeError) as exc:

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from floorless.accounts.access import Level, Policy, Viewer
 from floorless.accounts.accounts import Token
 from floorless.collab.pulls import MERGE_STYLES, Features
+from floorless.core.config import Settings
 from floorless.core.errors import NotFound
 from floorless.db import Database, Row
 from floorless.forgejo import urls
@@ -173,12 +174,15 @@ def scope_from(scopes: Sequence[str]) -> str | None:
 
 
 class RepoSources(Protocol):
-    """What a page of repositories' JSON reads: the rows, who may do what, and each
-    repository's refs. The forge (``forge.py``) is one; taken by structure, so that the wire
-    shapes need no more of it than this."""
+    """What a page of repositories' JSON reads: the rows, the settings (the SSH clone URL),
+    who may do what, and each repository's refs. The forge (``forge.py``) is one; taken by
+    structure, so that the wire shapes need no more of it than this."""
 
     @property
     def db(self) -> Database: ...
+
+    @property
+    def settings(self) -> Settings: ...
 
     @property
     def policy(self) -> Policy: ...
@@ -297,7 +301,7 @@ def repo_json(repo: Repo, facts: RepoFacts, public: str, nested: bool = False) -
         "html_url": home,
         "url": public + urls.api_repo(repo),
         "link": "",
-        "ssh_url": "",
+        "ssh_url": forge.settings.ssh_clone_url(public, repo.full_name),
         "clone_url": public + urls.clone(repo),
         "original_url": "",
         "website": "",

@@ -139,6 +139,16 @@ def tokens() -> str:
     return "/-/tokens"
 
 
+def ssh_keys() -> str:
+    """The signed-in person's SSH keys."""
+    return "/-/keys"
+
+
+def public_keys(name: str) -> str:
+    """A person's public SSH keys as plain text, one a line (``/{name}.keys``, as GitHub's)."""
+    return f"/{segment(name)}.keys"
+
+
 def new_repo() -> str:
     return "/-/new"
 
@@ -282,6 +292,11 @@ def settings(repo: Named) -> str:
 def org_hooks(org: str, hook_id: int | None = None) -> str:
     """An organisation's webhooks, or one of them with its deliveries."""
     return f"/-/orgs/{quote(org, safe='')}/hooks" + (f"/{hook_id}" if hook_id is not None else "")
+
+
+def deploy_keys(repo: Named) -> str:
+    """A repository's deploy keys in its settings."""
+    return f"{home(repo)}/settings/keys"
 
 
 def hooks(repo: Named, hook_id: int | None = None) -> str:

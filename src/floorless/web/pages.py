@@ -4,9 +4,10 @@ A page's key names everything it shows: the view, the repository row (name, desc
 visibility), the canonical URL, and who asks (their session, whose CSRF token the page
 carries, and their access level). The canonical URL is the exact path and only the query
 parameters the view reads (``View.query``): ``?v=1`` and ``?v=2`` are one page, served from
-one entry. The Host header is no part of it; the one thing a page shows that follows the
-address it was asked at, the forge's public URL (in the clone URL), is a mark in the stored
-page, filled in for each request.
+one entry. The Host header is no part of it; the two things a page shows that follow the
+address it was asked at, the forge's public URL (in the clone URL) and the repository's SSH
+clone URL (whose host is the request's unless ``ssh_domain`` or ``base_url`` names one), are
+marks in the stored page, filled in for each request.
 
 Its value is valid only with the very ref snapshot it was rendered from: any ref change makes
 a new snapshot, so a hit can never show an old branch. A page that shows more than refs names
@@ -23,6 +24,7 @@ attaches its page cache to the forge's repository states).
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import sys
 from collections.abc import Iterable
@@ -51,7 +53,7 @@ def page_etag(text: str) -> str:
 class _Entry:
     snapshot: RefSnapshot
     stamp: object  # what else the page shows, in one value (None: refs alone)
-    parts: tuple[str, ...]  # the page split at each public URL mark
+    parts: tuple[str, ...]  # the page split at each mark, the marks kept (at odd indices)
     etag: str  # of the page with its marks
 
     @property
@@ -59,11 +61,18 @@ class _Entry:
         return ENTRY_OVERHEAD + sum(sys.getsizeof(part) for part in self.parts)
 
 
-def _filled(parts: tuple[str, ...], etag: str, public: str) -> tuple[str, str]:
-    """The page for a request whose public URL is ``public``, and its ETag."""
+def _filled(parts: tuple[str, ...], etag: str, fills: dict[str, str]) -> tuple[str, str]:
+    """The page with each mark replaced by what ``fills`` gives for it (this request's public
+    URL and SSH clone URL), and its ETag."""
     if len(parts) == 1:
         return parts[0], etag
-    return public.join(parts), page_etag(f"{etag}\0{public}")
+    text = "".join(fills[part] if odd else part for odd, part in _alternating(parts))
+    return text, page_etag("\0".join((etag, *fills.values())))
+
+
+def _alternating(parts: tuple[str, ...]) -> Iterable[tuple[int, str]]:
+    """Each part with whether it is a mark (every other one, from the second)."""
+    return ((i & 1, part) for i, part in enumerate(parts))
 
 
 class PageCache:
@@ -71,9 +80,13 @@ class PageCache:
         self.entries: Cache[Key, _Entry] = Cache.lru_ttl(
             size_bytes, max(seconds, 0.0), getsizeof=lambda entry: entry.size
         )
-        # Stands for the public URL in a rendered page: random, so no repository content
-        # can contain it (and have the public URL put in its place).
-        self.public_mark = f"floorless-public-{secrets.token_hex(12)}"
+        # Stand for the public URL and for the repository's SSH clone URL in a rendered
+        # page: random, so no repository content can contain them (and have a URL put in
+        # their place).
+        secret = secrets.token_hex(12)
+        self.public_mark = f"floorless-public-{secret}"
+        self.ssh_mark = f"floorless-ssh-{secret}"
+        self._marks = re.compile(f"({self.public_mark}|{self.ssh_mark})")
 
     @property
     def hits(self) -> int:
@@ -119,9 +132,11 @@ class PageCache:
         resp: falcon.Response,
         public: str,
         stamp: object = None,
+        ssh: str = "",
     ) -> bool:
         """Answer from the cache if it holds this page for this snapshot and stamp; True if it
-        did."""
+        did. ``public`` and ``ssh``: this request's public URL and the repository's SSH clone
+        URL, for the page's marks."""
         if not self.entries.maxsize:
             return False
         entry = self.entries.get(
@@ -130,8 +145,11 @@ class PageCache:
         if entry is None:
             return False
         resp.content_type = "text/html; charset=utf-8"
-        resp.text, resp.etag = _filled(entry.parts, entry.etag, public)
+        resp.text, resp.etag = _filled(entry.parts, entry.etag, self._fills(public, ssh))
         return True
+
+    def _fills(self, public: str, ssh: str) -> dict[str, str]:
+        return {self.public_mark: public, self.ssh_mark: ssh}
 
     def keep(
         self,
@@ -141,18 +159,20 @@ class PageCache:
         public: str,
         stamp: object = None,
         final: bool = False,
+        ssh: str = "",
     ) -> None:
-        """Fill in the public URL of the page just rendered, and keep the page if its view
-        said it is ``final`` (and it answered 200)."""
+        """Fill in the public URL and the SSH clone URL of the page just rendered, and keep
+        the page if its view said it is ``final`` (and it answered 200)."""
         text = resp.text
         if not isinstance(text, str):
             return
-        parts = tuple(text.split(self.public_mark))
+        parts = tuple(self._marks.split(text))
+        fills = self._fills(public, ssh)
         if not (final and resp.status_code == 200) or not self.entries.maxsize:
-            resp.text = public.join(parts)
+            resp.text = _filled(parts, "", fills)[0]
             return
         etag = page_etag(text)
-        resp.text, resp.etag = _filled(parts, etag, public)
+        resp.text, resp.etag = _filled(parts, etag, fills)
         self.entries.put(key, _Entry(snapshot, stamp, parts, etag))
 
 

@@ -251,10 +251,9 @@
   }
   function absolute(path) { return new URL(path, window.location.href).href; }
 
-  var clone = document.querySelector(".clone input");
-  if (clone) {
+  document.querySelectorAll(".clone input").forEach(function (clone) {
     clone.closest(".clone").appendChild(copyButton("Copy", "Copy the clone URL", function () { return clone.value; }));
-  }
+  });
   var actions = document.querySelector(".filebar .actions");
   if (actions && data.path) {
     actions.appendChild(copyButton("Copy path", "Copy the file's path", data.path));

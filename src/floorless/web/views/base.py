@@ -78,7 +78,8 @@ class View:
     ) -> None:
         """Answer from the page cache; otherwise ``render``, and keep the page if it says
         the page is final (True: nothing it shows is still to come). A page shows the public
-        URL as ``self.renderer.pages.public_mark``, filled in here for each request.
+        URL as ``self.renderer.pages.public_mark`` and its repository's SSH clone URL as
+        ``ssh_mark``, both filled in here for each request.
         ``stamp`` names what the page shows besides refs (``web/pages.py``), read before
         rendering."""
         pages = self.renderer.pages
@@ -89,10 +90,11 @@ class View:
         if self.shows_statuses:  # part of what the page shows: a stamp, replaced when it moves
             stamp = (stamp, self.forge.statuses.version(view.repo))
         public = self.public_url(req)
-        if pages.serve(key, view.snapshot, resp, public, stamp):
+        ssh = self.settings.ssh_clone_url(public, view.repo.full_name)
+        if pages.serve(key, view.snapshot, resp, public, stamp, ssh=ssh):
             return
         final = render()
-        pages.keep(key, view.snapshot, resp, public, stamp, final)
+        pages.keep(key, view.snapshot, resp, public, stamp, final, ssh=ssh)
 
     def public_url(self, req: falcon.Request) -> str:
         return public_url(self.settings, req)

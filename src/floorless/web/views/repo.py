@@ -27,17 +27,21 @@ class Home(RepoPage):
             prefix = host + urls.home(view.repo)
             self.html(resp, "goget.html", prefix=prefix, clone_url=clone_url, repo=view.repo)
             return
-        # the page is cached for every Host: cached_page fills in the public URL
-        clone_url = self.renderer.pages.public_mark + urls.clone(view.repo)
-        self.cached_page(req, resp, view, lambda: self.page(req, resp, view, clone_url))
+        # the page is cached for every Host: cached_page fills in the public URL and the SSH
+        # clone URL (none when the forge has no SSH port)
+        pages = self.renderer.pages
+        clone_url = pages.public_mark + urls.clone(view.repo)
+        has_ssh = self.settings.ssh_clone_url(self.public_url(req), view.repo.full_name)
+        ssh_url = pages.ssh_mark if has_ssh else ""
+        self.cached_page(req, resp, view, lambda: self.page(resp, view, clone_url, ssh_url))
 
-    def page(
-        self, req: falcon.Request, resp: falcon.Response, view: RepoView, clone_url: str
-    ) -> bool:
+    def page(self, resp: falcon.Response, view: RepoView, clone_url: str, ssh_url: str) -> bool:
         """The home page, or the empty repository's; whether it is final."""
         home = view.snapshot.home
         if home is None:
-            self.html(resp, "empty.html", **view.template_context(clone_url=clone_url))
+            self.html(
+                resp, "empty.html", **view.template_context(clone_url=clone_url, ssh_url=ssh_url)
+            )
             return False
         kind, ref, head = home
         resolved = Resolved(kind, ref, head, b"")
@@ -55,6 +59,7 @@ class Home(RepoPage):
             "tree.html",
             **view.template_context(
                 clone_url=clone_url,
+                ssh_url=ssh_url,
                 resolved=resolved,
                 home=True,
                 latest=objects.commit_info(commit),
