@@ -307,7 +307,7 @@ class Session:
             while True:
                 await need(4)
                 raw = bytes(buffer[at : at + 4])
-                if raw.strip(b"0123456789abcdefABCDEF"):  # (int() would take "+7_f")
+                if raw.strip(b"0123456789abcdefABCDEF"):  # (not isalnum(): "zzzz" is)
                     raise BadRequest("malformed git request: bad pkt-line length")
                 size = int(raw, 16)
                 if size == 0:
