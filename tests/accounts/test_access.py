@@ -155,6 +155,7 @@ ADMIN_PAGES = [
     ("/{owner}/{repo}/settings", "/alice/demo/settings", "GET"),
     ("/{owner}/{repo}/settings/hooks", "/alice/demo/settings/hooks", "GET"),
     ("/{owner}/{repo}/settings/hooks/{hook}", "/alice/demo/settings/hooks/1", "GET"),
+    ("/{owner}/{repo}/settings/keys", "/alice/demo/settings/keys", "GET"),
 ]
 _REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+import asyncssh
 import pytest
 from falcon import testing
 from support.accounts import PASSWORD, Browser, csrf_of
@@ -59,6 +60,7 @@ PAGES = {
     "/settings": ["/settings"],
     "/settings/hooks": ["/settings/hooks"],
     "/settings/hooks/{hook}": ["/settings/hooks/1"],
+    "/settings/keys": ["/settings/keys"],
     "/fork": ["/fork"],
     "/issues": ["/issues?state=all"],
     "/issues/new": ["/issues/new"],
@@ -141,6 +143,8 @@ API = {
     "/hooks": ["/hooks"],
     "/hooks/{id}": ["/hooks/1"],
     "/hooks/{id}/tests": ["/hooks/1/tests"],
+    "/keys": ["/keys"],
+    "/keys/{id}": ["/keys/1"],
     "/statuses/{sha}": ["/statuses/{main}"],
     "/branch_protections": ["/branch_protections"],
     "/branch_protections/{name:path}": ["/branch_protections/main"],
@@ -280,6 +284,8 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     forge.issues.comment(issue, people["alice"], "An answer")
     forge.protections.create(demo, "main", {})
     forge.webhooks.create(demo.id, None, url="https://hooks.example.org/in", active=False)
+    deploy_key = asyncssh.generate_private_key("ssh-ed25519").export_public_key()
+    forge.keys.add_deploy_key(demo.id, deploy_key.decode(), "ci", True, people["alice"])
     forge.triage.save_milestone("alice", "demo", None, "v1", "", "")
     forge.triage.create_label("alice", "demo", "bug", "#ff0000")
     main = git_text(demo.path, "rev-parse", "main")

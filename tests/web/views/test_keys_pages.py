@@ -16,6 +16,7 @@ from support.accounts import PASSWORD, Browser
 from support.forges import start_forge
 from support.keypairs import key_pair
 
+from floorless.core.errors import BadRequest
 from floorless.forge import Forge
 from floorless.web.app import create_app
 
@@ -135,12 +136,17 @@ def test_the_keys_page_needs_a_session_and_its_form_a_csrf_token(
     assert forge.keys.every() == []
 
 
-def test_public_keys_of_no_one_or_an_organisation_are_missing(client: testing.TestClient) -> None:
+def test_public_keys_of_no_one_or_an_organisation_are_missing(
+    forge: Forge, client: testing.TestClient
+) -> None:
     for name in ("crew", "nobody"):
         answer = client.simulate_get(f"/{name}.keys")
         assert answer.status_code == 404
         assert answer.headers["content-type"].startswith("text/plain")
     assert client.simulate_get("/ben.keys").text == ""
+    # no new name can be taken for these pages
+    with pytest.raises(BadRequest, match=r"\.keys"):
+        forge.accounts.create_user("dan.keys", "dan@example.org", PASSWORD)
     # the owner page and the repositories beside it are what they were
     assert client.simulate_get("/ann").status_code == 200
     assert client.simulate_get("/ann/plans").status_code == 200
