@@ -128,7 +128,7 @@ def test_authorized_keys_lines_force_the_relay(site: Site) -> None:
     ).stdout.splitlines()  # fmt: skip
     assert len(listed) == 1
     assert re.fullmatch(
-        r'command="\S+ ssh serve --data \S+ (--database \S+ )?key-\d+",no-port-forwarding,'
+        r'command="\S+ ssh serve --data \S+ (--database \S+ )?key-\d+",restrict,no-port-forwarding,'
         r"no-X11-forwarding,no-agent-forwarding,no-pty,no-user-rc " + re.escape(" ".join(key[:2])),
         listed[0],
     ), listed[0]

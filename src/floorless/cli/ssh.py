@@ -17,7 +17,9 @@ import click
 
 from floorless.cli.options import load_settings, location_options
 
-OPTIONS = "no-port-forwarding,no-X11-forwarding,no-agent-forwarding,no-pty,no-user-rc"
+# ``restrict`` turns off every forwarding, terminals and ~/.ssh/rc, and what later OpenSSH
+# releases add; the rest say the same to a reader (and to an sshd older than 7.2).
+OPTIONS = "restrict,no-port-forwarding,no-X11-forwarding,no-agent-forwarding,no-pty,no-user-rc"
 
 
 @click.group()
@@ -27,7 +29,9 @@ def ssh() -> None:
 
 @ssh.command("authorized-keys")
 @location_options
-@click.option("--user", "login", default="", help="The login sshd asks about (%u).")
+@click.option(
+    "--user", "login", default="", help="The login sshd asks about (%u: any, the key decides)."
+)
 @click.option("--key", "offered", default="", help="The key the client offers (%k: base64).")
 @click.option("--program", default="", help="This program's path in the lines (default: this one).")
 def authorized_keys(

@@ -44,6 +44,11 @@ logging.getLogger("asyncssh").setLevel(logging.WARNING)  # (it logs every connec
 
 MAX_AUTH_TRIES = 6  # refused keys before the connection is closed (OpenSSH's MaxAuthTries)
 MAX_SESSIONS = 10  # sessions at once on one connection (OpenSSH's MaxSessions)
+# Connections from one address not signed in yet: more are closed at once, so that one
+# client's half-open connections cannot take the whole of ``ssh_max_connections`` for the
+# sign-in time (what OpenSSH's MaxStartups guards against). A clone signs in within a second.
+MAX_SIGNING_IN_PER_ADDRESS = 20
+SIGN_IN_SECONDS = 60.0  # at most, to sign in (OpenSSH's LoginGraceTime is 120)
 # Ed25519, and ECDSA for the clients without it. No RSA host key: with one, asyncssh offers
 # RSA key exchange too, and each connection's handshake took 200 ms instead of 15.
 HOST_KEYS: tuple[tuple[str, str], ...] = (
@@ -133,6 +138,7 @@ class SshServer:
         self.port = port if port is not None else settings.ssh_port
         self.any_port = port == 0  # asked for a free port (tests), not for no server
         self.connections = 0
+        self.unsigned: dict[str, int] = {}  # connections not signed in yet, by address
         self.loop: asyncio.AbstractEventLoop | None = None
         self.listener: asyncssh.SSHAcceptor | None = None
         self.relay: relay.Listener | None = None
@@ -180,7 +186,7 @@ class SshServer:
             agent_forwarding=False,
             x11_forwarding=False,
             allow_scp=False,
-            login_timeout=settings.ssh_idle_timeout,
+            login_timeout=min(settings.ssh_idle_timeout, SIGN_IN_SECONDS),
             keepalive_interval=0,
             reuse_port=True,
             reuse_address=True,
@@ -337,8 +343,10 @@ class _Connection(asyncssh.SSHServer):
         self.key: SshKey | None = None
         self.caller: Caller | None = None
         self.refused = 0
+        self.tries = 0
         self.sessions = 0
         self.signing_in = timing.RequestTimer()
+        self.address = ""  # while it has not signed in: counted in the server's unsigned
         self.conn: asyncssh.SSHServerConnection | None = None
         self._offered: tuple[SshKey, Caller] | None = None
         self._idle: asyncio.TimerHandle | None = None
@@ -352,11 +360,30 @@ class _Connection(asyncssh.SSHServer):
             log.warning("ssh: %d connections at once; closing a new one", limit)
             conn.close()
             return
+        peer = conn.get_extra_info("peername")
+        address = str(peer[0]) if peer else ""
+        waiting = self.server.unsigned
+        if waiting.get(address, 0) >= MAX_SIGNING_IN_PER_ADDRESS:
+            log.warning("ssh: %s has %d connections signing in; closing a new one",
+                        address, MAX_SIGNING_IN_PER_ADDRESS)  # fmt: skip
+            conn.close()
+            return
+        waiting[address] = waiting.get(address, 0) + 1
+        self.address = address
         self.moved()
         self._watch()
 
+    def _signed_in_or_gone(self) -> None:
+        if self.address:
+            waiting = self.server.unsigned
+            waiting[self.address] -= 1
+            if not waiting[self.address]:
+                del waiting[self.address]
+            self.address = ""
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections -= 1
+        self._signed_in_or_gone()
         if self._idle is not None:
             self._idle.cancel()
 
@@ -388,6 +415,10 @@ class _Connection(asyncssh.SSHServer):
     async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         self.moved()
         timing.start_request_with(self.signing_in)  # what signing in costs, counted apart
+        self.tries += 1  # (a known key with a bad signature is accepted here, then refused)
+        if self.tries > 2 * MAX_AUTH_TRIES and self.conn is not None:
+            self.conn.close()
+            return False
         fingerprint = key.get_fingerprint("sha256")
         forge = self.server.forge
         found = await asyncio.to_thread(forge.keys.by_fingerprint, fingerprint)
@@ -402,6 +433,7 @@ class _Connection(asyncssh.SSHServer):
 
     def auth_completed(self) -> None:
         self.moved()
+        self._signed_in_or_gone()
         if self._offered is not None:
             self.key, self.caller = self._offered
             self.server.signed_in(self.key)

@@ -50,10 +50,11 @@ def relay(settings: Settings, key_id: int, command: str | None, version: str | N
             for ready, _ in selector.select():
                 if ready.fd == stdin:
                     data = os.read(stdin, CHUNK)
-                    if data:
-                        conn.sendall(frame(b"i", data))
-                    else:
-                        conn.sendall(frame(b"e", b""))
+                    try:
+                        conn.sendall(frame(b"i", data) if data else frame(b"e", b""))
+                    except OSError:  # the forge has ended the session: read what it said
+                        data = b""
+                    if not data:
                         selector.unregister(stdin)
                     continue
                 data = conn.recv(CHUNK)
