@@ -4,6 +4,7 @@ pages go on answering and git over SSH goes on working."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -20,6 +21,7 @@ from support.sshing import Ssh, create_people, make_key, ssh_options
 pytestmark = pytest.mark.network
 
 IDLE = 2.0
+MAX_PUSH = 300_000
 MAX_CONNECTIONS = 40
 SIGNING_IN_PER_ADDRESS = 20  # (server.MAX_SIGNING_IN_PER_ADDRESS)
 
@@ -28,7 +30,10 @@ SIGNING_IN_PER_ADDRESS = 20  # (server.MAX_SIGNING_IN_PER_ADDRESS)
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Ssh, Path]]:
     root = tmp_path_factory.mktemp("ssh-limits")
     config = root / "floorless.toml"
-    config.write_text(f"ssh_idle_timeout = {IDLE}\nssh_max_connections = {MAX_CONNECTIONS}\n")
+    config.write_text(
+        f"ssh_idle_timeout = {IDLE}\nssh_max_connections = {MAX_CONNECTIONS}\n"
+        f"max_push_bytes = {MAX_PUSH}\n"
+    )
     port = free_port()
     with serving(
         root / "repos", root / "data", "--ssh-port", str(port), "--config", str(config)
@@ -145,3 +150,18 @@ def test_more_connections_than_held(limited: tuple[Server, Ssh, Path]) -> None:
         assert time.monotonic() < deadline, "git over SSH never came back"
         time.sleep(0.2)
     assert _pages_answer(server)
+
+
+def test_a_push_over_the_size_limit_is_cut_off(limited: tuple[Server, Ssh, Path]) -> None:
+    _, alice, keys = limited
+    work = keys / "big"
+    alice.git("clone", "-q", alice.url("alice/pub"), str(work))
+    before = alice.git("ls-remote", alice.url("alice/pub"), "main").stdout
+    (work / "big.bin").write_bytes(os.urandom(MAX_PUSH * 2))  # does not compress
+    git("add", "big.bin", cwd=work)
+    git("commit", "-q", "-m", "too big", cwd=work)
+    pushed = alice.git("push", "origin", "HEAD:refs/heads/big", cwd=work, check=False)
+    assert pushed.returncode != 0
+    assert f"the push is over the limit of {MAX_PUSH} bytes" in pushed.stderr
+    assert alice.git("ls-remote", alice.url("alice/pub")).stdout.count("refs/heads/") == 1
+    assert alice.git("ls-remote", alice.url("alice/pub"), "main").stdout == before
