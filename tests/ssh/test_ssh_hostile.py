@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import asyncssh
 import pytest
 from support.githttp import commit, git, rev
-from support.serving import Server, free_port, serving
-from support.sshing import Ssh, create_people, make_key
+from support.serving import free_port, serving
+from support.sshing import Ssh, SshSite, create_people, make_key
 
 from floorless.ssh.server import MAX_SESSIONS
 
@@ -30,20 +29,9 @@ def pkt(text: str) -> bytes:
 
 
 @dataclass
-class Site:
-    server: Server
-    port: int
-    keys: Path
-    known: Path
-    secret: str  # a commit of a deleted branch: no ref reaches it
-    secret_blob: str
-
-    def as_(self, name: str) -> Ssh:
-        return Ssh(self.port, self.keys / name, self.known)
-
-    def bare(self, repo: str) -> Path:
-        owner, name = repo.split("/")
-        return self.server.repos / owner / f"{name}.git"
+class Site(SshSite):
+    secret: str = ""  # a commit of a deleted branch: no ref reaches it
+    secret_blob: str = ""
 
     def log_text(self) -> str:
         return self.server.log.read_text(errors="replace")
@@ -70,7 +58,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         secret_blob = alice.git("rev-parse", f"{secret}:secret.txt", cwd=work).stdout.strip()
         alice.git("push", "-q", alice.url("alice/pub"), "oops", cwd=work)
         alice.git("push", "-q", alice.url("alice/pub"), ":oops", cwd=work)
-        yield Site(server, port, keys, root / "known_hosts", secret, secret_blob)
+        yield Site(server, port, keys, root / "known_hosts", secret=secret, secret_blob=secret_blob)
 
 
 @dataclass
@@ -158,8 +146,7 @@ def test_one_connection_runs_a_bounded_number_of_sessions(site: Site) -> None:
             for proc in held:  # each has started its git: its advertisement came
                 assert b"refs/heads/main" in await proc.stdout.read(4096)
             extra = [
-                await _session(conn, "git-upload-pack 'alice/pub.git'", [b"0000"])
-                for _ in range(3)
+                await _session(conn, "git-upload-pack 'alice/pub.git'", [b"0000"]) for _ in range(3)
             ]
             for proc in held:
                 proc.stdin.write(b"0000")

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -21,27 +20,21 @@ import pytest
 from support.forges import patience
 from support.githttp import commit, git, rev
 from support.serving import Server, database_options, floorless_command, free_port, serving
-from support.sshing import Ssh, create_people, make_key, wait_for_port
+from support.sshing import (
+    SshSite,
+    create_people,
+    make_key,
+    missing_to,
+    read_only_key_may_not_push,
+    wait_for_port,
+)
 
 pytestmark = pytest.mark.network
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
-@dataclass
-class Site:
-    server: Server
-    port: int
-    keys: Path
-    known: Path
-    user: str
-
-    def as_(self, name: str) -> Ssh:
-        return Ssh(self.port, self.keys / name, self.known, user=self.user)
-
-    def bare(self, repo: str) -> Path:
-        owner, name = repo.split("/")
-        return self.server.repos / owner / f"{name}.git"
+Site = SshSite
 
 
 def _sshd_config(root: Path, port: int, server: Server) -> Path:
@@ -105,7 +98,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             )
         try:
             wait_for_port(port)
-            site = Site(server, port, keys, root / "known_hosts", getpass.getuser())
+            site = Site(server, port, keys, root / "known_hosts", user=getpass.getuser())
             seed = root / "seed"
             git("init", "-q", str(seed))
             commit(seed, "README.md", "# over OpenSSH\n", "first")
@@ -168,24 +161,11 @@ def test_push_into_an_empty_repository(site: Site, tmp_path: Path) -> None:
 
 
 def test_a_read_only_deploy_key_may_not_push(site: Site, tmp_path: Path) -> None:
-    reader = site.as_("reader")
-    work = tmp_path / "r"
-    reader.git("clone", "-q", reader.url("alice/pub"), str(work))
-    before = rev(site.bare("alice/pub"), "main")
-    commit(work, "ci.txt", "ci\n", "from the deploy key")
-    refused = reader.git("push", "origin", "main", cwd=work, check=False)
-    assert refused.returncode != 0 and "this deploy key is read-only" in refused.stderr
-    assert rev(site.bare("alice/pub"), "main") == before
+    read_only_key_may_not_push(site, "reader", "alice/pub", tmp_path / "r")
 
 
 def test_a_private_repository_is_missing_to_an_outsider(site: Site) -> None:
-    carol = site.as_("carol")
-    answers = {
-        (answer.returncode, answer.stdout, answer.stderr)
-        for name in ("alice/priv", "alice/no-such-repo")
-        for answer in [carol.ssh("git-upload-pack", f"'{name}.git'")]
-    }
-    assert answers == {(1, b"", b"floorless: repository not found\n")}
+    missing_to(site, "carol", "alice/priv", ("git-upload-pack",))
 
 
 def test_a_removed_key_stops_at_once(site: Site) -> None:

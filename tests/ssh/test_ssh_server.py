@@ -11,7 +11,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -19,25 +18,20 @@ import httpx
 import pytest
 from support.forges import patience
 from support.githttp import commit, git, rev
-from support.serving import Server, free_port, serving
-from support.sshing import Ssh, create_people, log_since, make_key
+from support.serving import free_port, serving
+from support.sshing import (
+    SshSite,
+    create_people,
+    log_since,
+    make_key,
+    missing_to,
+    read_only_key_may_not_push,
+)
 
 pytestmark = pytest.mark.network
 
 
-@dataclass
-class Site:
-    server: Server
-    port: int
-    keys: Path
-    known: Path
-
-    def as_(self, name: str) -> Ssh:
-        return Ssh(self.port, self.keys / name, self.known)
-
-    def bare(self, repo: str) -> Path:
-        owner, name = repo.split("/")
-        return self.server.repos / owner / f"{name}.git"
+Site = SshSite
 
 
 @pytest.fixture(scope="module")
@@ -141,14 +135,7 @@ def test_a_reader_proposes_by_agit_but_does_not_push(site: Site, tmp_path: Path)
 
 
 def test_a_read_only_deploy_key_clones_and_may_not_push(site: Site, tmp_path: Path) -> None:
-    reader = site.as_("reader")
-    work = tmp_path / "r"
-    reader.git("clone", "-q", reader.url("alice/pub"), str(work))
-    before = rev(site.bare("alice/pub"), "main")
-    commit(work, "ci.txt", "ci\n", "from the deploy key")
-    refused = reader.git("push", "origin", "main", cwd=work, check=False)
-    assert refused.returncode != 0 and "this deploy key is read-only" in refused.stderr
-    assert rev(site.bare("alice/pub"), "main") == before
+    read_only_key_may_not_push(site, "reader", "alice/pub", tmp_path / "r")
 
 
 def test_a_deploy_key_reaches_its_repository_alone(site: Site, tmp_path: Path) -> None:
@@ -165,13 +152,8 @@ def test_a_deploy_key_reaches_its_repository_alone(site: Site, tmp_path: Path) -
 
 
 def test_a_private_repository_is_missing_to_an_outsider(site: Site, tmp_path: Path) -> None:
+    missing_to(site, "carol", "alice/priv", ("git-upload-pack", "git-receive-pack"))
     carol = site.as_("carol")
-    answers = set()
-    for name in ("alice/priv", "alice/no-such-repo"):
-        for command in ("git-upload-pack", "git-receive-pack"):
-            answer = carol.ssh(command, f"'{name}.git'")
-            answers.add((answer.returncode, answer.stdout, answer.stderr))
-    assert answers == {(1, b"", b"floorless: repository not found\n")}
     assert carol.git("ls-remote", carol.url("alice/pub")).returncode == 0
 
 

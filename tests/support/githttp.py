@@ -17,11 +17,9 @@ from support.serving import Server, serving
 PASSWORD = "correct horse battery"
 
 
-def git(
-    *args: str, cwd: Path | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    """The real git client; never prompts (a missing credential is an error, not a hang)."""
-    env = {
+def git_environment() -> dict[str, str]:
+    """The environment of the tests' git client: it never prompts, and commits as Tester."""
+    return {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_ASKPASS": "",
@@ -32,6 +30,13 @@ def git(
         "GIT_COMMITTER_NAME": "Tester",
         "GIT_COMMITTER_EMAIL": "tester@example.org",
     }
+
+
+def git(
+    *args: str, cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The real git client; never prompts (a missing credential is an error, not a hang)."""
+    env = git_environment()
     result = subprocess.run(
         ["git", "-c", "credential.helper=", "-c", "init.defaultBranch=main", *args],
         cwd=cwd,

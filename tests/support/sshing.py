@@ -3,13 +3,14 @@ run with the options that make them talk to one test server and nothing else."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from support.forges import patience
+from support.githttp import commit, git_environment, rev
 from support.serving import Server
 
 PASSWORD = "correct horse battery"
@@ -72,17 +73,8 @@ class Ssh:
         self, *args: str, cwd: Path | None = None, check: bool = True, version: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """The real git client, its SSH this key's ``ssh``; never prompts."""
-        env = {
-            **os.environ,
-            "GIT_SSH_COMMAND": " ".join(["ssh", *self.options()]),
-            "GIT_SSH_VARIANT": "ssh",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "Tester",
-            "GIT_AUTHOR_EMAIL": "tester@example.org",
-            "GIT_COMMITTER_NAME": "Tester",
-            "GIT_COMMITTER_EMAIL": "tester@example.org",
-        }
+        env = {**git_environment(), "GIT_SSH_COMMAND": " ".join(["ssh", *self.options()])}
+        env["GIT_SSH_VARIANT"] = "ssh"
         config = ["-c", "init.defaultBranch=main"]
         if version is not None:
             config += ["-c", f"protocol.version={version}"]
@@ -98,6 +90,49 @@ class Ssh:
         if check and result.returncode != 0:
             raise AssertionError(f"git {' '.join(args)} failed:\n{result.stderr}")
         return result
+
+
+@dataclass
+class SshSite:
+    """A server on loopback, its SSH port, the keys made for it (one file a name) and the
+    known hosts file its clients share."""
+
+    server: Server
+    port: int
+    keys: Path
+    known: Path
+    user: str = "git"
+
+    def as_(self, name: str) -> Ssh:
+        return Ssh(self.port, self.keys / name, self.known, user=self.user)
+
+    def bare(self, repo: str) -> Path:
+        owner, name = repo.split("/")
+        return self.server.repos / owner / f"{name}.git"
+
+
+def read_only_key_may_not_push(site: SshSite, key: str, repo: str, work: Path) -> None:
+    """The read-only deploy key ``key`` of ``repo`` clones it, and its push is refused."""
+    reader = site.as_(key)
+    reader.git("clone", "-q", reader.url(repo), str(work))
+    before = rev(site.bare(repo), "main")
+    commit(work, "ci.txt", "ci\n", "from the deploy key")
+    refused = reader.git("push", "origin", "main", cwd=work, check=False)
+    assert refused.returncode != 0 and "this deploy key is read-only" in refused.stderr
+    assert rev(site.bare(repo), "main") == before
+
+
+def missing_to(site: SshSite, outsider: str, private: str, services: tuple[str, ...]) -> None:
+    """``private`` answers ``outsider`` exactly as a repository that does not exist."""
+    person = site.as_(outsider)
+    owner = private.split("/")[0]
+    answers = {
+        (answer.returncode, answer.stdout, answer.stderr)
+        for name in (private, f"{owner}/no-such-repo")
+        for service in services
+        for answer in [person.ssh(service, f"'{name}.git'")]
+    }
+    assert answers == {(1, b"", b"floorless: repository not found\n")}
 
 
 def create_people(server: Server, *names: str) -> None:
