@@ -300,6 +300,12 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " 4.5)",
         (),
     ),
+    "ssh_keys": (
+        "INSERT INTO ssh_keys (id, user_id, repo_id, added_by, title, kind, content, fingerprint,"
+        " read_only, created_at, last_used_at) VALUES (5, NULL, 7, 3, 'ci', 'ssh-ed25519',"
+        " 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOmk', 'SHA256:ci', 1, 5.5, 6.5)",
+        (),
+    ),
     "search_blobs": (
         "INSERT INTO search_blobs (id, oid, kind, size) VALUES (3, ?, 'text', 120)",
         (b"\x22" * 20,),

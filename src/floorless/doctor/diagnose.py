@@ -144,11 +144,12 @@ def ssh_settings(settings: Settings) -> dict[str, object]:
 
     host = settings.ssh_host or settings.host
     public = settings.base_url or f"http://{settings.host}:{settings.port}"
-    path = wire.socket_path(settings)
+    address = wire.socket_address(settings)
+    shown = address if not address.startswith("\0") else "@" + address[1:]
     return {
         "listen": f"{host}:{settings.ssh_port}" if settings.ssh_port else "",
         "clone_url": settings.ssh_clone_url(public, "OWNER/NAME"),
-        "relay_socket": f"{path} ({'a server answers' if _answers(path) else 'no server'})",
+        "relay_socket": f"{shown} ({'a server answers' if _answers(address) else 'no server'})",
         "host_keys": server.fingerprints(settings),
     }
 
@@ -360,7 +361,7 @@ def _fix(
     ]
 
 
-def _answers(path: Path) -> bool:
+def _answers(address: str) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.settimeout(1.0)
-        return probe.connect_ex(str(path)) == 0
+        return probe.connect_ex(address) == 0

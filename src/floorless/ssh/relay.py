@@ -33,7 +33,7 @@ from typing import IO, Protocol
 
 from floorless.accounts.keys import SshKey
 from floorless.forge import Forge
-from floorless.ssh.wire import CHUNK, HEADER, frame, socket_dir, socket_path
+from floorless.ssh.wire import CHUNK, HEADER, frame, socket_address, socket_dir
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,14 @@ class Listener:
             lock.close()
             return False
         self._lock = lock
-        path = socket_path(settings)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()  # left by a process that ended
-        self.server = await asyncio.start_unix_server(self._serve, path=str(path))
-        os.chmod(path, 0o600)
+        address = socket_address(settings)
+        abstract = address.startswith("\0")
+        if not abstract:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(address)  # left by a process that ended
+        self.server = await asyncio.start_unix_server(self._serve, path=address)
+        if not abstract:
+            os.chmod(address, 0o600)
         return True
 
     async def stop(self) -> None:
@@ -95,8 +98,10 @@ class Listener:
         if self.server is not None:
             self.server.close()
             await self.server.wait_closed()
-            with contextlib.suppress(FileNotFoundError):
-                socket_path(self.forge.settings).unlink()
+            address = socket_address(self.forge.settings)
+            if not address.startswith("\0"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(address)
         if self._lock is not None:
             self._lock.close()
 

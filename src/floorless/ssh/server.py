@@ -160,8 +160,9 @@ class SshServer:
             loop.run_until_complete(self._listen(keys))
         except BaseException as exc:  # noqa: BLE001 (told to start(), which raises it)
             self._failure = exc
-            self._ready.set()
+            loop.run_until_complete(self._close())  # (the relay, if it started)
             loop.close()
+            self._ready.set()
             return
         self._ready.set()
         try:
@@ -171,8 +172,12 @@ class SshServer:
 
     async def _listen(self, keys: list[Path]) -> None:
         settings = self.forge.settings
-        self.relay = relay.Listener(self.forge, self.serve_relayed)
-        await self.relay.start()
+        listener = relay.Listener(self.forge, self.serve_relayed)
+        try:
+            await listener.start()
+            self.relay = listener
+        except OSError as exc:  # the built-in server may still serve
+            log.error("ssh: OpenSSH's relay cannot listen: %s", exc)
         if not self.port and not self.any_port:
             return  # OpenSSH's server alone: the relay's socket
         self.listener = await asyncssh.create_server(
@@ -194,21 +199,21 @@ class SshServer:
         if self.port == 0:
             self.port = self.listener.get_port()
 
+    async def _close(self) -> None:
+        if self.relay is not None:
+            await self.relay.stop()
+        if self.listener is not None:
+            self.listener.close()
+            await self.listener.wait_closed()
+
     def stop(self) -> None:
         loop, self.loop = self.loop, None
         if loop is None or self._thread is None:
             return
-
-        async def close() -> None:
-            if self.relay is not None:
-                await self.relay.stop()
-            if self.listener is not None:
-                self.listener.close()
-                await self.listener.wait_closed()
-
-        with contextlib.suppress(RuntimeError):
-            asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # (closed meanwhile)
+                asyncio.run_coroutine_threadsafe(self._close(), loop).result(timeout=10)
+                loop.call_soon_threadsafe(loop.stop)
         self._thread.join(timeout=10)
 
     def signed_in(self, key: SshKey) -> None:
@@ -455,7 +460,16 @@ def start_in_process(forge: Forge) -> Callable[[], None]:
     """This server process's SSH side: the relay's socket for OpenSSH's server, and the
     built-in server when ``ssh_port`` asks for one. Its stop."""
     server = SshServer(forge)
-    server.start()
+    try:
+        server.start()
+    except OSError as exc:  # (the port taken, say): the pages are served all the same
+        log.error(
+            "ssh: cannot listen on %s:%d: %s; no git over SSH in this process",
+            server.host,
+            server.port,
+            exc,
+        )
+        return server.stop
     if server.listener is not None:
         log.info("ssh: listening on %s:%d", server.host, server.port)
     return server.stop

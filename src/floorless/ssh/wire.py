@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import selectors
@@ -15,6 +16,7 @@ from floorless.core.config import Settings
 
 CHUNK = 65536
 HEADER = struct.Struct(">cI")
+MAX_ADDRESS = 107  # bytes of a Unix socket's path (sun_path, without its NUL)
 
 
 def socket_dir(settings: Settings) -> Path:
@@ -25,6 +27,17 @@ def socket_path(settings: Settings) -> Path:
     return socket_dir(settings) / "relay.sock"
 
 
+def socket_address(settings: Settings) -> str:
+    """Where the relay listens: ``socket_path``, or, when that path is longer than a Unix
+    socket's address may be (107 bytes: a deep data directory), a name in Linux's abstract
+    namespace made from it. An abstract socket has no file to guard it; the forge's end
+    answers only its own user (``relay.py``)."""
+    path = str(socket_path(settings))
+    if len(os.fsencode(path)) <= MAX_ADDRESS:
+        return path
+    return "\0floorless-ssh-" + hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
+
+
 def frame(kind: bytes, payload: bytes) -> bytes:
     return HEADER.pack(kind, len(payload)) + payload
 
@@ -32,10 +45,9 @@ def frame(kind: bytes, payload: bytes) -> bytes:
 def relay(settings: Settings, key_id: int, command: str | None, version: str | None) -> int:
     """Carry this process's standard input and output to the forge and back; the exit
     status the forge gave."""
-    path = socket_path(settings)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(str(path))
+        conn.connect(socket_address(settings))
     except OSError:
         sys.stderr.write("floorless: the forge is not running (no SSH relay socket)\n")
         return 1
