@@ -118,18 +118,10 @@ class _Reader:
         while True:
             if not self.need(4):
                 raise BadRequest("malformed git request: the push commands never end")
-            raw = bytes(self.buffer[self.at : self.at + 4])
-            try:
-                size = int(raw, 16)
-            except ValueError as exc:
-                raise BadRequest("malformed git request: bad pkt-line length") from exc
-            if not raw.isalnum():
-                raise BadRequest("malformed git request: bad pkt-line length")
+            size = section_length(bytes(self.buffer[self.at : self.at + 4]))
             if size == 0:
                 self.at += 4
                 return found
-            if size < 5 or size > 65520:
-                raise BadRequest(f"malformed git request: pkt-line length {size}")
             if not self.need(size):
                 raise BadRequest("malformed git request: the push commands never end")
             found.append(bytes(self.buffer[self.at + 4 : self.at + size]))
@@ -142,6 +134,17 @@ class _Reader:
 
     def left(self) -> bytes:
         return bytes(self.buffer[self.at :])
+
+
+def section_length(raw: bytes) -> int:
+    """The length a pkt-line of a push's commands or options announces in its 4 bytes: 0
+    for the flush that ends the section; BadRequest for anything else not a data line."""
+    if len(raw) != 4 or raw.strip(b"0123456789abcdefABCDEF"):  # (int() takes " +1_")
+        raise BadRequest("malformed git request: bad pkt-line length")
+    size = int(raw, 16)
+    if size != 0 and not 5 <= size <= 65520:
+        raise BadRequest(f"malformed git request: pkt-line length {size}")
+    return size
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -48,6 +48,15 @@ def authorize(
     viewer = caller.viewer
     level = policy.require(viewer, repo, Level.READ)
     assert repo is not None
-    if service == RECEIVE and level < Level.WRITE and not policy.may_propose(viewer, level):
-        policy.require(viewer, repo, Level.WRITE)  # its 401 or 403
+    may_push_or_propose(policy, viewer, repo, level, service)
     return repo, level
+
+
+def may_push_or_propose(
+    policy: Policy, viewer: Viewer, repo: Repo, level: Level, service: str
+) -> None:
+    """For a push by ``viewer``, who reads ``repo`` at ``level``: writing, or proposing changes
+    (``refs/for/``, which the hooks check once they have read the updates); otherwise the
+    policy's 401 or 403."""
+    if service == RECEIVE and level < Level.WRITE and not policy.may_propose(viewer, level):
+        policy.require(viewer, repo, Level.WRITE)

@@ -27,8 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
 from floorless.accounts.access import Level
 from floorless.core.errors import BadRequest, FloorlessError
@@ -110,9 +110,9 @@ class Session:
         finally:
             await self._stop_git()
 
-    async def _watched(self, work: asyncio.Future[int] | asyncio.Task[int] | object) -> int:
-        """Run ``work`` (a coroutine) until it ends, or until nothing moved for ``idle``."""
-        task: asyncio.Task[int] = asyncio.ensure_future(work)  # type: ignore[arg-type]
+    async def _watched(self, work: Coroutine[Any, Any, int]) -> int:
+        """Run ``work`` until it ends, or until nothing moved for ``idle``."""
+        task = asyncio.ensure_future(work)
         try:
             while True:
                 left = self.last + self.idle - time.monotonic()
@@ -306,15 +306,10 @@ class Session:
             found: list[bytes] = []
             while True:
                 await need(4)
-                raw = bytes(buffer[at : at + 4])
-                if raw.strip(b"0123456789abcdefABCDEF"):  # (not isalnum(): "zzzz" is)
-                    raise BadRequest("malformed git request: bad pkt-line length")
-                size = int(raw, 16)
+                size = pushreport.section_length(bytes(buffer[at : at + 4]))
                 if size == 0:
                     at += 4
                     return found
-                if size < 5 or size > protocol.MAX_PKT:
-                    raise BadRequest(f"malformed git request: pkt-line length {size}")
                 await need(size)
                 found.append(bytes(buffer[at + 4 : at + size]))
                 at += size

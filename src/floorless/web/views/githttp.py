@@ -68,10 +68,7 @@ class GitView(View):
             if viewer_of(req).anonymous:
                 raise Unauthorized("authentication required") from exc
             raise
-        if service == access.RECEIVE and level < Level.WRITE:
-            viewer = viewer_of(req)
-            if not self.forge.policy.may_propose(viewer, level):
-                self.forge.policy.require(viewer, repo, Level.WRITE)  # its 401 or 403
+        access.may_push_or_propose(self.forge.policy, viewer_of(req), repo, level, service)
         return repo, level
 
     def environment(self, req: falcon.Request) -> dict[str, str]:
