@@ -45,6 +45,8 @@ from floorless.core.errors import FloorlessError
 from floorless.db import migrations, open_database
 from floorless.db.leases import Leases, node_name
 from floorless.db.store import SQLite
+from floorless.files.attachments import Attachments
+from floorless.files.store import Store
 from floorless.forgejo import payloads
 from floorless.forgejo.caches import ShapeCaches
 from floorless.git import unreachable
@@ -116,6 +118,11 @@ class Forge:
         )
         policy = self.policy = Policy(db)
         self.keys = Keys(db)  # SSH keys: people's and repositories' deploy keys
+        # Uploaded files (attachments, LFS objects), kept once each by their SHA-256.
+        self.store = Store(settings.storage_dir)
+        self.attachments = Attachments(
+            db, self.store, settings.attachment_max_bytes, settings.attachment_types
+        )
         forks = self.forks = Forks(db, git, registry, states)
         self.lifecycle = Lifecycle(registry, forks, live, moves, peers, policy.may_publish)
         self.gate = Gate(indexer, live, registry, forks, policy)
@@ -212,6 +219,7 @@ class Forge:
         """Everything short of background threads: enough for the command line."""
         self.settings.data.mkdir(parents=True, exist_ok=True)
         self.git.prepare()
+        self.store.prepare()
         migrations.migrate(self.db)
         self.secret.get()
 

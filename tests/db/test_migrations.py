@@ -306,6 +306,27 @@ SAMPLES: dict[str, tuple[str, tuple[object, ...]]] = {
         " 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOmk', 'SHA256:ci', 1, 5.5, 6.5)",
         (),
     ),
+    "releases": (
+        "INSERT INTO releases (id, repo_id, publisher_id, tag_name, target, commit_id, title,"
+        " note, draft, prerelease, created_at, updated_at) VALUES (2, 7, 3, 'v1.0', 'main',"
+        " 'ab12', 'One', 'The *first*', 0, 1, 7.5, 8.5)",
+        (),
+    ),
+    "attachments": (
+        "INSERT INTO attachments (id, uuid, repo_id, release_id, issue_id, comment_id,"
+        " uploader_id, name, oid, size, download_count, created_at) VALUES (3, 'u-1', 7, 2, 4,"
+        " 5, 3, 'build.tar.gz', 'cd34', 1024, 9, 7.75)",
+        (),
+    ),
+    "lfs_objects": (
+        "INSERT INTO lfs_objects (repo_id, oid, size, created_at) VALUES (7, 'ef56', 4096, 8.25)",
+        (),
+    ),
+    "lfs_locks": (
+        "INSERT INTO lfs_locks (id, repo_id, owner_id, path, created_at)"
+        " VALUES (4, 7, 3, 'art/logo.psd', 8.75)",
+        (),
+    ),
     "search_blobs": (
         "INSERT INTO search_blobs (id, oid, kind, size) VALUES (3, ?, 'text', 120)",
         (b"\x22" * 20,),

@@ -57,6 +57,12 @@ def _ssh_user(value: str) -> None:
         raise ValueError("letters, digits, '.', '_' and '-', at most 32")
 
 
+def _attachment_types(values: tuple[str, ...]) -> None:
+    for value in values:
+        if not re.fullmatch(r"\.[A-Za-z0-9._+-]+|[a-z0-9.+-]+/(\*|[A-Za-z0-9.+_-]+)", value):
+            raise ValueError(f"{value!r} is neither a name ending (.zip) nor a media type")
+
+
 _HOST_PATTERN = re.compile(r"[A-Za-z0-9*?.\[\]{},_-]+")
 
 
@@ -502,6 +508,33 @@ SETTINGS: tuple[Setting, ...] = (
         "A secret that opens `/-/metrics` from any address when sent as `Authorization: Bearer <token>`; empty: none.",
     ),
     Setting(
+        "storage_dir",
+        Path,
+        None,
+        "Directory of the files people upload (release and issue attachments, Git LFS objects), kept once each by the SHA-256 of their bytes. Several nodes serve the same files when it is on storage they share. Default: `<data>/storage`.",
+    ),
+    Setting(
+        "attachment_max_bytes",
+        int,
+        2 * 1024**3,
+        "Largest file that may be attached to a release, an issue or a comment (bytes).",
+        minimum=1,
+    ),
+    Setting(
+        "attachment_types",
+        list,
+        (),
+        "What files may be attached, as Forgejo's `ALLOWED_TYPES`: name endings (`.zip`), media types (`application/gzip`) or families (`image/*`); empty: any file.",
+        check=_attachment_types,
+    ),
+    Setting(
+        "lfs_max_bytes",
+        int,
+        0,
+        "Largest Git LFS object a push may upload (bytes); 0: no limit.",
+        minimum=0,
+    ),
+    Setting(
         "max_push_bytes",
         int,
         2 * 1024**3,
@@ -647,6 +680,10 @@ class Settings:
     trusted_proxies: tuple[str, ...]
     metrics_addresses: tuple[str, ...]
     metrics_token: str
+    storage_dir: Path
+    attachment_max_bytes: int
+    attachment_types: tuple[str, ...]
+    lfs_max_bytes: int
     max_push_bytes: int
     max_fetch_request_bytes: int
     max_form_bytes: int
@@ -685,6 +722,7 @@ class Settings:
         values["database"] = values.get("database") or str(data / "floorless.sqlite3")
         values["repos"] = Path(values.get("repos") or data / "repositories").absolute()
         values["runtime_dir"] = Path(values.get("runtime_dir") or data / "run").absolute()
+        values["storage_dir"] = Path(values.get("storage_dir") or data / "storage").absolute()
         return cls(**values)
 
     def ssh_clone_url(self, public: str, full_name: str) -> str:

@@ -872,6 +872,75 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS ssh_keys_repo ON ssh_keys (repo_id)",
         ),
     ),
+    Migration(
+        23,
+        "releases, and the files attached to releases, issues and comments",
+        (
+            # Forgejo's ``release``: one per tag of a repository. A draft's tag need not
+            # exist yet: it is made from ``target`` (a branch or a commit) when the release
+            # is published; ``commit_id`` is the tag's commit once it exists.
+            """CREATE TABLE IF NOT EXISTS releases (
+                id {id},
+                repo_id {bigint} NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
+                publisher_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                tag_name TEXT NOT NULL,
+                target TEXT NOT NULL DEFAULT '',
+                commit_id TEXT NOT NULL DEFAULT '',
+                title TEXT NOT NULL DEFAULT '',
+                note TEXT NOT NULL DEFAULT '',
+                draft INTEGER NOT NULL DEFAULT 0,
+                prerelease INTEGER NOT NULL DEFAULT 0,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL,
+                UNIQUE (repo_id, tag_name)
+            )""",
+            # A file attached to a release, an issue or a comment (Forgejo's ``attachment``),
+            # its bytes in the content store by ``oid`` (files/store.py). An attachment
+            # uploaded before its comment is posted has neither yet, only its repository.
+            """CREATE TABLE IF NOT EXISTS attachments (
+                id {id},
+                uuid TEXT NOT NULL UNIQUE,
+                repo_id {bigint} NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
+                release_id {bigint} REFERENCES releases (id) ON DELETE CASCADE,
+                issue_id {bigint} REFERENCES issues (id) ON DELETE CASCADE,
+                comment_id {bigint} REFERENCES issue_comments (id) ON DELETE CASCADE,
+                uploader_id {bigint} REFERENCES accounts (id) ON DELETE SET NULL,
+                name TEXT NOT NULL,
+                oid TEXT NOT NULL,
+                size {bigint} NOT NULL,
+                download_count {bigint} NOT NULL DEFAULT 0,
+                created_at {real} NOT NULL
+            )""",
+            "CREATE INDEX IF NOT EXISTS attachments_release ON attachments (release_id)",
+            "CREATE INDEX IF NOT EXISTS attachments_issue ON attachments (issue_id)",
+            "CREATE INDEX IF NOT EXISTS attachments_oid ON attachments (oid)",
+        ),
+    ),
+    Migration(
+        24,
+        "Git LFS: the objects each repository holds, and its locks",
+        (
+            # An LFS object a repository's pushes uploaded (its bytes in the content store);
+            # a fork reads its parent's too.
+            """CREATE TABLE IF NOT EXISTS lfs_objects (
+                repo_id {bigint} NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
+                oid TEXT NOT NULL,
+                size {bigint} NOT NULL,
+                created_at {real} NOT NULL,
+                PRIMARY KEY (repo_id, oid)
+            )""",
+            "CREATE INDEX IF NOT EXISTS lfs_objects_oid ON lfs_objects (oid)",
+            # A file locked by someone (``git lfs lock``): one lock per path.
+            """CREATE TABLE IF NOT EXISTS lfs_locks (
+                id {id},
+                repo_id {bigint} NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
+                owner_id {bigint} NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                path TEXT NOT NULL,
+                created_at {real} NOT NULL,
+                UNIQUE (repo_id, path)
+            )""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

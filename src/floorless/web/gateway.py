@@ -57,13 +57,23 @@ class Limits:
     push_bytes: int
     fetch_bytes: int
     form_bytes: int
+    upload_bytes: int = 0  # a file uploaded: an attachment, or a Git LFS object (0: forms')
 
     def body_limit(self, path: str) -> int:
         if path.endswith("/git-receive-pack"):
             return self.push_bytes
         if path.endswith("/git-upload-pack"):
             return self.fetch_bytes
+        if self.upload_bytes and UPLOADS.search(path):
+            return max(self.upload_bytes, self.form_bytes)
         return self.form_bytes
+
+
+# The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is): a Git LFS
+# object, a release's or an issue's attachment through the API, and the web's upload forms.
+UPLOADS = re.compile(
+    r"/info/lfs/objects/[0-9a-f]{64}$|/assets$|/attachments$|/releases/new$|/releases/edit/[^/]+$"
+)
 
 
 class _Refused(Exception):
