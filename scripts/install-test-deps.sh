@@ -6,7 +6,8 @@
 # nginx, haproxy and openssl for the shipped proxy configurations (deploy/nginx.conf,
 # deploy/haproxy.cfg) run in front of two nodes, nodejs and npm to fetch axe-core, asciidoctor
 # (Ruby) for the AsciiDoc worker, openssh-client and openssh-server for git over SSH (the
-# tests start their own sshd on loopback, never the system's service).
+# tests start their own sshd on loopback, never the system's service), git-lfs for the
+# Git LFS tests (the real client against the forge).
 # Then axe-core (pinned) from npm into .cache/axe/ of the checkout: the accessibility browser
 # test (tests/browser/test_browser_a11y.py) injects its axe.min.js into each page it checks.
 # Python packages are installed separately (pip install -e '.[test,bench]').
@@ -14,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/apt-install-missing.sh" install-test-deps \
   git chromium chromium-driver fuse3 postgresql nginx haproxy openssl nodejs asciidoctor \
-  openssh-client openssh-server
+  openssh-client openssh-server git-lfs
 # Debian's nodejs comes without npm (another build of nodejs may bring its own)
 command -v npm >/dev/null || bash "$root/scripts/apt-install-missing.sh" install-test-deps npm
 AXE_VERSION=4.11.0
