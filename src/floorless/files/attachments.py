@@ -162,6 +162,15 @@ class Attachments:
             found[int(row["release_id"])].append(_attachment(row))
         return found
 
+    def of_release_tag(self, repo_id: int, tag: str, name: str) -> Attachment | None:
+        """The file ``name`` of the release of ``tag`` (the newest, if two share a name)."""
+        row = self.db.one(
+            "SELECT a.* FROM attachments a JOIN releases r ON r.id = a.release_id"
+            " WHERE r.repo_id = ? AND r.tag_name = ? AND a.name = ? ORDER BY a.id DESC LIMIT 1",
+            (repo_id, tag, name),
+        )
+        return _attachment(row) if row is not None else None
+
     def of_issue(self, issue_id: int) -> list[Attachment]:
         """An issue's attachments and its comments' (each says which), oldest first."""
         rows = self.db.remembered(

@@ -17,7 +17,9 @@ from pathlib import Path
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # First path segments that belong to the forge itself, never to an owner.
-RESERVED = frozenset({"-", "raw", "explore", "static", "api", "assets", "user", "login", "admin"})
+RESERVED = frozenset(
+    {"-", "raw", "explore", "static", "api", "assets", "user", "login", "admin", "attachments"}
+)
 _DEFAULT_DESCRIPTION = "Unnamed repository"
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR})
 

@@ -17,6 +17,7 @@ from floorless.web.render import Renderer
 from floorless.web.views import (
     account,
     archive,
+    attachments,
     blame,
     commit,
     commits,
@@ -167,6 +168,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         ("/-/logout", account.Logout(*deps, authenticator)),
         ("/-/tokens", account.Tokens(*deps, authenticator)),
         ("/-/keys", keys.SshKeys(*deps, authenticator)),
+        ("/attachments/{uuid}", attachments.ByUuid(*deps)),
         ("/-/new", account.NewRepo(*deps, authenticator)),
         ("/-/search", search.SiteSearch(*deps)),
         ("/-/orgs/{org}/hooks", settings.OrgHookSettings(*deps, authenticator)),
@@ -220,6 +222,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/branches", refs.Branches(*deps)),
         (repo_prefix + "/tags", refs.Tags(*deps)),
         (repo_prefix + "/releases", releases.Releases(*deps)),
+        (repo_prefix + "/releases/download/{tail:path}", attachments.ReleaseDownload(*deps)),
         (repo_prefix + "/archive/{tail:path}", archive.Archive(*deps)),
         (repo_prefix + "/atom/branch/{tail:path}", feed.Feed(*deps, fmt="atom")),
         (repo_prefix + "/rss/branch/{tail:path}", feed.Feed(*deps, fmt="rss")),
