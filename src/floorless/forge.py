@@ -201,6 +201,11 @@ class Forge:
         self._changes = itertools.count()
         issues.on_change.append(self.changed)
         self.forking = Forking(accounts, policy, self.lifecycle, self.changed)
+        # A deleted repository's uploaded files (attachments, LFS objects) are removed from the
+        # store once nothing else refers to them, on ``hook_events``'s thread.
+        self.lifecycle.on_deleted.append(
+            lambda repo: self.hook_events.queue(("collect files",), self.attachments.collect)
+        )
         # Archives and blame run a git child while a worker thread waits (for a slow client, as
         # long as it likes): at most half the threads at once, so every other page keeps one.
         self.git_slots = threading.BoundedSemaphore(max(1, settings.threads // 2))

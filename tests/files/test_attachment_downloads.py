@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from falcon import testing
 from support.accounts import PASSWORD, Browser
-from support.forges import start_forge
+from support.forges import start_forge, wait_for
 
 from floorless.files.attachments import Attachment
 from floorless.forge import Forge
@@ -138,3 +138,15 @@ def test_deleting_the_last_record_removes_the_bytes(forge: Forge) -> None:
     assert forge.store.size(first.oid) == len(b"shared bytes")  # the other still needs them
     forge.attachments.delete_of_release(release)
     assert forge.store.size(first.oid) is None
+
+
+def test_a_deleted_repository_s_files_are_collected(forge: Forge) -> None:
+    forge.registry.create("ann", "gone")
+    kept = _attach(forge, "plans", _release(forge, "plans", "v5"), "same.bin", b"both have it")
+    gone = _attach(forge, "gone", _release(forge, "gone", "v1"), "same.bin", b"both have it")
+    only = _attach(forge, "gone", _release(forge, "gone", "v2"), "only.bin", b"gone's alone")
+    forge.lifecycle.delete(forge.registry.get("ann", "gone"))
+    wait_for(lambda: forge.store.size(only.oid) is None)
+    assert gone.oid == kept.oid
+    assert forge.store.size(kept.oid) == len(b"both have it")
+    assert forge.attachments.by_id(gone.id) is None

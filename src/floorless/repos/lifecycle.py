@@ -36,6 +36,10 @@ class Lifecycle:
         self.moves = moves
         self.peers = peers
         self.may_publish = may_publish
+        # Told of a repository about to be deleted (its forks still there: what they read of
+        # its records is theirs to keep), and of one deleted (its records gone with its row).
+        self.before_delete: list[Callable[[Repo], None]] = []
+        self.on_deleted: list[Callable[[Repo], None]] = []
 
     def fork(self, parent: Repo, owner: str, name: str) -> Repo:
         """Make ``owner/name`` a fork of ``parent``: as private as the parent, the parent's
@@ -76,9 +80,13 @@ class Lifecycle:
     def delete(self, repo: Repo) -> None:
         """Remove ``repo``; its forks are made whole first (``Forks.before_delete``)."""
         self.forks.before_delete(repo)
+        for listener in self.before_delete:
+            listener(repo)
         self.registry.delete(repo)
         self.live.states.forget(repo)
         self.peers.tell(repo.id, "gone")
+        for listener in self.on_deleted:
+            listener(repo)
 
     def set_private(self, repo: Repo, private: bool) -> None:
         """Make ``repo`` private or public (``check_public`` first)."""
