@@ -34,6 +34,7 @@ from floorless.collab.merging import Merger
 from floorless.collab.protections import Protections
 from floorless.collab.pulls import Pulls
 from floorless.collab.references import References
+from floorless.collab.releases import Releases
 from floorless.collab.reviews import Reviews
 from floorless.collab.statuses import Statuses
 from floorless.collab.triage import Triage
@@ -123,6 +124,8 @@ class Forge:
         self.attachments = Attachments(
             db, self.store, settings.attachment_max_bytes, settings.attachment_types
         )
+        # Releases: a tag with notes and files; tags they make go through the ref-move hub.
+        self.releases = Releases(db, live.open, moves, self.attachments)
         forks = self.forks = Forks(db, git, registry, states)
         self.lifecycle = Lifecycle(registry, forks, live, moves, peers, policy.may_publish)
         self.gate = Gate(indexer, live, registry, forks, policy)

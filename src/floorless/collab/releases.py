@@ -1,0 +1,287 @@
+"""Releases (Forgejo's ``release``): a tag with a title, Markdown notes, draft and
+pre-release flags, an author and attachments.
+
+A release names its tag; when that tag does not exist yet, publishing the release makes a
+lightweight tag at ``target`` (a branch or a commit id) and tells the ref-move hub, so that
+caches and the index follow as for any other ref move. A draft makes no tag until it is
+published. Deleting a release deletes its attachments and leaves the tag.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pygit2
+
+from floorless.core.errors import BadRequest, Conflict, NotFound
+from floorless.db import Database, Row
+from floorless.files.attachments import Attachments
+from floorless.repos.moves import Moves
+from floorless.repos.registry import Repo
+
+
+@dataclass(frozen=True)
+class Release:
+    id: int
+    repo_id: int
+    publisher_id: int | None
+    tag_name: str
+    target: str
+    commit_id: str | None
+    title: str
+    note: str
+    draft: bool
+    prerelease: bool
+    created_at: float
+    updated_at: float
+
+
+def _release(row: Row) -> Release:
+    return Release(
+        id=row["id"],
+        repo_id=row["repo_id"],
+        publisher_id=row["publisher_id"],
+        tag_name=row["tag_name"],
+        target=row["target"] or "",
+        commit_id=row["commit_id"],
+        title=row["title"] or "",
+        note=row["note"] or "",
+        draft=bool(row["draft"]),
+        prerelease=bool(row["prerelease"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def check_tag_name(name: str) -> str:
+    """``name`` when it may name a tag; BadRequest saying why not otherwise."""
+    if not name or not pygit2.reference_is_valid_name("refs/tags/" + name):
+        raise BadRequest(f"not a valid tag name: {name!r}")
+    return name
+
+
+class Releases:
+    def __init__(
+        self,
+        db: Database,
+        open_repo: Callable[[Repo], pygit2.Repository],
+        moves: Moves,
+        attachments: Attachments,
+    ) -> None:
+        self.db = db
+        self.open_repo = open_repo
+        self.moves = moves
+        self.attachments = attachments
+
+    # -- tags ------------------------------------------------------------------------------
+
+    def resolve(self, repo: Repo, target: str) -> pygit2.Commit:
+        """The commit ``target`` (a branch, a tag or a commit id) names in ``repo``;
+        NotFound with a clear message when none."""
+        handle = self.open_repo(repo)
+        for name in (f"refs/heads/{target}", f"refs/tags/{target}"):
+            if pygit2.reference_is_valid_name(name) and name in handle.references:
+                peeled = handle.references[name].peel(pygit2.Commit)
+                assert isinstance(peeled, pygit2.Commit)
+                return peeled
+        try:
+            found = handle.revparse_single(target) if target else None
+            commit = found.peel(pygit2.Commit) if found is not None else None
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            commit = None
+        if not isinstance(commit, pygit2.Commit):
+            raise NotFound(f"no branch or commit {target!r} in {repo.full_name}")
+        return commit
+
+    def tag_commit(self, repo: Repo, tag: str) -> str | None:
+        """The commit id the tag ``tag`` names, None when there is no such tag."""
+        handle = self.open_repo(repo)
+        name = f"refs/tags/{tag}"
+        if not pygit2.reference_is_valid_name(name) or name not in handle.references:
+            return None
+        return str(handle.references[name].peel(pygit2.Commit).id)
+
+    def create_tag(
+        self,
+        repo: Repo,
+        tag: str,
+        target: str,
+        message: str = "",
+        tagger: pygit2.Signature | None = None,
+    ) -> str:
+        """Make the tag ``tag`` at ``target`` (annotated when ``message`` is given) and tell
+        the ref-move hub; the commit id it names. Conflict when it exists already."""
+        check_tag_name(tag)
+        commit = self.resolve(repo, target)
+        handle = self.open_repo(repo)
+        name = f"refs/tags/{tag}"
+        if name in handle.references:
+            raise Conflict(f"the tag {tag} exists already")
+        if message:
+            signature = tagger or pygit2.Signature("floorless", "floorless@localhost")
+            handle.create_tag(tag, commit.id, pygit2.enums.ObjectType.COMMIT, signature, message)
+        else:
+            handle.references.create(name, commit.id)
+        self.moves.refs_moved(repo)
+        return str(commit.id)
+
+    def delete_tag(self, repo: Repo, tag: str) -> None:
+        """Delete the tag ``tag`` and tell the ref-move hub; NotFound when none."""
+        handle = self.open_repo(repo)
+        name = f"refs/tags/{tag}"
+        if not pygit2.reference_is_valid_name(name) or name not in handle.references:
+            raise NotFound(f"no tag {tag} in {repo.full_name}")
+        handle.references.delete(name)
+        self.moves.refs_moved(repo)
+
+    # -- releases --------------------------------------------------------------------------
+
+    def create(
+        self,
+        repo: Repo,
+        publisher_id: int | None,
+        tag_name: str,
+        *,
+        target: str = "",
+        title: str = "",
+        note: str = "",
+        draft: bool = False,
+        prerelease: bool = False,
+    ) -> Release:
+        """A new release of ``repo`` for ``tag_name``. Unless a draft, the tag is made at
+        ``target`` (the default branch when empty) when it does not exist yet."""
+        check_tag_name(tag_name)
+        if self.by_tag(repo.id, tag_name) is not None:
+            raise Conflict(f"a release for the tag {tag_name} exists already")
+        commit_id = self.tag_commit(repo, tag_name)
+        if commit_id is None:
+            target = target or self._default_branch(repo)
+            if draft:
+                commit_id = str(self.resolve(repo, target).id)  # checked, not yet tagged
+            else:
+                commit_id = self.create_tag(repo, tag_name, target)
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO releases (repo_id, publisher_id, tag_name, target, commit_id, title,"
+            " note, draft, prerelease, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                repo.id,
+                publisher_id,
+                tag_name,
+                target,
+                commit_id,
+                title,
+                note,
+                int(draft),
+                int(prerelease),
+                now,
+                now,
+            ),
+        )
+        made = self.by_tag(repo.id, tag_name)
+        assert made is not None
+        return made
+
+    def _default_branch(self, repo: Repo) -> str:
+        handle = self.open_repo(repo)
+        if handle.head_is_unborn:
+            raise NotFound(f"{repo.full_name} has no commits to tag")
+        head = handle.references["HEAD"].target
+        return str(head).removeprefix("refs/heads/")
+
+    def by_id(self, repo_id: int, release_id: int) -> Release | None:
+        row = self.db.one(
+            "SELECT * FROM releases WHERE id = ? AND repo_id = ?", (release_id, repo_id)
+        )
+        return _release(row) if row is not None else None
+
+    def by_tag(self, repo_id: int, tag_name: str) -> Release | None:
+        row = self.db.one(
+            "SELECT * FROM releases WHERE repo_id = ? AND tag_name = ?", (repo_id, tag_name)
+        )
+        return _release(row) if row is not None else None
+
+    def latest(self, repo_id: int) -> Release | None:
+        """The newest release that is neither a draft nor a pre-release."""
+        row = self.db.one(
+            "SELECT * FROM releases WHERE repo_id = ? AND draft = 0 AND prerelease = 0"
+            " ORDER BY created_at DESC, id DESC LIMIT 1",
+            (repo_id,),
+        )
+        return _release(row) if row is not None else None
+
+    def list(
+        self,
+        repo_id: int,
+        *,
+        drafts: bool = False,
+        draft: bool | None = None,
+        prerelease: bool | None = None,
+        page: int = 1,
+        limit: int = 30,
+    ) -> list[Release]:
+        """``repo_id``'s releases, newest first; drafts only when ``drafts`` (a writer)."""
+        sql = "SELECT * FROM releases WHERE repo_id = ?"
+        params: list[object] = [repo_id]
+        if not drafts:
+            sql += " AND draft = 0"
+        if draft is not None:
+            sql += " AND draft = ?"
+            params.append(int(draft))
+        if prerelease is not None:
+            sql += " AND prerelease = ?"
+            params.append(int(prerelease))
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        params += [limit, (max(page, 1) - 1) * limit]
+        return [_release(row) for row in self.db.query(sql, tuple(params))]
+
+    def edit(
+        self,
+        repo: Repo,
+        release: Release,
+        *,
+        tag_name: str | None = None,
+        target: str | None = None,
+        title: str | None = None,
+        note: str | None = None,
+        draft: bool | None = None,
+        prerelease: bool | None = None,
+    ) -> Release:
+        """``release`` changed; publishing a draft (``draft=False``) makes its tag."""
+        tag = release.tag_name if tag_name is None else check_tag_name(tag_name)
+        if tag != release.tag_name and self.by_tag(repo.id, tag) is not None:
+            raise Conflict(f"a release for the tag {tag} exists already")
+        aim = release.target if target is None else target
+        is_draft = release.draft if draft is None else draft
+        commit_id = self.tag_commit(repo, tag)
+        if commit_id is None:
+            if is_draft:
+                commit_id = str(self.resolve(repo, aim or self._default_branch(repo)).id)
+            else:
+                commit_id = self.create_tag(repo, tag, aim or self._default_branch(repo))
+        self.db.execute(
+            "UPDATE releases SET tag_name = ?, target = ?, commit_id = ?, title = ?, note = ?,"
+            " draft = ?, prerelease = ?, updated_at = ? WHERE id = ?",
+            (
+                tag,
+                aim,
+                commit_id,
+                release.title if title is None else title,
+                release.note if note is None else note,
+                int(is_draft),
+                int(release.prerelease if prerelease is None else prerelease),
+                time.time(),
+                release.id,
+            ),
+        )
+        changed = self.by_id(repo.id, release.id)
+        assert changed is not None
+        return changed
+
+    def delete(self, release: Release) -> None:
+        """Delete ``release`` and its attachments; its tag stays."""
+        self.attachments.delete_of_release(release.id)
+        self.db.execute("DELETE FROM releases WHERE id = ?", (release.id,))
