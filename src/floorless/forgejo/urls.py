@@ -281,6 +281,20 @@ def releases(repo: Named, page: int = 1) -> str:
     return f"{home(repo)}/releases" + query({"page": page if page > 1 else None})
 
 
+def release(repo: Named, tag: str | bytes) -> str:
+    return f"{home(repo)}/releases/tag/{path(tag)}"
+
+
+def release_download(repo: Named, tag: str | bytes, name: str) -> str:
+    """A release's file by its tag and name (``web/views/attachments.py``)."""
+    return f"{home(repo)}/releases/download/{path(tag)}/{segment(name)}"
+
+
+def attachment(uuid: str) -> str:
+    """Any attachment by its UUID, as Forgejo's ``/attachments/{uuid}``."""
+    return f"/attachments/{segment(uuid)}"
+
+
 def fork(repo: Named) -> str:
     return f"{home(repo)}/fork"
 
