@@ -166,3 +166,30 @@ def test_bad_uploads_leave_nothing(forge: Forge, http: httpx.Client) -> None:
     assert _rows(forge, "attachments") == 1
     assert len(list(forge.store.every())) == 1
     assert list(forge.store.tmp.iterdir()) == []
+
+
+def test_tags_made_and_deleted(forge: Forge, http: httpx.Client) -> None:
+    ann = api(http, token_for(http, "ann")).repository
+    plain = ann.repo_create_tag("ann", "plans", tag_name="v0.1")
+    assert plain.name == "v0.1" and plain.commit is not None
+    signed = ann.repo_create_tag("ann", "plans", tag_name="v0.2", target="main", message="Two")
+    assert signed.message is not None and signed.message.strip() == "Two"
+    handle = forge.live.open(forge.registry.get("ann", "plans"))
+    tag = handle.get(handle.references["refs/tags/v0.2"].target)
+    assert isinstance(tag, pygit2.Tag) and tag.tagger.name == "ann"
+    with pytest.raises(ApiError) as refused:
+        ann.repo_create_tag("ann", "plans", tag_name="v0.1")
+    assert refused.value.status_code == 409
+    with pytest.raises(ApiError) as refused:
+        ann.repo_create_tag("ann", "plans", tag_name="bad..tag")
+    assert refused.value.status_code == 422
+    ann.repo_create_release("ann", "plans", tag_name="v0.2")
+    with pytest.raises(ApiError) as refused:
+        ann.repo_delete_tag("ann", "plans", "v0.2")
+    assert refused.value.status_code == 409
+    ann.repo_delete_tag("ann", "plans", "v0.1")
+    assert "refs/tags/v0.1" not in forge.live.open(forge.registry.get("ann", "plans")).references
+    ben = api(http, token_for(http, "ben")).repository
+    with pytest.raises(ApiError) as refused:
+        ben.repo_delete_tag("ann", "plans", "v0.2")
+    assert refused.value.status_code == 403

@@ -157,7 +157,7 @@ class Releases:
             raise Conflict(f"a release for the tag {tag_name} exists already")
         commit_id = self.tag_commit(repo, tag_name)
         if commit_id is None:
-            target = target or self._default_branch(repo)
+            target = target or self.default_branch(repo)
             if draft:
                 commit_id = str(self.resolve(repo, target).id)  # checked, not yet tagged
             else:
@@ -185,7 +185,7 @@ class Releases:
         assert made is not None
         return made
 
-    def _default_branch(self, repo: Repo) -> str:
+    def default_branch(self, repo: Repo) -> str:
         handle = self.open_repo(repo)
         if handle.head_is_unborn:
             raise NotFound(f"{repo.full_name} has no commits to tag")
@@ -259,9 +259,9 @@ class Releases:
         commit_id = self.tag_commit(repo, tag)
         if commit_id is None:
             if is_draft:
-                commit_id = str(self.resolve(repo, aim or self._default_branch(repo)).id)
+                commit_id = str(self.resolve(repo, aim or self.default_branch(repo)).id)
             else:
-                commit_id = self.create_tag(repo, tag, aim or self._default_branch(repo))
+                commit_id = self.create_tag(repo, tag, aim or self.default_branch(repo))
         self.db.execute(
             "UPDATE releases SET tag_name = ?, target = ?, commit_id = ?, title = ?, note = ?,"
             " draft = ?, prerelease = ?, updated_at = ? WHERE id = ?",

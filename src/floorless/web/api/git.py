@@ -11,14 +11,15 @@ from __future__ import annotations
 import base64
 import time
 from dataclasses import replace
-from typing import Annotated, ClassVar, TypedDict
+from typing import Annotated, ClassVar, Required, TypedDict
 
 import falcon
 import pygit2
 from pygit2.enums import ObjectType
 
+from floorless.accounts.access import Level
 from floorless.core import timing
-from floorless.core.errors import Conflict, NotFound
+from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.forgejo import git as shapes
 from floorless.forgejo import urls
 from floorless.forgejo.caches import ShapeCaches
@@ -27,7 +28,7 @@ from floorless.forgejo.schema import Doc
 from floorless.git import objects
 from floorless.git.oid import is_full
 from floorless.git.refs import check_path
-from floorless.web.api.base import Operation, Paged
+from floorless.web.api.base import Operation, Paged, Unprocessable
 from floorless.web.api.files import CreateBranch, DeleteBranch
 from floorless.web.api.gitbase import (
     GitApi,
@@ -137,8 +138,16 @@ def _tag(view: RepoView, links: shapes.Links, name: bytes) -> Tag:
     return shapes.tag(links, view.handle, found, info)
 
 
+class CreateTagOption(TypedDict, total=False):
+    """Forgejo's ``CreateTagOption``."""
+
+    tag_name: Required[Annotated[str, Doc("the tag's name")]]
+    target: Annotated[str, Doc("the branch or commit it names (the default branch if empty)")]
+    message: Annotated[str, Doc("an annotated tag's message (none: a lightweight tag)")]
+
+
 class Tags(GitApi):
-    """``GET tags``: newest first."""
+    """``GET tags``: newest first; ``POST``: a tag made, as a writer's push would."""
 
     operations: ClassVar[dict[str, Operation]] = {
         "get": Operation(
@@ -148,8 +157,33 @@ class Tags(GitApi):
             paged=True,
             operation_id="repoListTags",
             tag="repository",
-        )
+        ),
+        "post": Operation(
+            "make a tag (annotated when a message is given)",
+            Tag,
+            status=201,
+            body=CreateTagOption,
+            signed_in=True,
+            operation_id="repoCreateTag",
+            needs=Level.WRITE,
+            first="writer",
+            tag="repository",
+        ),
     }
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
+        account = self.writer(req)
+        body = self.body(req)
+        name = str(body["tag_name"]).strip()
+        releases = self.forge.releases
+        where = str(body.get("target") or "") or releases.default_branch(target.repo)
+        tagger = pygit2.Signature(account.name, account.email or f"{account.name}@localhost")
+        try:
+            releases.create_tag(target.repo, name, where, str(body.get("message") or ""), tagger)
+        except (BadRequest, NotFound) as exc:  # a bad name, or a target naming nothing
+            raise Unprocessable(str(exc)) from exc
+        target.__dict__.pop("view", None)  # (read again: it holds the tag now)
+        self.send(resp, _tag(target.view, target.links, name.encode()), 201)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target) -> None:
         view, links = target.view, target.links
@@ -164,8 +198,28 @@ class TagOne(GitApi):
     """``GET tags/{tag}``: the name may have slashes."""
 
     operations: ClassVar[dict[str, Operation]] = {
-        "get": Operation("get a tag", Tag, operation_id="repoGetTag", tag="repository")
+        "get": Operation("get a tag", Tag, operation_id="repoGetTag", tag="repository"),
+        "delete": Operation(
+            "delete a tag (not one a release belongs to: 409)",
+            None,
+            status=204,
+            signed_in=True,
+            operation_id="repoDeleteTag",
+            needs=Level.WRITE,
+            first="writer",
+            tag="repository",
+        ),
     }
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str
+    ) -> None:
+        self.writer(req)
+        name = urls.exact_tail(req).decode("utf-8", "replace")
+        if self.forge.releases.by_tag(target.repo.id, name) is not None:
+            raise Conflict("the tag has a release: delete the release first")
+        self.forge.releases.delete_tag(target.repo, name)
+        self.nothing(resp)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:
         view, links = target.view, target.links
