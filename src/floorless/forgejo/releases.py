@@ -13,22 +13,10 @@ from typing import TypedDict
 from floorless.collab.releases import Release as ReleaseRow
 from floorless.files.attachments import Attachment as AttachmentRow
 from floorless.forgejo import urls
+from floorless.forgejo.issues import Attachment
 from floorless.forgejo.people import User, rfc3339
 from floorless.forgejo.schema import DateTime
 from floorless.repos.registry import Repo
-
-
-class Attachment(TypedDict):
-    """Forgejo's ``Attachment``."""
-
-    id: int
-    name: str
-    size: int
-    download_count: int
-    created_at: DateTime
-    uuid: str
-    browser_download_url: str
-    type: str
 
 
 class Release(TypedDict):

@@ -21,10 +21,10 @@ from floorless.accounts.access import Level
 from floorless.collab.releases import Release
 from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.files.attachments import Attachment as AttachmentRow
-from floorless.forgejo.issues import GHOST
+from floorless.forgejo.issues import GHOST, Attachment
 from floorless.forgejo.people import Person, people, user_json
-from floorless.forgejo.releases import Attachment, attachment_json, release_json
 from floorless.forgejo.releases import Release as ReleaseShape
+from floorless.forgejo.releases import attachment_json, release_json
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable, query_flag
 from floorless.web.api.repository import RepoResource, Target
