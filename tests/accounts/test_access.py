@@ -51,6 +51,11 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     forge.issues.create("alice", "demo", people["alice"], "A README question", "")
     forge.webhooks.create(repo.id, None, url="https://hooks.example.org/in", active=False)
     forge.triage.save_milestone("alice", "demo", None, "v1", "", "")
+    release = forge.releases.create(repo, people["alice"].id, "v1.0", title="One")
+    notes = iter([b"the notes", b""])
+    forge.attachments.upload(
+        repo.id, people["alice"].id, "notes.txt", lambda _: next(notes), release_id=release.id
+    )
     tokens = {
         viewer: accounts.create_token(people[ACCOUNT.get(viewer, viewer)], "write")[0]
         for viewer in VIEWERS
@@ -119,6 +124,11 @@ READ_PAGES = [
     ("/{owner}/{repo}/branches", "/alice/demo/branches", "GET"),
     ("/{owner}/{repo}/tags", "/alice/demo/tags", "GET"),
     ("/{owner}/{repo}/releases", "/alice/demo/releases", "GET"),
+    (
+        "/{owner}/{repo}/releases/download/{tail:path}",
+        "/alice/demo/releases/download/v1.0/notes.txt",
+        "GET",
+    ),
     ("/{owner}/{repo}/search", "/alice/demo/search?q=README", "GET"),
     ("/{owner}/{repo}/archive/{tail:path}", "/alice/demo/archive/main.tar.gz", "GET"),
     ("/{owner}/{repo}/atom/branch/{tail:path}", "/alice/demo/atom/branch/main", "GET"),

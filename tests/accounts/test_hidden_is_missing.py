@@ -83,6 +83,7 @@ PAGES = {
     "/branches": ["/branches"],
     "/tags": ["/tags"],
     "/releases": ["/releases"],
+    "/releases/download/{tail:path}": ["/releases/download/v1.0/notes.txt"],
     "/archive/{tail:path}": ["/archive/main.tar.gz", "/archive/main.zip"],
     "/atom/branch/{tail:path}": ["/atom/branch/main"],
     "/rss/branch/{tail:path}": ["/rss/branch/main"],
@@ -148,6 +149,12 @@ API = {
     "/statuses/{sha}": ["/statuses/{main}"],
     "/branch_protections": ["/branch_protections"],
     "/branch_protections/{name:path}": ["/branch_protections/main"],
+    "/releases": ["/releases", "/releases?draft=true"],
+    "/releases/latest": ["/releases/latest"],
+    "/releases/tags/{tag}": ["/releases/tags/v1.0"],
+    "/releases/{id}": ["/releases/1"],
+    "/releases/{id}/assets": ["/releases/1/assets"],
+    "/releases/{id}/assets/{asset}": ["/releases/1/assets/1"],
 }
 PAGE_PREFIX = "/{owner}/{repo}"
 API_PREFIX = "/api/v1/repos/{owner}/{repo}"
@@ -295,6 +302,11 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     )  # fmt: skip
     forge.moves.set_pull_ref(demo, pull.number, main)
     forge.reviews.submit(forge.pulls.get("alice", "demo", 2), people["reader"], "comment", "Fine")
+    release = forge.releases.create(demo, people["alice"].id, "v1.0", title="One", note="Notes")
+    notes = iter([b"the notes", b""])
+    forge.attachments.upload(
+        demo.id, people["alice"].id, "notes.txt", lambda _: next(notes), release_id=release.id
+    )
     # a public repository with the same history, its fork made private
     pub = forge.registry.create("alice", "pub", private=False)
     subprocess.run(

@@ -238,6 +238,8 @@ _ACTIVITY_BY_ISSUE = (
     "reviews",
     "review_comments",
 )
+# Tables made later that hang from an issue, their triggers made with them.
+_LATER_ACTIVITY_BY_ISSUE = ("attachments",)
 
 
 def _activity_of(row: str, table: str) -> str:
@@ -914,6 +916,12 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS attachments_release ON attachments (release_id)",
             "CREATE INDEX IF NOT EXISTS attachments_issue ON attachments (issue_id)",
             "CREATE INDEX IF NOT EXISTS attachments_oid ON attachments (oid)",
+            # An issue's or a comment's files are on its page, so they move its version.
+            *(
+                statement
+                for table in _LATER_ACTIVITY_BY_ISSUE
+                for statement in (*_sqlite_activity(table), *_postgresql_activity(table))
+            ),
         ),
     ),
     Migration(
@@ -948,5 +956,6 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # The tables the triggers above write when a table is written (for ``Database`` to count
 # those writes with the statement's own).
 TRIGGERED: dict[str, frozenset[str]] = {
-    table: frozenset({"repo_activity"}) for table in _ACTIVITY_BY_NAME + _ACTIVITY_BY_ISSUE
+    table: frozenset({"repo_activity"})
+    for table in _ACTIVITY_BY_NAME + _ACTIVITY_BY_ISSUE + _LATER_ACTIVITY_BY_ISSUE
 }
