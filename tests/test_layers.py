@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),
     ("git", "db"),
     ("repos",),
-    ("accounts", "index", "search", "files"),
+    ("accounts", "index", "search", "files", "lfs"),
     ("collab", "webhooks"),
     ("forgejo",),
     ("forge",),  # the composition root: builds the services below and wires them

@@ -57,6 +57,8 @@ from floorless.git.repo import HandlePool
 from floorless.index.answers import Answers
 from floorless.index.gate import Gate
 from floorless.index.indexer import Indexer
+from floorless.lfs.locks import Locks
+from floorless.lfs.objects import LfsObjects
 from floorless.repos.forks import Forks
 from floorless.repos.garbage import Garbage
 from floorless.repos.lifecycle import Lifecycle
@@ -64,7 +66,7 @@ from floorless.repos.live import Live
 from floorless.repos.maintenance import Maintenance
 from floorless.repos.moves import Moves
 from floorless.repos.peers import Peers
-from floorless.repos.registry import Registry
+from floorless.repos.registry import Registry, Repo
 from floorless.repos.state import RepoStates
 from floorless.search.index import CodeIndex
 from floorless.webhooks.delivery import Webhooks
@@ -124,10 +126,14 @@ class Forge:
         self.attachments = Attachments(
             db, self.store, settings.attachment_max_bytes, settings.attachment_types
         )
+        # Git LFS: the objects each repository holds (their bytes in the same store), locks.
+        self.lfs = LfsObjects(db, self.store, settings.lfs_max_bytes)
+        self.locks = Locks(db)
         # Releases: a tag with notes and files; tags they make go through the ref-move hub.
         self.releases = Releases(db, live.open, moves, self.attachments)
         forks = self.forks = Forks(db, git, registry, states)
         self.lifecycle = Lifecycle(registry, forks, live, moves, peers, policy.may_publish)
+        self.lifecycle.on_forked.append(self._lend_lfs)
         self.gate = Gate(indexer, live, registry, forks, policy)
         self.garbage = Garbage(
             git, states, leases, forks, settings.gc_pack_depth, indexer.reach.collected
@@ -222,6 +228,9 @@ class Forge:
         )
         self._advertisement: bytes | None = None
         self._advertisement_lock = threading.Lock()
+
+    def _lend_lfs(self, parent: Repo, fork: Repo) -> None:
+        self.lfs.lend(parent.id, fork.id)
 
     def prepare(self) -> None:
         """Everything short of background threads: enough for the command line."""

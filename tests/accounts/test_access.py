@@ -5,6 +5,7 @@ repository gets; pushing needs write; listings never show what their viewer may 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import struct
 from collections.abc import Iterator
@@ -56,6 +57,9 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     forge.attachments.upload(
         repo.id, people["alice"].id, "notes.txt", lambda _: next(notes), release_id=release.id
     )
+    model = iter([b"a model", b""])
+    forge.lfs.upload(repo.id, LFS_OID, 7, lambda _: next(model))
+    forge.locks.create(repo.id, people["alice"].id, "alices.bin")
     tokens = {
         viewer: accounts.create_token(people[ACCOUNT.get(viewer, viewer)], "write")[0]
         for viewer in VIEWERS
@@ -161,6 +165,24 @@ GIT_WRITE = [
     ("/{owner}/{repo}/info/refs", "/alice/demo.git/info/refs?service=git-receive-pack", "GET"),
     ("/{owner}/{repo}/git-receive-pack", "/alice/demo.git/git-receive-pack", "POST"),
 ]
+# Git LFS: (template, URL, method, needs write, JSON body). {oid} is an object alice/demo holds.
+_LFS = "/{owner}/{repo}/info/lfs"
+_LFS_URL = "/alice/demo.git/info/lfs"
+LFS_OID = hashlib.sha256(b"a model").hexdigest()
+_OBJECT = {"oid": LFS_OID, "size": 7}
+LFS_ROUTES = [
+    (_LFS + "/objects/batch", _LFS_URL + "/objects/batch", "POST", False,
+     {"operation": "download", "objects": [_OBJECT]}),
+    (_LFS + "/objects/{oid}", _LFS_URL + "/objects/" + LFS_OID, "GET", False, None),
+    (_LFS + "/locks", _LFS_URL + "/locks", "GET", False, None),
+    (_LFS + "/objects/batch", _LFS_URL + "/objects/batch", "POST", True,
+     {"operation": "upload", "objects": [_OBJECT]}),
+    (_LFS + "/objects/{oid}", _LFS_URL + "/objects/" + LFS_OID, "PUT", True, None),
+    (_LFS + "/verify", _LFS_URL + "/verify", "POST", True, _OBJECT),
+    (_LFS + "/locks", _LFS_URL + "/locks", "POST", True, {"path": "{viewer}.bin"}),
+    (_LFS + "/locks/verify", _LFS_URL + "/locks/verify", "POST", True, {}),
+    (_LFS + "/locks/{id}/unlock", _LFS_URL + "/locks/1/unlock", "POST", True, {"force": True}),
+]  # fmt: skip
 ADMIN_PAGES = [
     ("/{owner}/{repo}/settings", "/alice/demo/settings", "GET"),
     ("/{owner}/{repo}/settings/hooks", "/alice/demo/settings/hooks", "GET"),
@@ -184,6 +206,7 @@ def test_the_table_covers_every_repository_route(site: Site) -> None:
     routes = {r.path for r in inspect.inspect_routes(create_app(site.forge))}
     repository_routes = {r for r in routes if r.startswith("/{owner}/{repo}")}
     covered = {row[0] for row in READ_PAGES + GIT_READ + GIT_WRITE + ADMIN_PAGES + SIGNED_IN_PAGES}
+    covered |= {row[0] for row in LFS_ROUTES}
     assert repository_routes == covered
 
 
@@ -279,6 +302,46 @@ def test_git_push(site: Site, viewer: str, private: bool) -> None:
         assert b"ng refs/heads/" + branch.encode() + b" you may read alice/demo" in push.content
         return
     assert info.status_code == push.status_code == expected
+
+
+@pytest.mark.parametrize("private", [False, True], ids=["public", "private"])
+@pytest.mark.parametrize("viewer", VIEWERS)
+def test_git_lfs(site: Site, viewer: str, private: bool) -> None:
+    """Git LFS as git: reading to download and list locks, writing for the rest; refused
+    outsiders get exactly a missing repository's answer, anonymous callers are asked to sign in."""
+    set_private(site, private)
+    reads = not private or viewer in CAN_READ_PRIVATE
+    for _, url, method, write, payload in LFS_ROUTES:
+        body = b"a model" if method == "PUT" else None
+        if payload is not None:
+            body = json.dumps(payload).replace("{viewer}", f"{viewer}-{private}").encode()
+        headers = {"Content-Type": "application/vnd.git-lfs+json"}
+        result = request(site, viewer, method, url, body=body, extra_headers=headers)
+        where = (method, url, write, result.status_code, result.text[:200])
+        if reads and (not write or viewer in CAN_WRITE):
+            if url.endswith("/unlock"):  # forced by an administrator: gone for the next
+                assert (
+                    result.status_code == 200
+                    or "administrators" in result.text
+                    or ("no such lock" in result.text)
+                ), where
+                continue
+            assert result.status_code < 400, where
+            if url.endswith("/objects/batch"):
+                assert "actions" in result.text or write, where  # held: no upload asked
+            continue
+        if reads:  # a reader, or anyone on a public repository: may not write
+            expected = 401 if viewer == "anonymous" else 403
+            assert result.status_code == expected, where
+            continue
+        expected = 401 if viewer == "anonymous" else 404
+        missing = _unknown(site, viewer, method, url, body=body, extra_headers=headers)
+        assert result.status_code == missing.status_code == expected, where
+        assert result.text == missing.text
+        assert result.headers["content-type"] == "application/vnd.git-lfs+json"
+    if reads:
+        got = request(site, viewer, "GET", _LFS_URL + "/objects/" + LFS_OID)
+        assert got.content == b"a model"
 
 
 def test_a_read_token_cannot_push(site: Site) -> None:

@@ -12,6 +12,7 @@ alice/pub (public) and reader/hdnz (pub's fork, made private), over the real app
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import shutil
@@ -94,7 +95,15 @@ PAGES = {
     "/info/refs": [".git/info/refs?service=git-upload-pack", "/info/refs?service=git-receive-pack"],
     "/git-upload-pack": [".git/git-upload-pack"],
     "/git-receive-pack": [".git/git-receive-pack"],
+    "/info/lfs/objects/batch": [".git/info/lfs/objects/batch"],
+    "/info/lfs/objects/{oid}": [".git/info/lfs/objects/{lfs}"],
+    "/info/lfs/verify": [".git/info/lfs/verify"],
+    "/info/lfs/locks": [".git/info/lfs/locks", ".git/info/lfs/locks?path=model.bin"],
+    "/info/lfs/locks/verify": [".git/info/lfs/locks/verify"],
+    "/info/lfs/locks/{id}/unlock": [".git/info/lfs/locks/1/unlock"],
 }
+LFS_OID = hashlib.sha256(b"a model").hexdigest()
+LFS_BATCH = {"oid": LFS_OID, "size": 7}
 API = {
     "": [""],
     "/branches": ["/branches"],
@@ -244,6 +253,7 @@ class Site:
             .replace("{main}", self.main)
             .replace("{tree}", self.tree)
             .replace("{blob}", self.blob)
+            .replace("{lfs}", LFS_OID)
         )
 
     def request(
@@ -302,6 +312,9 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     )  # fmt: skip
     forge.moves.set_pull_ref(demo, pull.number, main)
     forge.reviews.submit(forge.pulls.get("alice", "demo", 2), people["reader"], "comment", "Fine")
+    model = iter([b"a model", b""])
+    forge.lfs.upload(demo.id, LFS_OID, 7, lambda _: next(model))
+    forge.locks.create(demo.id, people["alice"].id, "model.bin")
     release = forge.releases.create(demo, people["alice"].id, "v1.0", title="One", note="Notes")
     notes = iter([b"the notes", b""])
     forge.attachments.upload(
@@ -404,6 +417,9 @@ def _bodies(template: str, method: str, csrf: str) -> list[tuple[bytes | None, s
         return [(b"0000", GIT), (b"garbage\xff", GIT)]
     if template.startswith("/api/"):
         return [(body, "application/json") for body in JSON_BODIES]
+    if "/info/lfs/" in template:
+        lfs = [*JSON_BODIES, json.dumps({"operation": "download", "objects": [LFS_BATCH]}).encode()]
+        return [(body, "application/vnd.git-lfs+json") for body in lfs]
     form = "application/x-www-form-urlencoded"
     return [
         (f"csrf={csrf}&title=t&body=b&name=x&owner=other&action=close".encode(), form),

@@ -928,8 +928,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         24,
         "Git LFS: the objects each repository holds, and its locks",
         (
-            # An LFS object a repository's pushes uploaded (its bytes in the content store);
-            # a fork reads its parent's too.
+            # An LFS object a repository holds (its bytes in the content store): uploaded by
+            # a push, given to a fork by its parent when it was made, or merged from a fork.
             """CREATE TABLE IF NOT EXISTS lfs_objects (
                 repo_id {bigint} NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
                 oid TEXT NOT NULL,

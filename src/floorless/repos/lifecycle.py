@@ -40,6 +40,8 @@ class Lifecycle:
         # its records is theirs to keep), and of one deleted (its records gone with its row).
         self.before_delete: list[Callable[[Repo], None]] = []
         self.on_deleted: list[Callable[[Repo], None]] = []
+        # Told of a fork just made (parent, fork): the records it starts with are copied here.
+        self.on_forked: list[Callable[[Repo, Repo], None]] = []
 
     def fork(self, parent: Repo, owner: str, name: str) -> Repo:
         """Make ``owner/name`` a fork of ``parent``: as private as the parent, the parent's
@@ -51,6 +53,8 @@ class Lifecycle:
         )
         try:
             self.forks.lend(parent, repo, snapshot)
+            for listener in self.on_forked:
+                listener(parent, repo)
         except BaseException:
             self.delete(repo)
             raise

@@ -31,6 +31,7 @@ from floorless.web.views import (
     issues,
     keys,
     lastcommit,
+    lfs,
     merge,
     pulls,
     raw,
@@ -157,6 +158,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
     form = (forge, renderer, authenticator)
     repo_prefix = "/{owner}/{repo}"
     review_prefix = repo_prefix + "/pulls/{number}/files/reviews"
+    lfs_prefix = repo_prefix + "/info/lfs"
 
     routes: list[tuple[str, object]] = [
         ("/", explore.Explore(*deps)),
@@ -233,6 +235,12 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/info/refs", githttp.InfoRefs(*deps, advertisement=forge.advertisement)),
         (repo_prefix + "/git-upload-pack", githttp.Service(*deps, service="git-upload-pack")),
         (repo_prefix + "/git-receive-pack", githttp.Service(*deps, service="git-receive-pack")),
+        (lfs_prefix + "/objects/batch", lfs.Batch(*deps)),
+        (lfs_prefix + "/objects/{oid}", lfs.Object(*deps)),
+        (lfs_prefix + "/verify", lfs.Verify(*deps)),
+        (lfs_prefix + "/locks", lfs.Locks(*deps)),
+        (lfs_prefix + "/locks/verify", lfs.LocksVerify(*deps)),
+        (lfs_prefix + "/locks/{id}/unlock", lfs.Unlock(*deps)),
         *api_routes(forge, authenticator),
     ]
     for template, resource in routes:

@@ -16,7 +16,6 @@ for the other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import BinaryIO
 from urllib.parse import quote
 
@@ -261,15 +260,28 @@ def send_file(
     first, end = window
     resp.content_length = end - first
     opened.seek(first)
-    resp.stream = _pieces(opened, end - first)
+    resp.stream = _Pieces(opened, end - first)
     return first == 0
 
 
-def _pieces(opened: BinaryIO, length: int) -> Iterator[bytes]:
-    with opened:
-        while length > 0:
-            piece = opened.read(min(FILE_PIECE, length))
-            if not piece:
-                return
-            length -= len(piece)
-            yield piece
+class _Pieces:
+    """A file's ``length`` bytes from where it stands, piece by piece; closed once read or
+    when the server (or ``BodylessMiddleware``, for a body never sent) closes the body."""
+
+    def __init__(self, opened: BinaryIO, length: int) -> None:
+        self.opened = opened
+        self.left = length
+
+    def __iter__(self) -> _Pieces:
+        return self
+
+    def __next__(self) -> bytes:
+        piece = self.opened.read(min(FILE_PIECE, self.left)) if self.left > 0 else b""
+        if not piece:
+            self.close()
+            raise StopIteration
+        self.left -= len(piece)
+        return piece
+
+    def close(self) -> None:
+        self.opened.close()

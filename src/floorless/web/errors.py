@@ -50,6 +50,10 @@ def install(app: falcon.App[falcon.Request, falcon.Response], renderer: Renderer
         resp.status = status
         resp.set_header("Cache-Control", "no-store")
         title = title or _TITLES.get(status, "Error")
+        if is_lfs(req):
+            resp.content_type = LFS_MEDIA_TYPE
+            resp.text = json.dumps({"message": message})
+            return
         if is_api(req):
             resp.content_type = "application/json; charset=utf-8"
             resp.text = json.dumps({"message": message, "url": req.prefix + API_DOCS})
@@ -123,6 +127,14 @@ API_DOCS = "/api/swagger"  # where an API error points its reader, as Forgejo's 
 def is_api(req: falcon.Request) -> bool:
     path = req.path
     return path == API_PREFIX or path.startswith(API_PREFIX + "/")
+
+
+LFS_MEDIA_TYPE = "application/vnd.git-lfs+json"
+
+
+def is_lfs(req: falcon.Request) -> bool:
+    """Whether ``req`` is Git LFS's (``views/lfs.py``), whose errors are its JSON."""
+    return "/info/lfs/" in req.path
 
 
 def _wants_plain(req: falcon.Request) -> bool:

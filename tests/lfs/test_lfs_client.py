@@ -1,0 +1,121 @@
+"""Git LFS through the real ``git lfs`` client against a real ``floorless serve``: clone, push
+and pull a repository whose files LFS tracks, locks, and who may do what (a reader may not
+upload, an outsider sees nothing, a corrupt upload is refused and kept nowhere)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.githttp import PASSWORD, Site, git
+from support.serving import serving
+
+pytestmark = pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs is not installed")
+
+# git's LFS filter, configured for each command (never in a global file the tests share)
+LFS = [
+    "-c", "filter.lfs.clean=git-lfs clean -- %f",
+    "-c", "filter.lfs.smudge=git-lfs smudge -- %f",
+    "-c", "filter.lfs.process=git-lfs filter-process",
+    "-c", "filter.lfs.required=true",
+    "-c", "lfs.locksverify=true",
+]  # fmt: skip
+
+
+def lfs(*args: str, cwd: Path | None = None, check: bool = True) -> str:
+    result = git(*LFS, *args, cwd=cwd, check=check)
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    root = tmp_path_factory.mktemp("lfs")
+    with serving(root / "repos", root / "data") as server:
+        for name in ("alice", "reader", "outsider"):
+            server.admin(
+                "user", "create", name, "--email", f"{name}@example.org",
+                "--password-stdin", stdin=PASSWORD + "\n",
+            )  # fmt: skip
+        server.admin("repo", "create", "alice/art", "--private")
+        made = Site(server)
+        _api(made, "PUT", "/repos/alice/art/collaborators/reader", {"permission": "read"})
+        yield made
+
+
+def _api(site: Site, method: str, path: str, body: object, who: str = "alice") -> int:
+    request = urllib.request.Request(
+        f"{site.server.url}/api/v1{path}",
+        data=json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"token {site.token(who)}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(response.status)
+
+
+def _store(site: Site) -> Path:
+    return site.server.data / "storage" / "sha256"
+
+
+def _stored(site: Site) -> set[str]:
+    return {p.name for p in _store(site).glob("*/*/*")}
+
+
+def _work(tmp_path: Path, site: Site, who: str = "alice") -> Path:
+    work = tmp_path / "work"
+    lfs("clone", "-q", site.url("alice/art", who), str(work))
+    return work
+
+
+def test_push_clone_and_pull_carry_the_real_files(site: Site, tmp_path: Path) -> None:
+    work = tmp_path / "first"
+    git("init", "-q", str(work))
+    lfs("lfs", "install", "--local", cwd=work)
+    lfs("lfs", "track", "*.bin", cwd=work)
+    big = os.urandom(3 << 20)
+    (work / "model.bin").write_bytes(big)
+    (work / "README.md").write_text("# art\n")
+    lfs("add", ".gitattributes", "model.bin", "README.md", cwd=work)
+    lfs("commit", "-q", "-m", "a model", cwd=work)
+    out = lfs("push", site.url("alice/art", "alice"), "main", cwd=work)
+    oid = hashlib.sha256(big).hexdigest()
+    assert oid in _stored(site), out
+    # the repository holds the pointer, the store the bytes
+    bare = site.server.repos / "alice" / "art.git"
+    pointer = git("--git-dir", str(bare), "show", "main:model.bin").stdout
+    assert f"oid sha256:{oid}" in pointer and f"size {len(big)}" in pointer
+    # a clone by a reader gets the real file back
+    clone = tmp_path / "clone"
+    lfs("clone", "-q", site.url("alice/art", "reader"), str(clone))
+    assert (clone / "model.bin").read_bytes() == big
+    # a second version, pulled
+    bigger = os.urandom(1 << 20)
+    (work / "model.bin").write_bytes(bigger)
+    lfs("commit", "-q", "-am", "a better model", cwd=work)
+    lfs("push", site.url("alice/art", "alice"), "main", cwd=work)
+    lfs("pull", "-q", site.url("alice/art", "reader"), "main", cwd=clone)
+    assert (clone / "model.bin").read_bytes() == bigger
+
+
+def test_a_reader_may_not_upload_and_an_outsider_sees_nothing(site: Site, tmp_path: Path) -> None:
+    work = tmp_path / "reader"
+    lfs("clone", "-q", site.url("alice/art", "reader"), str(work))
+    (work / "theirs.bin").write_bytes(os.urandom(4096))
+    lfs("lfs", "track", "theirs.bin", cwd=work)
+    lfs("add", ".gitattributes", "theirs.bin", cwd=work)
+    lfs("commit", "-q", "-m", "a reader's file", cwd=work)
+    before = _stored(site)
+    refused = git(*LFS, "push", site.url("alice/art", "reader"), "HEAD:main", cwd=work, check=False)
+    assert refused.returncode != 0
+    assert _stored(site) == before  # nothing of theirs was kept
+    outsider = git(
+        *LFS, "clone", "-q", site.url("alice/art", "outsider"), str(tmp_path / "o"), check=False
+    )
+    assert outsider.returncode != 0
+    assert "not found" in outsider.stderr.lower()
