@@ -28,8 +28,8 @@ from floorless.accounts.access import Policy
 from floorless.accounts.accounts import Accounts, SecretKey
 from floorless.accounts.keys import Keys
 from floorless.collab.automerge import AutoMerge
-from floorless.collab.forks import Forked, Forking
-from floorless.collab.issues import Change, Issues
+from floorless.collab.forks import Forking
+from floorless.collab.issues import Issues
 from floorless.collab.merging import Merger
 from floorless.collab.protections import Protections
 from floorless.collab.pulls import Pulls
@@ -201,14 +201,15 @@ class Forge:
         # The API's shapes kept by object ids (a commit's JSON, a range's diff, a tree's
         # listing), which webhook payloads use too: sized as the caches of fragments.
         self.shapes = ShapeCaches(settings.render_cache_bytes)
-        # What turns a change to an issue or pull request, or a fork made, into webhook
-        # events (their payloads are the API's shapes): wired here, so that a forge serving
-        # no web app sends them too.
-        self.event_payloads: Callable[[Change | Forked], None] = functools.partial(
+        # What turns a change to an issue or pull request, a fork made, a release or a tag
+        # into webhook events (their payloads are the API's shapes): wired here, so that a
+        # forge serving no web app sends them too.
+        self.event_payloads: Callable[[payloads.Event], None] = functools.partial(
             payloads.event, self
         )
         self._changes = itertools.count()
         issues.on_change.append(self.changed)
+        self.releases.on_change.append(self.changed)
         self.forking = Forking(accounts, policy, self.lifecycle, self.changed)
         # A deleted repository's uploaded files (attachments, LFS objects) are removed from the
         # store once nothing else refers to them, on ``hook_events``'s thread.
@@ -281,8 +282,8 @@ class Forge:
                 self._advertisement = capture_v2_advertisement(self.git)
             return self._advertisement
 
-    def changed(self, change: Change | Forked) -> None:
-        """Queue the webhook events of ``change`` (to an issue or pull request, or a fork
-        made): worked out on ``hook_events``'s thread."""
+    def changed(self, change: payloads.Event) -> None:
+        """Queue the webhook events of ``change`` (to an issue or pull request, a fork made,
+        a release or a tag): worked out on ``hook_events``'s thread."""
         build = self.event_payloads
         self.hook_events.queue(("change", next(self._changes)), lambda: build(change))

@@ -11,6 +11,7 @@ import pytest
 from support.accounts import PASSWORD
 from support.forges import start_forge
 
+from floorless.collab.releases import ReleaseChange, Tagged
 from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.forge import Forge
 from floorless.repos.registry import Repo
@@ -107,3 +108,55 @@ def test_deleting_a_release_keeps_its_tag_and_drops_its_files(forge: Forge) -> N
     assert forge.releases.by_id(repo.id, release.id) is None
     assert forge.attachments.by_id(attachment.id) is None
     assert forge.store.size(attachment.oid) is None
+
+
+def test_what_the_webhooks_are_told_whoever_calls(forge: Forge) -> None:
+    """``on_change`` hears a published release's making, edits and deletion, and each tag
+    made or deleted; a draft's nothing until it is published. With no actor named (a caller
+    that does not say), the release's publisher stands for it."""
+    repo, commits = _repo(forge)
+    ann = forge.accounts.require("ann")
+    ben = forge.accounts.create_user("ben", "ben@example.org", PASSWORD)
+    heard: list[ReleaseChange | Tagged] = []
+    forge.releases.on_change.append(heard.append)
+
+    draft = forge.releases.create(repo, ann.id, "v1.0", target=commits[0], draft=True)
+    draft = forge.releases.edit(repo, draft, title="Soon")
+    assert heard == []
+    published = forge.releases.edit(repo, draft, draft=False)  # no actor: its publisher's
+    tagged, first = heard
+    assert tagged == Tagged(repo, "refs/tags/v1.0", "0" * 40, commits[0], ann.id)
+    assert first == ReleaseChange(published, ann.id, "published")
+    heard.clear()
+
+    edited = forge.releases.edit(repo, published, note="Notes", actor=ben)
+    assert heard == [ReleaseChange(edited, ben.id, "updated")]
+    heard.clear()
+    attachment = forge.attachments.upload(
+        repo.id, ann.id, "build.zip", io.BytesIO(b"zip bytes").read, release_id=edited.id
+    )
+    forge.releases.delete(edited, actor=ben)
+    (gone,) = heard
+    assert isinstance(gone, ReleaseChange)
+    assert (gone.action, gone.actor_id, gone.release) == ("deleted", ben.id, edited)
+    assert [a.id for a in gone.assets or ()] == [attachment.id]
+    heard.clear()
+
+    # a release made at once makes its tag first; a draft deleted tells nothing
+    made = forge.releases.create(repo, None, "v2.0", actor=ben)
+    assert [type(c).__name__ for c in heard] == ["Tagged", "ReleaseChange"]
+    assert heard[1] == ReleaseChange(made, ben.id, "published")
+    heard.clear()
+    forge.releases.delete(forge.releases.create(repo, ann.id, "v3.0", draft=True))
+    assert heard == []
+
+    # tags alone: an annotated one names its tag object, as a push's update does
+    sign = pygit2.Signature("Ann", "ann@example.org", WHEN, 0)
+    forge.releases.create_tag(repo, "v4.0", "main", "Four", sign, actor=ann)
+    annotated = str(forge.live.open(repo).references["refs/tags/v4.0"].target)
+    assert annotated != commits[1]
+    forge.releases.delete_tag(repo, "v4.0", actor=ben)
+    assert heard == [
+        Tagged(repo, "refs/tags/v4.0", "0" * 40, annotated, ann.id),
+        Tagged(repo, "refs/tags/v4.0", annotated, "0" * 40, ben.id),
+    ]

@@ -262,7 +262,7 @@ def test_a_push_over_ssh_is_governed_as_over_http(site: Site, tmp_path: Path) ->
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     try:
         hook = _api(site, "POST", "/repos/alice/pub/hooks", {
-            "type": "forgejo", "active": True, "events": ["push"],
+            "type": "forgejo", "active": True, "events": ["push", "create", "delete"],
             "config": {"url": f"http://127.0.0.1:{receiver.server_port}/", "content_type": "json"},
         })  # fmt: skip
         assert hook.status_code == 201, hook.text
@@ -298,6 +298,18 @@ def test_a_push_over_ssh_is_governed_as_over_http(site: Site, tmp_path: Path) ->
         event = next(e for e in got if e.get("ref") == "refs/heads/hooked")
         assert event["event"] == "push" and event["after"] == pushed
         assert event["pusher"]["login"] == "alice"  # type: ignore[index]
+        # a tag pushed and deleted: its create and delete, as over HTTP
+        alice.git("tag", "ssh-v1", cwd=work)
+        alice.git("push", "-q", "origin", "ssh-v1", cwd=work)
+        alice.git("push", "-q", "--delete", "origin", "ssh-v1", cwd=work)
+        deadline = time.monotonic() + patience(30)
+        while not any(e["event"] == "delete" and e.get("ref") == "ssh-v1" for e in got):
+            assert time.monotonic() < deadline, got
+            time.sleep(0.05)
+        tagged = [(e["event"], e.get("ref_type")) for e in got if e.get("ref") == "ssh-v1"]
+        assert sorted(tagged) == [("create", "tag"), ("delete", "tag")]
+        made = next(e for e in got if e["event"] == "create" and e.get("ref") == "ssh-v1")
+        assert made["sha"] == pushed and made["sender"]["login"] == "alice"  # type: ignore[index]
     finally:
         receiver.shutdown()
         receiver.server_close()

@@ -5,21 +5,31 @@ A release names its tag; when that tag does not exist yet, publishing the releas
 lightweight tag at ``target`` (a branch or a commit id) and tells the ref-move hub, so that
 caches and the index follow as for any other ref move. A draft makes no tag until it is
 published. Deleting a release deletes its attachments and leaves the tag.
+
+What the webhooks hear is told from here (``on_change``), whichever way the change came (the
+API, a page): a tag made or deleted (``Tagged``, Forgejo's ``create`` and ``delete``, a push of
+the tag too when made), and a published release made, edited or deleted (``ReleaseChange``,
+Forgejo's ``published``, ``updated`` and ``deleted``). A draft's making and editing tell
+nothing, as on Forgejo; publishing it is its ``published``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pygit2
 
-from floorless.core.errors import BadRequest, Conflict, NotFound
+from floorless.accounts.accounts import Account
+from floorless.core.errors import BadRequest, Conflict, FloorlessError, NotFound
 from floorless.db import Database, Row
-from floorless.files.attachments import Attachments
+from floorless.files.attachments import Attachment, Attachments
 from floorless.repos.moves import Moves
 from floorless.repos.registry import Repo
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,36 @@ def _release(row: Row) -> Release:
     )
 
 
+@dataclass(frozen=True)
+class ReleaseChange:
+    """A published release ``published``, ``updated`` or ``deleted``, for
+    ``Releases.on_change``: ``release`` as it is now (as it was, when deleted, with its files
+    as they were in ``assets``); ``actor_id`` who did it (the release's publisher when the
+    caller did not say)."""
+
+    release: Release
+    actor_id: int | None
+    action: str
+    assets: tuple[Attachment, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """The tag ``ref`` (its full name) made (``old`` all zeros) or deleted (``new`` all
+    zeros) in ``repo`` through the domain, not by a push, for ``Releases.on_change``: its
+    object ids as a push's update names them; ``actor_id`` who did it."""
+
+    repo: Repo
+    ref: str
+    old: str
+    new: str
+    actor_id: int | None
+
+
+def _actor(actor: Account | None, fallback: int | None = None) -> int | None:
+    return actor.id if actor is not None else fallback
+
+
 def check_tag_name(name: str) -> str:
     """``name`` when it may name a tag; BadRequest saying why not otherwise."""
     if not name or not pygit2.reference_is_valid_name("refs/tags/" + name):
@@ -74,6 +114,18 @@ class Releases:
         self.open_repo = open_repo
         self.moves = moves
         self.attachments = attachments
+        # Called with each ``ReleaseChange`` and ``Tagged`` once it is written: webhooks'
+        # events are sent from here (``forge.py``), so that no caller has to remember them.
+        self.on_change: list[Callable[[ReleaseChange | Tagged], object]] = []
+
+    def changed(self, change: ReleaseChange | Tagged) -> None:
+        """Tell ``on_change`` of ``change``; a listener's failure is logged, never the
+        writer's."""
+        for listener in self.on_change:
+            try:
+                listener(change)
+            except FloorlessError as exc:
+                log.warning("a release's or tag's event: %s", exc)
 
     # -- tags ------------------------------------------------------------------------------
 
@@ -110,9 +162,13 @@ class Releases:
         target: str,
         message: str = "",
         tagger: pygit2.Signature | None = None,
+        *,
+        actor: Account | None = None,
+        actor_id: int | None = None,
     ) -> str:
-        """Make the tag ``tag`` at ``target`` (annotated when ``message`` is given) and tell
-        the ref-move hub; the commit id it names. Conflict when it exists already."""
+        """Make the tag ``tag`` at ``target`` (annotated when ``message`` is given), tell
+        the ref-move hub and ``on_change`` (by ``actor``, else the account ``actor_id``); the
+        commit id it names. Conflict when it exists already."""
         check_tag_name(tag)
         commit = self.resolve(repo, target)
         handle = self.open_repo(repo)
@@ -121,20 +177,28 @@ class Releases:
             raise Conflict(f"the tag {tag} exists already")
         if message:
             signature = tagger or pygit2.Signature("floorless", "floorless@localhost")
-            handle.create_tag(tag, commit.id, pygit2.enums.ObjectType.COMMIT, signature, message)
+            made = handle.create_tag(
+                tag, commit.id, pygit2.enums.ObjectType.COMMIT, signature, message
+            )
         else:
-            handle.references.create(name, commit.id)
+            made = commit.id
+            handle.references.create(name, made)
         self.moves.refs_moved(repo)
+        new = str(made)
+        self.changed(Tagged(repo, name, "0" * len(new), new, _actor(actor, actor_id)))
         return str(commit.id)
 
-    def delete_tag(self, repo: Repo, tag: str) -> None:
-        """Delete the tag ``tag`` and tell the ref-move hub; NotFound when none."""
+    def delete_tag(self, repo: Repo, tag: str, *, actor: Account | None = None) -> None:
+        """Delete the tag ``tag``, tell the ref-move hub and ``on_change`` (by ``actor``);
+        NotFound when none."""
         handle = self.open_repo(repo)
         name = f"refs/tags/{tag}"
         if not pygit2.reference_is_valid_name(name) or name not in handle.references:
             raise NotFound(f"no tag {tag} in {repo.full_name}")
+        old = str(handle.references[name].target)
         handle.references.delete(name)
         self.moves.refs_moved(repo)
+        self.changed(Tagged(repo, name, old, "0" * len(old), _actor(actor)))
 
     # -- releases --------------------------------------------------------------------------
 
@@ -149,9 +213,11 @@ class Releases:
         note: str = "",
         draft: bool = False,
         prerelease: bool = False,
+        actor: Account | None = None,
     ) -> Release:
         """A new release of ``repo`` for ``tag_name``. Unless a draft, the tag is made at
-        ``target`` (the default branch when empty) when it does not exist yet."""
+        ``target`` (the default branch when empty) when it does not exist yet, and the
+        release is ``published`` (by ``actor``, else its publisher)."""
         check_tag_name(tag_name)
         if self.by_tag(repo.id, tag_name) is not None:
             raise Conflict(f"a release for the tag {tag_name} exists already")
@@ -161,7 +227,9 @@ class Releases:
             if draft:
                 commit_id = str(self.resolve(repo, target).id)  # checked, not yet tagged
             else:
-                commit_id = self.create_tag(repo, tag_name, target)
+                commit_id = self.create_tag(
+                    repo, tag_name, target, actor=actor, actor_id=publisher_id
+                )
         now = time.time()
         self.db.execute(
             "INSERT INTO releases (repo_id, publisher_id, tag_name, target, commit_id, title,"
@@ -183,6 +251,8 @@ class Releases:
         )
         made = self.by_tag(repo.id, tag_name)
         assert made is not None
+        if not made.draft:
+            self.changed(ReleaseChange(made, _actor(actor, publisher_id), "published"))
         return made
 
     def default_branch(self, repo: Repo) -> str:
@@ -249,8 +319,11 @@ class Releases:
         note: str | None = None,
         draft: bool | None = None,
         prerelease: bool | None = None,
+        actor: Account | None = None,
     ) -> Release:
-        """``release`` changed; publishing a draft (``draft=False``) makes its tag."""
+        """``release`` changed; publishing a draft (``draft=False``) makes its tag. A draft
+        published is ``published``, a published release edited ``updated`` (by ``actor``,
+        else its publisher); a draft edited, or made one again, tells nothing."""
         tag = release.tag_name if tag_name is None else check_tag_name(tag_name)
         if tag != release.tag_name and self.by_tag(repo.id, tag) is not None:
             raise Conflict(f"a release for the tag {tag} exists already")
@@ -261,7 +334,13 @@ class Releases:
             if is_draft:
                 commit_id = str(self.resolve(repo, aim or self.default_branch(repo)).id)
             else:
-                commit_id = self.create_tag(repo, tag, aim or self.default_branch(repo))
+                commit_id = self.create_tag(
+                    repo,
+                    tag,
+                    aim or self.default_branch(repo),
+                    actor=actor,
+                    actor_id=release.publisher_id,
+                )
         self.db.execute(
             "UPDATE releases SET tag_name = ?, target = ?, commit_id = ?, title = ?, note = ?,"
             " draft = ?, prerelease = ?, updated_at = ? WHERE id = ?",
@@ -279,9 +358,19 @@ class Releases:
         )
         changed = self.by_id(repo.id, release.id)
         assert changed is not None
+        if not changed.draft:
+            action = "published" if release.draft else "updated"
+            self.changed(ReleaseChange(changed, _actor(actor, release.publisher_id), action))
         return changed
 
-    def delete(self, release: Release) -> None:
-        """Delete ``release`` and its attachments; its tag stays."""
+    def delete(self, release: Release, *, actor: Account | None = None) -> None:
+        """Delete ``release`` and its attachments; its tag stays. A published release is
+        ``deleted`` (by ``actor``, else its publisher), with its files as they were."""
+        assets = None
+        if not release.draft:
+            assets = tuple(self.attachments.of_releases([release.id]).get(release.id, []))
         self.attachments.delete_of_release(release.id)
         self.db.execute("DELETE FROM releases WHERE id = ?", (release.id,))
+        if assets is not None:
+            actor_id = _actor(actor, release.publisher_id)
+            self.changed(ReleaseChange(release, actor_id, "deleted", assets))

@@ -1,13 +1,15 @@
 """The payloads of the events webhooks are sent (Forgejo's ``PushPayload``, ``CreatePayload``,
-``DeletePayload``, ``IssuePayload``, ``PullRequestPayload``, ``IssueCommentPayload``), and
-where a push's events come from.
+``DeletePayload``, ``IssuePayload``, ``PullRequestPayload``, ``IssueCommentPayload``,
+``ForkPayload``, ``ReleasePayload``), and where a push's events come from.
 
 A push over HTTP names its updates in the first lines of its body (``old new ref``, git's
 receive-pack commands): ``commands`` reads them from the piece the gateway already holds,
 so no hook process runs. When git is done, ``pushed`` keeps those whose ref now is at the new
 id (git applied them), and only if the repository (or its organisation) has a hook does it
 queue the work: the payloads, with each commit's added, removed and modified files, are
-computed with pygit2 on a background thread, never in the push's request.
+computed with pygit2 on a background thread, never in the push's request. A tag made or
+deleted through the API or by publishing a release (``Tagged``) is sent as the push of it would
+be: ``create`` and ``push``, or ``delete``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from floorless.accounts.access import ANONYMOUS, Viewer
 from floorless.accounts.accounts import Account
 from floorless.collab.forks import Forked
 from floorless.collab.issues import Change, Issues
+from floorless.collab.releases import ReleaseChange, Releases, Tagged
 from floorless.core.background import Jobs
 from floorless.core.config import Settings
 from floorless.core.errors import FloorlessError
@@ -38,6 +41,7 @@ from floorless.forgejo.people import (
     user_json,
 )
 from floorless.forgejo.pulls import PullFacts, PullRequest, PullSources, pull_json
+from floorless.forgejo.releases import Release, ReleaseSources, releases_json
 from floorless.git import objects
 from floorless.repos.registry import Repo
 from floorless.webhooks.delivery import Webhooks
@@ -50,10 +54,10 @@ MAX_COUNTED = 10_000  # commits counted for total_commits, at most
 MAX_COMMANDS = 1000
 
 
-class EventSources(PullSources, Protocol):
+class EventSources(PullSources, ReleaseSources, Protocol):
     """What the payloads read besides the API's shapes' sources: the forge's settings (its
     public URL), the hooks and their deliveries, the thread payloads are made on, the
-    issues, and a repository's handle. The forge is one (taken by structure)."""
+    issues, the releases, and a repository's handle. The forge is one (taken by structure)."""
 
     @property
     def settings(self) -> Settings: ...
@@ -66,6 +70,9 @@ class EventSources(PullSources, Protocol):
 
     @property
     def issues(self) -> Issues: ...
+
+    @property
+    def releases(self) -> Releases: ...
 
     def open(self, repo: Repo) -> pygit2.Repository: ...
 
@@ -330,13 +337,58 @@ def base_url(forge: EventSources) -> str:
     return settings.base_url.rstrip("/") or f"http://{settings.host}:{settings.port}"
 
 
-def event(forge: EventSources, change: Change | Forked) -> None:
+Event = Change | Forked | ReleaseChange | Tagged
+
+
+def event(forge: EventSources, change: Event) -> None:
     """The webhook event of ``change`` (``Forge.changed``), queued for the hooks that want
-    it: ``fork_event`` or ``issue_event``."""
+    it: ``fork_event``, ``release_event``, ``tag_event`` or ``issue_event``."""
     if isinstance(change, Forked):
         fork_event(forge, change)
+    elif isinstance(change, ReleaseChange):
+        release_event(forge, change)
+    elif isinstance(change, Tagged):
+        tag_event(forge, change)
     else:
         issue_event(forge, change)
+
+
+def release_event(forge: EventSources, change: ReleaseChange) -> None:
+    """Forgejo's ``ReleasePayload`` (``published``, ``updated``, ``deleted``): the release as
+    it was when changed, its files as they are (a deleted one's as they were)."""
+    release = change.release
+    repo = forge.registry.by_id(release.repo_id)
+    if repo is None:
+        return
+    hooks = forge.webhooks.targets(repo.id, org_of(forge, repo))
+    if not any(h.active for h in hooks):
+        return
+    public = base_url(forge)
+    account = forge.accounts.by_id(change.actor_id) if change.actor_id is not None else None
+    viewer = Viewer(account=account)
+    assets = None if change.assets is None else {release.id: change.assets}
+    payload: ReleasePayload = {
+        "action": change.action,
+        "release": releases_json(forge, viewer, repo, [release], public, assets)[0],
+        "repository": repo_json(repo, RepoFacts(forge, viewer, [repo]), public),
+        "sender": _user(forge, account, public) if account else _ghost(forge, public),
+    }
+    forge.webhooks.emit(hooks, "release", payload, action=change.action)
+
+
+def tag_event(forge: EventSources, tagged: Tagged) -> None:
+    """A tag made or deleted through the API or by a release, sent as its push would be
+    (``send_push``: ``create`` and ``push``, or ``delete``)."""
+    repo = tagged.repo
+    hooks = forge.webhooks.targets(repo.id, org_of(forge, repo))
+    if not any(h.active for h in hooks):
+        return
+    account = forge.accounts.by_id(tagged.actor_id) if tagged.actor_id is not None else None
+    if account is None:  # (a push's events name their pusher: none without one)
+        log.info("%s: %s moved by no one known: no event", repo.full_name, tagged.ref)
+        return
+    update = Update(tagged.old, tagged.new, tagged.ref)
+    send_push(forge, repo, account, [update], base_url(forge), hooks)
 
 
 def fork_event(forge: EventSources, forked: Forked) -> None:
@@ -458,6 +510,15 @@ class DeletePayload(TypedDict):
     ref: str
     ref_type: str
     pusher_type: str
+    repository: Repository
+    sender: User
+
+
+class ReleasePayload(TypedDict):
+    """Forgejo's ``ReleasePayload``: a release ``published``, ``updated`` or ``deleted``."""
+
+    action: str
+    release: Release
     repository: Repository
     sender: User
 

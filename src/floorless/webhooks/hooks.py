@@ -59,6 +59,7 @@ SENT = (
     "pull_request_comment",
     "pull_request_review",
     "fork",
+    "release",
 )
 # The ``X-Forgejo-Event`` of an event sent as ``X-Forgejo-Event-Type`` (a hook's choice).
 HEADER_EVENTS = {

@@ -179,7 +179,9 @@ class Tags(GitApi):
         where = str(body.get("target") or "") or releases.default_branch(target.repo)
         tagger = pygit2.Signature(account.name, account.email or f"{account.name}@localhost")
         try:
-            releases.create_tag(target.repo, name, where, str(body.get("message") or ""), tagger)
+            releases.create_tag(
+                target.repo, name, where, str(body.get("message") or ""), tagger, actor=account
+            )
         except (BadRequest, NotFound) as exc:  # a bad name, or a target naming nothing
             raise Unprocessable(str(exc)) from exc
         target.__dict__.pop("view", None)  # (read again: it holds the tag now)
@@ -214,11 +216,11 @@ class TagOne(GitApi):
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str
     ) -> None:
-        self.writer(req)
+        account = self.writer(req)
         name = urls.exact_tail(req).decode("utf-8", "replace")
         if self.forge.releases.by_tag(target.repo.id, name) is not None:
             raise Conflict("the tag has a release: delete the release first")
-        self.forge.releases.delete_tag(target.repo, name)
+        self.forge.releases.delete_tag(target.repo, name, actor=account)
         self.nothing(resp)
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, tail: str) -> None:

@@ -21,10 +21,9 @@ from floorless.accounts.access import Level
 from floorless.collab.releases import Release
 from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.files.attachments import Attachment as AttachmentRow
-from floorless.forgejo.issues import GHOST, Attachment
-from floorless.forgejo.people import Person, people, user_json
+from floorless.forgejo.issues import Attachment
 from floorless.forgejo.releases import Release as ReleaseShape
-from floorless.forgejo.releases import attachment_json, release_json
+from floorless.forgejo.releases import attachment_json, releases_json
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable, query_flag
 from floorless.web.api.repository import RepoResource, Target
@@ -95,24 +94,7 @@ class ReleaseResource(RepoResource):
         self, req: falcon.Request, target: Target, releases: list[Release]
     ) -> list[ReleaseShape]:
         public = public_url(self.forge.settings, req)
-        assets = self.forge.attachments.of_releases(r.id for r in releases)
-        ids = {r.publisher_id for r in releases if r.publisher_id is not None}
-        names = {}
-        for account_id in ids:
-            account = self.forge.accounts.by_id(account_id)
-            if account is not None:
-                names[account_id] = account.name
-        found = people(self.forge.db, names.values())
-        viewer = self.viewer(req)
-
-        def author(release: Release) -> Person:
-            name = names.get(release.publisher_id or 0, "")
-            return found.get(name.lower(), GHOST)
-
-        return [
-            release_json(r, target.repo, user_json(author(r), viewer, public), assets[r.id], public)
-            for r in releases
-        ]
+        return releases_json(self.forge, self.viewer(req), target.repo, releases, public)
 
     def one(self, req: falcon.Request, target: Target, release: Release) -> ReleaseShape:
         return self.shaped(req, target, [release])[0]
@@ -184,6 +166,7 @@ class Releases(ReleaseResource):
                 note=str(body.get("body") or ""),
                 draft=bool(body.get("draft")),
                 prerelease=bool(body.get("prerelease")),
+                actor=account,
             )
         )
         self.send(resp, self.one(req, target, made), 201)
@@ -218,7 +201,7 @@ class OneRelease(ReleaseResource):
         self.send(resp, self.one(req, target, self.release(target, id)))
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
-        self.writer(req)
+        account = self.writer(req)
         release = self.release(target, id)
         body = self.body(req)
 
@@ -240,6 +223,7 @@ class OneRelease(ReleaseResource):
                 note=text("body"),
                 draft=flag("draft"),
                 prerelease=flag("prerelease"),
+                actor=account,
             )
         )
         self.send(resp, self.one(req, target, changed))
@@ -247,8 +231,8 @@ class OneRelease(ReleaseResource):
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, target: Target, id: str
     ) -> None:
-        self.writer(req)
-        self.forge.releases.delete(self.release(target, id))
+        account = self.writer(req)
+        self.forge.releases.delete(self.release(target, id), actor=account)
         self.nothing(resp)
 
 
@@ -291,9 +275,9 @@ class ReleaseByTag(ReleaseResource):
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, target: Target, tag: str
     ) -> None:
-        self.writer(req)
+        account = self.writer(req)
         found = self.forge.releases.by_tag(target.repo.id, tag)
-        self.forge.releases.delete(self.visible(target, found))
+        self.forge.releases.delete(self.visible(target, found), actor=account)
         self.nothing(resp)
 
 
