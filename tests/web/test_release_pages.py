@@ -17,6 +17,7 @@ from support.forges import start_forge
 
 from floorless.forge import Forge
 from floorless.web.app import create_app
+from floorless.web.gateway import UPLOADS
 from floorless.web.views.releases import PER_PAGE
 
 WHEN = 1_700_000_000
@@ -318,3 +319,35 @@ def test_the_feeds_are_valid_and_hold_the_releases(
     # the branch feed still is what it was
     branch = ET.fromstring(client.simulate_get("/ann/plans/atom/branch/main").content)
     assert [e.findtext(f"{ATOM}title") for e in branch.findall(f"{ATOM}entry")] == ["one"]
+
+
+def test_a_release_written_shows_at_once(forge: Forge, client: testing.TestClient) -> None:
+    """The pages are kept while the repository's activity version stays: every write to a
+    release or its files moves it, whoever writes (here the domain, not a form)."""
+    repo = forge.registry.get("ann", "plans")
+    ann = forge.accounts.require("ann")
+    forge.issues.create("ann", "plans", ann, "A bug", "")
+    assert _titles(client.simulate_get("/ann/plans/releases").text) == ["v0.1"]
+    release = forge.releases.create(repo, ann.id, "v1.0", title="One", note="Fixes #1")
+    page = client.simulate_get("/ann/plans/releases").text
+    assert _titles(page) == ["One", "v0.1"]
+    assert 'href="/ann/plans/issues/1"' in page  # cross-referenced as issue text is
+    shown = client.simulate_get("/ann/plans/releases/tag/v1.0").text
+    forge.releases.edit(repo, release, title="One, renamed")
+    assert "One, renamed" in client.simulate_get("/ann/plans/releases").text
+    assert "One, renamed" not in shown
+    assert "One, renamed" in client.simulate_get("/ann/plans/releases/tag/v1.0").text
+    data = iter([b"bytes", b""])
+    forge.attachments.upload(
+        repo.id, ann.id, "late.bin", lambda _: next(data), release_id=release.id
+    )
+    assert "late.bin" in client.simulate_get("/ann/plans/releases").text
+    forge.releases.delete(release)
+    assert _titles(client.simulate_get("/ann/plans/releases").text) == ["v0.1"]
+
+
+def test_the_gateway_lets_the_forms_bodies_through() -> None:
+    for path in ("/ann/plans/releases/new", "/ann/plans/releases/edit/v1.0"):
+        assert UPLOADS.search(path)
+    assert UPLOADS.search("/ann/plans/releases/edit/release/1.0")  # a tag with a slash
+    assert not UPLOADS.search("/ann/plans/releases")
