@@ -219,7 +219,8 @@ class Releases:
         sql = "SELECT id, tag_name, created_at FROM releases WHERE repo_id = ?"
         if not drafts:
             sql += " AND draft = 0"
-        rows = self.db.query(sql + " ORDER BY created_at DESC, id DESC", (repo_id,))
+        sql += " ORDER BY created_at DESC, id DESC"
+        rows = self.db.remembered(sql, (repo_id,), ("releases",))
         return [(int(r["id"]), str(r["tag_name"]), float(r["created_at"])) for r in rows]
 
     def by_ids(self, repo_id: int, ids: Iterable[int]) -> dict[int, Release]:

@@ -40,8 +40,15 @@ _REMEMBERED_8 = frozenset(
 # and since version 12 what a repository offers (issues, pull requests), read with its row;
 # since version 14 what it was forked from, read with it too; since version 15 commit
 # statuses, whose writes change what cached pages that show them are kept with;
-# since 17 its activity version
-REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks", "commit_statuses", "repo_activity"}
+# since 17 its activity version; since 23 its releases and the files attached
+REMEMBERED = _REMEMBERED_8 | {
+    "repo_features",
+    "forks",
+    "commit_statuses",
+    "repo_activity",
+    "releases",
+    "attachments",
+}
 
 
 @dataclass(frozen=True)
@@ -941,6 +948,15 @@ MIGRATIONS: tuple[Migration, ...] = (
                 statement
                 for table in _LATER_ACTIVITY_BY_REPO
                 for statement in (*_sqlite_activity(table), *_postgresql_activity(table))
+            ),
+            # Nodes remember a repository's releases and files between writes.
+            *(
+                Only(
+                    "postgresql",
+                    f"CREATE TRIGGER {table}_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
+                    f" ON {table} FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+                )
+                for table in ("releases", "attachments")
             ),
         ),
     ),
