@@ -166,7 +166,7 @@ def test_drafts_are_the_writers_alone(forge: Forge, client: testing.TestClient) 
     made = ann.post_files(
         "/ann/plans/releases/new",
         {"tag_name": "v2.0", "title": "Secret plan", "draft": "on"},
-        [("plan.txt", b"the plan")],
+        [("../plän.txt", b"the plan")],  # its name kept, non-ASCII too, but no directory
     )
     assert made.status_code == 303, made.text
     repo = forge.registry.get("ann", "plans")
@@ -176,7 +176,7 @@ def test_drafts_are_the_writers_alone(forge: Forge, client: testing.TestClient) 
     for reader in (ben, Browser(client)):
         assert "Secret plan" not in reader.get("/ann/plans/releases").text
         assert reader.get("/ann/plans/releases/tag/v2.0").status_code == 404
-        assert reader.get("/ann/plans/releases/download/v2.0/plan.txt").status_code == 404
+        assert reader.get("/ann/plans/releases/download/v2.0/plän.txt").status_code == 404
         assert "Secret plan" not in reader.get("/ann/plans/releases.atom").text
     assert client.simulate_get("/ann/plans/releases/latest").status_code == 404
     # published: the tag is made, and everyone sees it
@@ -188,6 +188,7 @@ def test_drafts_are_the_writers_alone(forge: Forge, client: testing.TestClient) 
     assert published.status_code == 303, published.text
     assert forge.live.open(repo).references.get("refs/tags/v2.0") is not None
     assert "Open plan" in ben.get("/ann/plans/releases").text
+    assert ben.get("/ann/plans/releases/download/v2.0/plän.txt").content == b"the plan"
     latest = client.simulate_get("/ann/plans/releases/latest")
     assert latest.status_code == 302
     assert latest.headers["location"].endswith("/ann/plans/releases/tag/v2.0")
