@@ -127,7 +127,13 @@ READ_PAGES = [
     ("/{owner}/{repo}/blame/{kind}/{tail:path}", "/alice/demo/blame/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/branches", "/alice/demo/branches", "GET"),
     ("/{owner}/{repo}/tags", "/alice/demo/tags", "GET"),
+    ("/{owner}/{repo}/tags.atom", "/alice/demo/tags.atom", "GET"),
+    ("/{owner}/{repo}/tags.rss", "/alice/demo/tags.rss", "GET"),
     ("/{owner}/{repo}/releases", "/alice/demo/releases", "GET"),
+    ("/{owner}/{repo}/releases.atom", "/alice/demo/releases.atom", "GET"),
+    ("/{owner}/{repo}/releases.rss", "/alice/demo/releases.rss", "GET"),
+    ("/{owner}/{repo}/releases/latest", "/alice/demo/releases/latest", "GET"),
+    ("/{owner}/{repo}/releases/tag/{tail:path}", "/alice/demo/releases/tag/v1.0", "GET"),
     (
         "/{owner}/{repo}/releases/download/{tail:path}",
         "/alice/demo/releases/download/v1.0/notes.txt",
@@ -193,6 +199,8 @@ _REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [
     ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
     ("/{owner}/{repo}/fork", "/alice/demo/fork", "GET"),
+    ("/{owner}/{repo}/releases/new", "/alice/demo/releases/new", "GET"),
+    ("/{owner}/{repo}/releases/edit/{tail:path}", "/alice/demo/releases/edit/v1.0", "GET"),
     ("/{owner}/{repo}/issues/{number}/triage", "/alice/demo/issues/1/triage", "POST"),
     (_REVIEWS + "/comments", "/alice/demo/pulls/1/files/reviews/comments", "POST"),
     (_REVIEWS + "/comments/{comment}", "/alice/demo/pulls/1/files/reviews/comments/1", "POST"),

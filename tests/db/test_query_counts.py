@@ -33,7 +33,7 @@ WARM = {
     "/alice/demo/commits/branch/main/README.md": (1, 3),
     "/alice/demo/blame/branch/main/README.md": (1, 3),
     "/alice/demo/branches": (1, 3),
-    "/alice/demo/tags": (1, 3),
+    "/alice/demo/tags": (2, 4),  # and which tags have a release, to link them
 }
 # and on PostgreSQL: the repository, the lists, the session and the access level remembered
 WARM_POSTGRESQL = dict.fromkeys(WARM, (0, 0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import httpx
 from falcon import testing
 
 PASSWORD = "a long password"
@@ -46,6 +47,28 @@ class Browser:
         )
         headers = {**self._cookie_header(), "Content-Type": FORM}
         return self._keep(self.client.simulate_post(path, body=body, headers=headers))
+
+    def post_files(
+        self,
+        path: str,
+        fields: dict[str, str | list[str]],
+        files: list[tuple[str, bytes]],
+        field: str = "files",
+        csrf: str | None = "page",
+    ) -> testing.Result:
+        """A ``multipart/form-data`` post, as a browser sends a form with file inputs: the
+        token first, the fields in their order, then each file of the input ``field``."""
+        if csrf == "page":
+            csrf = csrf_of(self.get(path).text)
+        data: dict[str, str | list[str]] = {"csrf": csrf, **fields} if csrf is not None else fields
+        request = httpx.Request(
+            "POST",
+            "http://testserver" + path,
+            data=data,
+            files=[(field, (name, content, "application/octet-stream")) for name, content in files],
+        )
+        headers = {**self._cookie_header(), "Content-Type": request.headers["content-type"]}
+        return self._keep(self.client.simulate_post(path, body=request.read(), headers=headers))
 
     def sign_in(self, name: str, password: str = PASSWORD) -> testing.Result:
         return self.post("/-/login", {"name": name, "password": password})

@@ -17,7 +17,7 @@ from support.reviews import HEAD, Setup, account, commit, person
 from support.spawns import counting
 
 from floorless.db import Database, open_database
-from floorless.db.schema import _ACTIVITY_BY_ISSUE, _ACTIVITY_BY_NAME, _LATER_ACTIVITY_BY_ISSUE
+from floorless.db.schema import _ACTIVITY_BY_ISSUE, _ACTIVITY_BY_NAME, _LATER_ACTIVITY_BY_REPO
 from floorless.forge import Forge
 from floorless.web.render import Renderer
 
@@ -78,14 +78,17 @@ def test_every_table_hanging_from_an_issue_moves_the_version(forge: Forge) -> No
     """A new table of issue data that nobody gave a trigger would leave kept pages stale:
     every table with an ``issue_id`` is watched, but the per-person record of looks and a
     pull request's scheduled merge, which no kept page shows (its events are on the
-    timeline, which is watched)."""
+    timeline, which is watched). A table named by its repository's id (attachments) is
+    watched by that id, which covers its issue's too."""
     hanging = {t for t in _tables(forge.db) if "issue_id" in _columns(forge.db, t)}
     assert hanging - {"review_views", "pull_automerges"} == {
         *_ACTIVITY_BY_ISSUE,
-        *_LATER_ACTIVITY_BY_ISSUE,
+        *(t for t in _LATER_ACTIVITY_BY_REPO if t in hanging),
     }
     for table in _ACTIVITY_BY_NAME:
         assert {"owner", "name"} <= _columns(forge.db, table)
+    for table in _LATER_ACTIVITY_BY_REPO:
+        assert "repo_id" in _columns(forge.db, table)
 
 
 def test_each_kind_of_write_moves_the_version_and_a_look_does_not(

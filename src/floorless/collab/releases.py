@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pygit2
@@ -282,6 +282,28 @@ class Releases:
             (repo_id,),
         )
         return _release(row) if row is not None else None
+
+    def listing(self, repo_id: int, *, drafts: bool = False) -> list[tuple[int, str, float]]:
+        """Every release's id, tag and date, newest first (drafts only when ``drafts``): what
+        a page that merges releases with tags orders before it reads the few it shows."""
+        sql = "SELECT id, tag_name, created_at FROM releases WHERE repo_id = ?"
+        if not drafts:
+            sql += " AND draft = 0"
+        sql += " ORDER BY created_at DESC, id DESC"
+        rows = self.db.remembered(sql, (repo_id,), ("releases",))
+        return [(int(r["id"]), str(r["tag_name"]), float(r["created_at"])) for r in rows]
+
+    def by_ids(self, repo_id: int, ids: Iterable[int]) -> dict[int, Release]:
+        """The releases ``ids`` of ``repo_id``, in one statement."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.db.query(
+            f"SELECT * FROM releases WHERE repo_id = ? AND id IN ({marks})",  # noqa: S608
+            (repo_id, *wanted),
+        )
+        return {int(r["id"]): _release(r) for r in rows}
 
     def list(
         self,

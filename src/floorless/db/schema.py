@@ -40,8 +40,15 @@ _REMEMBERED_8 = frozenset(
 # and since version 12 what a repository offers (issues, pull requests), read with its row;
 # since version 14 what it was forked from, read with it too; since version 15 commit
 # statuses, whose writes change what cached pages that show them are kept with;
-# since 17 its activity version
-REMEMBERED = _REMEMBERED_8 | {"repo_features", "forks", "commit_statuses", "repo_activity"}
+# since 17 its activity version; since 23 its releases and the files attached
+REMEMBERED = _REMEMBERED_8 | {
+    "repo_features",
+    "forks",
+    "commit_statuses",
+    "repo_activity",
+    "releases",
+    "attachments",
+}
 
 
 @dataclass(frozen=True)
@@ -238,13 +245,17 @@ _ACTIVITY_BY_ISSUE = (
     "reviews",
     "review_comments",
 )
-# Tables made later that hang from an issue, their triggers made with them.
-_LATER_ACTIVITY_BY_ISSUE = ("attachments",)
+# Tables made later, named by their repository's id, their triggers made with them: the
+# releases pages show releases and their files (a file's download count too), and an issue's
+# or a comment's files are on its page; every attachment names its repository.
+_LATER_ACTIVITY_BY_REPO = ("releases", "attachments")
 
 
 def _activity_of(row: str, table: str) -> str:
     if table in _ACTIVITY_BY_NAME:
         return _bump(f"SELECT {row}.owner, {row}.name, 1 WHERE true")
+    if table in _LATER_ACTIVITY_BY_REPO:
+        return _bump(f"SELECT owner, name, 1 FROM repos WHERE id = {row}.repo_id")  # noqa: S608
     return _bump(f"SELECT owner, name, 1 FROM issues WHERE id = {row}.issue_id")  # noqa: S608
 
 
@@ -263,7 +274,13 @@ def _sqlite_activity(table: str) -> tuple[Statement, ...]:
 
 
 def _postgresql_activity(table: str) -> tuple[Statement, ...]:
-    kind = "name" if table in _ACTIVITY_BY_NAME else "issue"
+    kind = (
+        "name"
+        if table in _ACTIVITY_BY_NAME
+        else "repo"
+        if table in _LATER_ACTIVITY_BY_REPO
+        else "issue"
+    )
     return (
         Only(
             "postgresql",
@@ -916,11 +933,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS attachments_release ON attachments (release_id)",
             "CREATE INDEX IF NOT EXISTS attachments_issue ON attachments (issue_id)",
             "CREATE INDEX IF NOT EXISTS attachments_oid ON attachments (oid)",
-            # An issue's or a comment's files are on its page, so they move its version.
+            # Releases and every file attached move their repository's version.
+            Only(
+                "postgresql",
+                f"""CREATE OR REPLACE FUNCTION floorless_activity_by_repo() RETURNS trigger
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF TG_OP IN ('DELETE', 'UPDATE') THEN {_activity_of("OLD", "releases")} END IF;
+                    IF TG_OP IN ('INSERT', 'UPDATE') THEN {_activity_of("NEW", "releases")} END IF;
+                    RETURN NULL;
+                END $$""",
+            ),
             *(
                 statement
-                for table in _LATER_ACTIVITY_BY_ISSUE
+                for table in _LATER_ACTIVITY_BY_REPO
                 for statement in (*_sqlite_activity(table), *_postgresql_activity(table))
+            ),
+            # Nodes remember a repository's releases and files between writes.
+            *(
+                Only(
+                    "postgresql",
+                    f"CREATE TRIGGER {table}_written AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE"
+                    f" ON {table} FOR EACH STATEMENT EXECUTE FUNCTION floorless_table_written()",
+                )
+                for table in ("releases", "attachments")
             ),
         ),
     ),
@@ -957,5 +993,5 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # those writes with the statement's own).
 TRIGGERED: dict[str, frozenset[str]] = {
     table: frozenset({"repo_activity"})
-    for table in _ACTIVITY_BY_NAME + _ACTIVITY_BY_ISSUE + _LATER_ACTIVITY_BY_ISSUE
+    for table in _ACTIVITY_BY_NAME + _ACTIVITY_BY_ISSUE + _LATER_ACTIVITY_BY_REPO
 }

@@ -285,6 +285,31 @@ def release(repo: Named, tag: str | bytes) -> str:
     return f"{home(repo)}/releases/tag/{path(tag)}"
 
 
+def latest_release(repo: Named) -> str:
+    """Sends to the newest release that is neither a draft nor a pre-release."""
+    return f"{home(repo)}/releases/latest"
+
+
+def new_release(repo: Named) -> str:
+    return f"{home(repo)}/releases/new"
+
+
+def edit_release(repo: Named, tag: str | bytes) -> str:
+    return f"{home(repo)}/releases/edit/{path(tag)}"
+
+
+def releases_feed(repo: Named, fmt: str = "atom") -> str:
+    if fmt not in FEEDS:
+        raise ValueError(f"no feed format {fmt!r}")
+    return f"{home(repo)}/releases.{fmt}"
+
+
+def tags_feed(repo: Named, fmt: str = "atom") -> str:
+    if fmt not in FEEDS:
+        raise ValueError(f"no feed format {fmt!r}")
+    return f"{home(repo)}/tags.{fmt}"
+
+
 def release_download(repo: Named, tag: str | bytes, name: str) -> str:
     """A release's file by its tag and name (``web/views/attachments.py``)."""
     return f"{home(repo)}/releases/download/{path(tag)}/{segment(name)}"

@@ -72,7 +72,7 @@ class Limits:
 # The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is): a Git LFS
 # object, a release's or an issue's attachment through the API, and the web's upload forms.
 UPLOADS = re.compile(
-    r"/info/lfs/objects/[0-9a-f]{64}$|/assets$|/attachments$|/releases/new$|/releases/edit/[^/]+$"
+    r"/info/lfs/objects/[0-9a-f]{64}$|/assets$|/attachments$|/releases/new$|/releases/edit/.+$"
 )
 
 

@@ -12,10 +12,9 @@ content store as it is read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Required, TypedDict
 
 import falcon
-import falcon.media
 
 from floorless.accounts.access import Level
 from floorless.collab.releases import Release
@@ -28,6 +27,7 @@ from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable, query_flag
 from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
+from floorless.web.uploads import file_name, file_part, is_multipart
 
 RELEASE = "repository"
 
@@ -326,10 +326,12 @@ class Assets(AssetResource):
         release = self.release(target, id)
         name = req.get_param("name") or ""
         content_type = (req.content_type or "").lower()
-        if content_type.startswith("multipart/form-data"):
-            part = _file_part(req)
+        if is_multipart(req):
+            part = file_part(req, "attachment")
+            if part is None:
+                raise Unprocessable("the multipart body has no attachment field")
             read, size, sent_type = part.stream.read, None, part.content_type
-            name = name or part.secure_filename or ""
+            name = name or file_name(part)
         elif content_type.startswith("application/octet-stream"):
             read, size, sent_type = req.bounded_stream.read, req.content_length, None
         else:
@@ -402,18 +404,3 @@ class OneAsset(AssetResource):
         release = self.release(target, id)
         self.forge.attachments.delete(self.asset(target, release, asset))
         self.nothing(resp)
-
-
-_MULTIPART = falcon.media.MultipartFormHandler()
-
-
-def _file_part(req: falcon.Request) -> Any:
-    """The ``attachment`` part of a multipart body, its stream not yet read."""
-    try:
-        form = _MULTIPART.deserialize(req.bounded_stream, req.content_type, req.content_length)
-        for part in form:
-            if part.name == "attachment":
-                return part
-    except falcon.MediaMalformedError as exc:
-        raise BadRequest("the multipart body is malformed") from exc
-    raise Unprocessable("the multipart body has no attachment field")

@@ -1,4 +1,5 @@
-"""``/branches`` and ``/tags``, each with its latest commit."""
+"""``/branches`` and ``/tags``, each with its latest commit; a tag that has a release links
+to it (a draft's only for those who may see drafts)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import datetime
 
 import falcon
 
+from floorless.accounts.access import Level
 from floorless.core.dates import moment
 from floorless.git import objects
 from floorless.web.context import RepoView
@@ -22,6 +24,7 @@ class RefRow:
     # a tag's creation date, the one the list is sorted by: an annotated tag's tagger date,
     # else its commit's (``git for-each-ref --sort=-creatordate``); None for a branch
     created: datetime | None = None
+    released: bool = False  # a tag with a release the viewer may see: linked to it
 
     @property
     def sort_time(self) -> float:
@@ -50,6 +53,10 @@ class Tags(RepoPage):
     def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         # the ref switcher's order (newest first), kept with the ref snapshot: one order for
         # both, and the dates shown are the ones it sorts by (the same two functions)
+        writer = view.level >= Level.WRITE
+        released = {
+            tag.encode() for _, tag, _ in self.forge.releases.listing(view.repo.id, drafts=writer)
+        }
         committed, tagged = objects.ref_dates(view.handle)
         _, names = view.snapshot.newest_first(committed, tagged)
         rows = []
@@ -64,5 +71,13 @@ class Tags(RepoPage):
             if made is None and tag.commit:
                 made = committed(tag.commit)
             created = None if made is None else moment(made).when  # clamped: git allows year 10000
-            rows.append(RefRow(name, info, annotated=tag.annotated, created=created))
+            rows.append(
+                RefRow(
+                    name,
+                    info,
+                    annotated=tag.annotated,
+                    created=created,
+                    released=name in released,
+                )
+            )
         self.html(resp, "refs.html", **view.template_context(rows=rows, what="tags"))
