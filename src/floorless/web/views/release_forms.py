@@ -160,6 +160,7 @@ class NewRelease(ReleaseForm):
                 note=form.get("note", ""),
                 draft=posted.flag("draft"),
                 prerelease=posted.flag("prerelease"),
+                actor=account,
             )
         except (BadRequest, Conflict, NotFound) as exc:
             self.refused(resp, view, posted, exc)
@@ -208,7 +209,7 @@ class EditRelease(ReleaseForm):
                     "tick the box to confirm the release's deletion",
                 )
                 return
-            self.forge.releases.delete(release)
+            self.forge.releases.delete(release, actor=account)
             raise falcon.HTTPSeeOther(urls.releases(view.repo))
         if action != "save":
             self.discard(posted.files)
@@ -224,6 +225,7 @@ class EditRelease(ReleaseForm):
                 note=form.get("note", release.note),
                 draft=posted.flag("draft"),
                 prerelease=posted.flag("prerelease"),
+                actor=account,
             )
         except (BadRequest, Conflict, NotFound) as exc:
             self.refused(resp, view, posted, exc, release)
