@@ -103,6 +103,8 @@ READ_PAGES = [
     ("/{owner}/{repo}/src/{kind}/{tail:path}", "/alice/demo/src/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/raw/{kind}", "/alice/demo/raw/main", "GET"),
     ("/{owner}/{repo}/raw/{kind}/{tail:path}", "/alice/demo/raw/branch/main/README.md", "GET"),
+    ("/{owner}/{repo}/media/{kind}", "/alice/demo/media/main", "GET"),
+    ("/{owner}/{repo}/media/{kind}/{tail:path}", "/alice/demo/media/branch/main/README.md", "GET"),
     ("/{owner}/{repo}/commits", "/alice/demo/commits", "GET"),
     ("/{owner}/{repo}/commits/{kind}", "/alice/demo/commits/main", "GET"),
     ("/{owner}/{repo}/commits/{kind}/{tail:path}", "/alice/demo/commits/branch/main", "GET"),

@@ -43,6 +43,8 @@ PAGES = {
     "/src/{kind}/{tail:path}": ["/src/branch/main/README.md", "/src/tag/v1.0/docs"],
     "/raw/{kind}": ["/raw/main"],
     "/raw/{kind}/{tail:path}": ["/raw/branch/main/README.md", "/raw/commit/{main}/README.md"],
+    "/media/{kind}": ["/media/main"],
+    "/media/{kind}/{tail:path}": ["/media/branch/main/README.md"],
     "/commits": ["/commits"],
     "/commits/{kind}": ["/commits/main"],
     "/commits/{kind}/{tail:path}": ["/commits/branch/main", "/commits/branch/main/docs"],

@@ -26,7 +26,7 @@ import falcon
 from floorless.collab.filters import IssueFilter
 from floorless.core.errors import BadRequest
 
-PAGES = ("src", "raw", "blame", "commits", "find")  # the pages of a {kind}/{ref}/{path}
+PAGES = ("src", "raw", "media", "blame", "commits", "find")  # pages of a {kind}/{ref}/{path}
 KINDS = ("branch", "tag", "commit")
 FEEDS = ("atom", "rss")
 ARCHIVES = (".tar.gz", ".tar", ".zip")
@@ -215,6 +215,11 @@ def src(
 
 def raw(repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"") -> str:
     return ref_page("raw", repo, kind, ref, at)
+
+
+def media(repo: Named, kind: str, ref: str | bytes, at: str | bytes = b"") -> str:
+    """A file's bytes as ``raw``, but a Git LFS pointer's object in its place."""
+    return ref_page("media", repo, kind, ref, at)
 
 
 def blame(

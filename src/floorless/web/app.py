@@ -184,6 +184,8 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/src/{kind}/{tail:path}", source.Source(*deps)),
         (repo_prefix + "/raw/{kind}", raw.Raw(*deps)),
         (repo_prefix + "/raw/{kind}/{tail:path}", raw.Raw(*deps)),
+        (repo_prefix + "/media/{kind}", raw.Media(*deps)),
+        (repo_prefix + "/media/{kind}/{tail:path}", raw.Media(*deps)),
         (repo_prefix + "/commits", repo.DefaultBranch(*deps, page="commits")),
         (repo_prefix + "/commits/{kind}", commits.Commits(*deps)),
         (repo_prefix + "/commits/{kind}/{tail:path}", commits.Commits(*deps)),

@@ -235,6 +235,7 @@ def send_file(
     etag: str,
     name: str,
     private: bool,
+    content_type: str = "application/octet-stream",
 ) -> bool:
     """An uploaded file (an attachment, an LFS object) from the content store, streamed:
     downloaded under its ``name``, immutable (its bytes are its id's), a single ``Range``
@@ -252,7 +253,7 @@ def send_file(
         opened.close()
         resp.status = falcon.HTTP_304
         return False
-    resp.content_type = "application/octet-stream"
+    resp.content_type = content_type
     window = _window(req, resp, etag, size)
     if window is None:
         opened.close()

@@ -1,5 +1,7 @@
 """Raw bytes: ``/raw/{kind}/{ref}/{path}`` and ``/raw/blob/{sha}``, sent by ``web/blobs.py``
-(never as HTML, an SVG as an image only to an image fetch: its docstring tells why)."""
+(never as HTML, an SVG as an image only to an image fetch: its docstring tells why); and
+``/media/{kind}/{ref}/{path}``, the same but for a Git LFS pointer, whose object it sends
+from the content store when the repository holds it (as Forgejo's ``/media/``)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ from floorless.core.errors import NotFound
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.oid import parse_full
-from floorless.web.blobs import answer, send_blob
+from floorless.lfs.pointers import MAX_POINTER, parse
+from floorless.web.blobs import answer, image_type, send_blob, send_file
 from floorless.web.context import RepoView
 from floorless.web.views.base import RepoPage
 
 
 class Raw(RepoPage):
+    media = False  # /media/: a pointer's object rather than the pointer
+
     def before(self, req: falcon.Request, params: dict[str, Any]) -> None:
         req.context.plain = True
 
@@ -53,8 +58,34 @@ class Raw(RepoPage):
             if not isinstance(found, pygit2.Blob):
                 raise NotFound("not a file")
             name = resolved.path.rsplit(b"/", 1)[-1]
+            if self.media and self.send_object(req, resp, view, found, name):
+                return
             send_blob(self.forge, req, resp, view, found, name, kind == "commit")
             return
         answer(self.forge, req, resp, view, blob, blob_id, size, name, immutable)
 
     on_head = on_get
+
+    def send_object(
+        self, req: falcon.Request, resp: falcon.Response, view: RepoView, blob: pygit2.Blob,
+        name: bytes,
+    ) -> bool:  # fmt: skip
+        """Send the object ``blob`` points to, if it is a pointer whose object the repository
+        holds; whether it did."""
+        size = objects.object_size(view.handle, blob.id)
+        pointer = parse(blob.data) if size is not None and size < MAX_POINTER else None
+        if pointer is None or self.forge.lfs.size(view.repo.id, pointer.oid) != pointer.size:
+            return False
+        image = image_type(name)
+        kind = image if image is not None and not name.lower().endswith(b".svg") else None
+        opened = self.forge.store.open(pointer.oid)
+        filename = name.decode("utf-8", "replace")
+        send_file(
+            req, resp, opened, pointer.size, pointer.oid, filename, view.repo.private,
+            kind or "application/octet-stream",
+        )  # fmt: skip
+        return True
+
+
+class Media(Raw):
+    media = True

@@ -15,6 +15,7 @@ from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Resolved
+from floorless.lfs.pointers import MAX_POINTER, Pointer, parse
 from floorless.web import documents
 from floorless.web.blobs import image_type
 from floorless.web.context import RepoView
@@ -94,8 +95,10 @@ class Source(RefPage):
             return False
         context.update(self._file(view, resolved, obj))
         self.html(resp, "blob.html", **context)
-        # a document not rendered may be next time (AsciiDoc's worker may be starting)
-        return bool(context["unrendered"] != FAILED)
+        # a document not rendered may be next time (AsciiDoc's worker may be starting), and
+        # an LFS object not uploaded yet may be
+        missing = context["lfs"] is not None and not context["lfs"]["held"]
+        return bool(context["unrendered"] != FAILED) and not missing
 
     def _file(self, view: RepoView, resolved: Resolved, blob: pygit2.Blob) -> dict[str, Any]:
         name = resolved.path.rsplit(b"/", 1)[-1]
@@ -114,7 +117,18 @@ class Source(RefPage):
             "rendered": None,
             "svg": name.lower().endswith(b".svg"),
             "unrendered": None,  # why a document is shown as its source
+            "lfs": None,  # a Git LFS pointer's object: its size, whether the repository holds it
+            "media": None,  # the URL of the file's real bytes, when not the blob's
         }
+        pointer = lfs_pointer(blob, size)
+        if pointer is not None:
+            held = view.forge.lfs.size(view.repo.id, pointer.oid) == pointer.size
+            info["lfs"] = {"size": pointer.size, "held": held, "oid": pointer.oid}
+            if held:  # the real file's page: its size, a download, an image's preview
+                info["size"] = pointer.size
+                info["media"] = urls.media(view.repo, resolved.kind, resolved.ref, resolved.path)
+                info["image" if image_type(name) else "binary"] = True
+                return info
         if image_type(name):
             info["image"] = True
             return info
@@ -204,3 +218,8 @@ def _submodule(view: RepoView, commit: AnyCommit, path: bytes, oid: str) -> dict
 
 def _rows(lines: list[str]) -> tuple[Markup, int]:
     return numbered_rows(lines), len(lines)
+
+
+def lfs_pointer(blob: pygit2.Blob, size: int) -> Pointer | None:
+    """The Git LFS pointer ``blob`` is, if it is one (only a small blob is read for it)."""
+    return parse(blob.data) if size < MAX_POINTER else None
