@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.githttp import PASSWORD, Site, git
-from support.serving import serving
+from support.serving import run_admin, serving
 
 pytestmark = pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs is not installed")
 
@@ -119,3 +119,41 @@ def test_a_reader_may_not_upload_and_an_outsider_sees_nothing(site: Site, tmp_pa
     )
     assert outsider.returncode != 0
     assert "not found" in outsider.stderr.lower()
+
+
+def test_locks_through_the_client(site: Site, tmp_path: Path) -> None:
+    work = _work(tmp_path, site)
+    url = site.url("alice/art", "alice")
+    lfs("config", f"lfs.{url}/info/lfs.locksverify", "true", cwd=work)
+    out = lfs("lfs", "lock", "model.bin", cwd=work)
+    assert "Locked model.bin" in out
+    listed = lfs("lfs", "locks", "--json", cwd=work)
+    locks = json.loads(listed.strip().splitlines()[-1])
+    assert [(x["path"], x["owner"]["name"]) for x in locks] == [("model.bin", "alice")]
+    # a reader sees the lock but may not take one, nor let alice's go
+    reader = tmp_path / "reader-locks"
+    lfs("clone", "-q", site.url("alice/art", "reader"), str(reader))
+    assert "model.bin" in lfs("lfs", "locks", cwd=reader)
+    refused = git(*LFS, "lfs", "lock", "README.md", cwd=reader, check=False)
+    assert refused.returncode != 0
+    refused = git(*LFS, "lfs", "unlock", "--force", "model.bin", cwd=reader, check=False)
+    assert refused.returncode != 0
+    assert "Unlocked model.bin" in lfs("lfs", "unlock", "model.bin", cwd=work)
+    assert lfs("lfs", "locks", cwd=work).strip() == ""
+
+
+def test_fsck_finds_pointers_whose_objects_never_came(site: Site, tmp_path: Path) -> None:
+    clean = site.server.admin("lfs", "fsck", "alice/art")
+    assert "0 missing" in clean, clean
+    work = _work(tmp_path, site)
+    lost = os.urandom(2048)
+    oid = hashlib.sha256(lost).hexdigest()
+    pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 2048\n"
+    (work / "lost.dat").write_text(pointer)  # committed as it is: no LFS filter on .dat
+    git("add", "lost.dat", cwd=work)
+    git("commit", "-q", "-m", "a pointer with no object", cwd=work)
+    git("push", "-q", "--no-verify", site.url("alice/art", "alice"), "HEAD:main", cwd=work)
+    found = site.server.admin("lfs", "fsck", "alice/art", check=False)
+    assert f"missing {oid} (2048 bytes) lost.dat" in found, found
+    result = run_admin(site.server.data, "lfs", "fsck", "--repos", str(site.server.repos))
+    assert result.returncode == 1 and "1 pointers name objects" in result.stderr

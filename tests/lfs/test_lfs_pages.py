@@ -8,7 +8,6 @@ import hashlib
 import io
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from falcon import testing

@@ -22,6 +22,8 @@ from floorless.db import Database, open_database
 from floorless.db import copy as dbcopy
 from floorless.db.migrations import SCHEMA_VERSION, version
 from floorless.forge import Forge
+from floorless.lfs.objects import reachable_pointers
+from floorless.lfs.pointers import MAX_POINTER
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -271,6 +273,45 @@ def org_add(forge: Forge, name: str, user_name: str, role: str) -> None:
     """Add USER to the organisation NAME (members push, owners administer)."""
     forge.accounts.add_member(forge.accounts.require(name), forge.accounts.require(user_name), role)
     click.echo(f"{user_name} is now {role} of {name}")
+
+
+@admin.group("lfs")
+def lfs_group() -> None:
+    """Git LFS objects: what each repository holds, what its pointers lack."""
+
+
+@lfs_group.command("fsck")
+@click.argument("names", nargs=-1, metavar="[OWNER/NAME]...")
+@with_forge
+def lfs_fsck(forge: Forge, names: tuple[str, ...]) -> None:
+    """Find the Git LFS pointers that every branch and tag reach whose objects the repository
+    does not hold (never uploaded, or their bytes gone from the store), in every repository or
+    the ones named; exit with status 1 if any."""
+    repos = [forge.registry.get(*_owner_and_name(n)) for n in names] or forge.registry.all()
+    lacking = 0
+    for repo in repos:
+        handle = forge.live.open(repo)
+        if handle.head_is_unborn and not handle.references:
+            continue
+        listing = forge.git.run(
+            repo.path,
+            ["rev-list", "--objects", "--all", f"--filter=blob:limit={MAX_POINTER - 1}"],
+            timeout=3600,
+        )
+        found = list(reachable_pointers(handle, listing))
+        missing = {p.oid for p in forge.lfs.missing(repo.id, (p for _, p in found))}
+        usage = forge.lfs.usage(repo.id)
+        click.echo(
+            f"{repo.full_name}: {len(found)} pointers, {len(missing)} missing;"
+            f" holds {usage.objects} objects ({usage.bytes} bytes)"
+        )
+        for path, pointer in found:
+            if pointer.oid in missing:
+                lacking += 1
+                shown = path.decode("utf-8", "replace")
+                click.echo(f"  missing {pointer.oid} ({pointer.size} bytes) {shown}")
+    if lacking:
+        raise click.ClickException(f"{lacking} pointers name objects the forge does not hold")
 
 
 @admin.group("db")

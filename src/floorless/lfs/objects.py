@@ -151,16 +151,24 @@ def _pointer_blob(handle: pygit2.Repository, blob_id: pygit2.Oid) -> Pointer | N
     return parse(blob.data) if isinstance(blob, pygit2.Blob) else None
 
 
-def every_pointer(
-    handle: pygit2.Repository, objects: Iterable[tuple[str, str, int]]
-) -> Iterator[tuple[str, Pointer]]:
-    """(blob id, pointer) for each pointer among ``objects`` ((id, type, size) rows, as
-    ``git cat-file --batch-check`` lists them)."""
-    for oid, kind, size in objects:
-        if kind != "blob" or size >= MAX_POINTER:
+def reachable_pointers(
+    handle: pygit2.Repository, listing: bytes
+) -> Iterator[tuple[bytes, Pointer]]:
+    """(path, pointer) for each pointer among the objects of ``listing``, the lines of ``git
+    rev-list --objects --filter=blob:limit=...`` (an id, then a path for trees and blobs)."""
+    seen: set[bytes] = set()
+    for line in listing.splitlines():
+        oid, _, path = line.partition(b" ")
+        if not path or oid in seen:
             continue
-        blob = handle.get(oid)
-        if isinstance(blob, pygit2.Blob):
-            found = parse(blob.data)
-            if found is not None:
-                yield oid, found
+        seen.add(oid)
+        try:
+            kind, size = handle.odb.read_header(pygit2.Oid(hex=oid.decode()))
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        if kind != pygit2.enums.ObjectType.BLOB or size >= MAX_POINTER:
+            continue
+        blob = handle.get(oid.decode())
+        found = parse(blob.data) if isinstance(blob, pygit2.Blob) else None
+        if found is not None:
+            yield path, found
