@@ -32,7 +32,7 @@ from floorless.collab.forks import Forking
 from floorless.collab.issues import Issues
 from floorless.collab.merging import Merger
 from floorless.collab.protections import Protections
-from floorless.collab.pulls import Pulls
+from floorless.collab.pulls import Pull, Pulls
 from floorless.collab.references import References
 from floorless.collab.releases import Releases
 from floorless.collab.reviews import Reviews
@@ -58,7 +58,7 @@ from floorless.index.answers import Answers
 from floorless.index.gate import Gate
 from floorless.index.indexer import Indexer
 from floorless.lfs.locks import Locks
-from floorless.lfs.objects import LfsObjects
+from floorless.lfs.objects import LfsObjects, pointers_between
 from floorless.repos.forks import Forks
 from floorless.repos.garbage import Garbage
 from floorless.repos.lifecycle import Lifecycle
@@ -159,6 +159,7 @@ class Forge:
             db, git, registry, accounts, policy, pulls, protections, statuses, live, moves, forks
         )
         moves.listeners.append(merger.queue)
+        merger.on_merged.append(self._bring_lfs)  # a fork's LFS objects, merged in
         # Merges scheduled for when the required checks pass, tried on its thread.
         self.automerge = AutoMerge(
             db, issues, pulls, accounts, registry, policy, leases, merger, live.snapshot
@@ -232,6 +233,17 @@ class Forge:
 
     def _lend_lfs(self, parent: Repo, fork: Repo) -> None:
         self.lfs.lend(parent.id, fork.id)
+
+    def _bring_lfs(self, pull: Pull, head: str, base: str) -> None:
+        """Give the base of a pull request merged from another repository the LFS objects its
+        commits point to, when the head's repository holds them (as Forgejo's merge does)."""
+        if pull.same_repo:
+            return
+        target = self.registry.get(pull.owner, pull.name)
+        source = self.registry.get(pull.head_owner, pull.head_name)
+        handle = self.live.open(target)
+        pointers = pointers_between(handle, pygit2.Oid(hex=head), pygit2.Oid(hex=base))
+        self.lfs.bring(source.id, target.id, pointers)
 
     def prepare(self) -> None:
         """Everything short of background threads: enough for the command line."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 import pygit2
 
@@ -129,6 +130,8 @@ class Merger:
         self._thread: threading.Thread | None = None
         self._locks: dict[int, threading.Lock] = {}
         self._locks_lock = threading.Lock()
+        # Told of each merge done here: (pull, its head, the base branch's tip before it).
+        self.on_merged: list[Callable[[Pull, str, str], None]] = []
 
     # -- the background thread ------------------------------------------------------------
 
@@ -327,6 +330,11 @@ class Merger:
                 raise Conflict(f"{pull.base_branch} kept moving: try again")
             self.moves.refs_moved(repo)
             self.finish(pull, actor, result, style)
+        for listener in self.on_merged:
+            try:
+                listener(pull, head, base)
+            except (FloorlessError, pygit2.GitError, OSError) as exc:
+                log.warning("%s#%d: after its merge: %s", pull.owner, pull.number, exc)
         if delete_branch:
             self._delete_head(repo, pull, actor, head)
         return result

@@ -44,16 +44,19 @@ class LfsObjects:
         self.max_bytes = max_bytes  # 0: no limit
 
     def held(self, repo_id: int, oids: Iterable[str]) -> dict[str, int]:
-        """Which of ``oids`` the repository holds, with their sizes: one statement."""
+        """Which of ``oids`` the repository holds, with their sizes: one statement for a
+        batch's worth."""
         wanted = sorted({oid for oid in oids if valid_oid(oid)})
-        if not wanted:
-            return {}
-        marks = ", ".join("?" * len(wanted))
-        rows = self.db.query(
-            f"SELECT oid, size FROM lfs_objects WHERE repo_id = ? AND oid IN ({marks})",  # noqa: S608
-            (repo_id, *wanted),
-        )
-        return {r["oid"]: int(r["size"]) for r in rows}
+        found: dict[str, int] = {}
+        for start in range(0, len(wanted), MAX_BATCH):  # (a merge may name many more)
+            some = wanted[start : start + MAX_BATCH]
+            marks = ", ".join("?" * len(some))
+            rows = self.db.query(
+                f"SELECT oid, size FROM lfs_objects WHERE repo_id = ? AND oid IN ({marks})",  # noqa: S608
+                (repo_id, *some),
+            )
+            found.update((r["oid"], int(r["size"])) for r in rows)
+        return found
 
     def size(self, repo_id: int, oid: str) -> int | None:
         """The size of the object ``oid`` if the repository holds it and the store has it."""
