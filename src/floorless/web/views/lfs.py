@@ -19,10 +19,8 @@ client speaks them (its ``docs/api/``) and Forgejo serves them.
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
-import time
 from typing import Any
 
 import falcon
@@ -32,6 +30,7 @@ from floorless.core.errors import BadRequest, NotFound, Unauthorized
 from floorless.files.store import valid_oid
 from floorless.forgejo.people import rfc3339
 from floorless.gitservice import access
+from floorless.lfs import transfers
 from floorless.lfs.locks import MAX_PAGE, Held, Lock
 from floorless.lfs.objects import MAX_BATCH
 from floorless.repos.registry import Repo
@@ -42,8 +41,7 @@ from floorless.web.public import public_url
 from floorless.web.views.githttp import GitView
 
 _SIZE = re.compile(r"\A(0|[1-9][0-9]{0,17})\Z")
-EXPIRES_IN = 3600  # seconds an action's URL and its header are good for
-TRANSFER_HEADER = "X-Floorless-Lfs"  # the transfer header a batch answer gives (``adopt``)
+EXPIRES_IN = transfers.LIFETIME  # seconds an action's URL and its header are good for
 
 
 class LfsView(GitView):
@@ -69,50 +67,30 @@ class LfsView(GitView):
         viewer = viewer_of(req)
         if viewer.account is None:
             return {}
-        expires = int(time.time()) + EXPIRES_IN
-        signed = _signed(repo.id, viewer.account.id, viewer.scope, operation, oid, expires)
-        signature = self.forge.secret.sign(signed, "lfs")
-        return {TRANSFER_HEADER: f"{viewer.account.id}.{viewer.scope}.{expires}.{signature}"}
+        key = self.forge.secret
+        return transfers.make(key, repo.id, viewer.account.id, viewer.scope, operation, oid)
 
-    def adopt(self, req: falcon.Request, owner: str, name: str, operation: str, oid: str) -> None:
-        """When the request carries a transfer header (``transfer_header``), ask as the
-        person it names: their access is then checked as if they had asked themselves.
-        Unauthorized when it is not one this forge made for this transfer, or has expired."""
-        text = req.get_header(TRANSFER_HEADER)
+    def adopt(
+        self, req: falcon.Request, owner: str, name: str, operation: str, oid: str = ""
+    ) -> None:
+        """When the request carries a transfer header (``lfs/transfers.py``), ask as the
+        person it names. Unauthorized when it is not one this forge made for this
+        repository, operation and object, or it has expired."""
+        text = req.get_header(transfers.HEADER)
         if text is None:
             return
-        parts = text.split(".")
-        account = None
-        if (
-            len(parts) == 4
-            and parts[0].isascii()
-            and parts[0].isdigit()
-            and parts[1] in ("read", "write")
-            and parts[2].isascii()
-            and parts[2].isdigit()
-            and int(parts[2]) >= time.time()
-        ):
-            try:
-                repo: Repo | None = self.forge.registry.get(owner, name)
-            except NotFound:
-                repo = None
-            if repo is not None:
-                signed = _signed(repo.id, int(parts[0]), parts[1], operation, oid, int(parts[2]))
-                expected = self.forge.secret.sign(signed, "lfs")
-                if hmac.compare_digest(expected, parts[3]):
-                    account = self.forge.accounts.by_id(int(parts[0]))
-        if account is None:
+        try:
+            repo: Repo | None = self.forge.registry.get(owner, name)
+        except NotFound:
+            repo = None
+        found = transfers.read(self.forge.secret, text, repo.id, operation, oid) if repo else None
+        account = self.forge.accounts.by_id(found[0]) if found is not None else None
+        if found is None or account is None:
             raise Unauthorized("the transfer's token is not valid here, or has expired")
-        req.context.viewer = Viewer(account=account, scope=parts[1])
+        req.context.viewer = Viewer(account=account, scope=found[1])
 
     def base(self, req: falcon.Request, repo: Repo) -> str:
         return f"{public_url(self.settings, req)}/{repo.owner}/{repo.name}.git/info/lfs"
-
-
-def _signed(
-    repo_id: int, account_id: int, scope: str, operation: str, oid: str, expires: int
-) -> str:
-    return f"{repo_id}:{account_id}:{scope}:{operation}:{oid}:{expires}"
 
 
 def read_json(req: falcon.Request) -> dict[str, Any]:
@@ -163,6 +141,7 @@ class Batch(LfsView):
         if not isinstance(entries, list) or len(entries) > MAX_BATCH:
             raise Unprocessable(f"objects is a list of at most {MAX_BATCH}")
         wanted = [_object(entry) for entry in entries]
+        self.adopt(req, owner, repo, f"batch-{operation}")  # (git-lfs-authenticate's, by SSH)
         needed = Level.WRITE if operation == "upload" else Level.READ
         found = self.lfs_repo(req, owner, repo, needed)
         lfs = self.forge.lfs
