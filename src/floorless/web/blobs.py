@@ -261,15 +261,29 @@ def send_file(
     first, end = window
     resp.content_length = end - first
     opened.seek(first)
-    resp.stream = _pieces(opened, end - first)
+    resp.stream = _Pieces(opened, end - first)
     return first == 0
 
 
-def _pieces(opened: BinaryIO, length: int) -> Iterator[bytes]:
-    with opened:
-        while length > 0:
-            piece = opened.read(min(FILE_PIECE, length))
-            if not piece:
-                return
-            length -= len(piece)
-            yield piece
+class _Pieces:
+    """``length`` bytes of ``opened``, a piece at a time; the file closed once they are sent,
+    or when the answer is dropped unsent (``close``: a HEAD, a client gone), which a
+    generator's ``with`` would not do before its first piece."""
+
+    def __init__(self, opened: BinaryIO, length: int) -> None:
+        self.opened = opened
+        self.length = length
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        piece = self.opened.read(min(FILE_PIECE, self.length)) if self.length > 0 else b""
+        if not piece:
+            self.close()
+            raise StopIteration
+        self.length -= len(piece)
+        return piece
+
+    def close(self) -> None:
+        self.opened.close()
