@@ -170,6 +170,7 @@ ADMIN_PAGES = [
 _REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [
     ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
+    ("/{owner}/{repo}/issues/attachments", "/alice/demo/issues/attachments", "POST"),
     ("/{owner}/{repo}/fork", "/alice/demo/fork", "GET"),
     ("/{owner}/{repo}/issues/{number}/triage", "/alice/demo/issues/1/triage", "POST"),
     (_REVIEWS + "/comments", "/alice/demo/pulls/1/files/reviews/comments", "POST"),

@@ -13,7 +13,7 @@ from typing import TypedDict
 from floorless.collab.releases import Release as ReleaseRow
 from floorless.files.attachments import Attachment as AttachmentRow
 from floorless.forgejo import urls
-from floorless.forgejo.issues import Attachment
+from floorless.forgejo.issues import Attachment, attachment_json
 from floorless.forgejo.people import User, rfc3339
 from floorless.forgejo.schema import DateTime
 from floorless.repos.registry import Repo
@@ -38,26 +38,6 @@ class Release(TypedDict):
     published_at: DateTime
     author: User
     assets: list[Attachment]
-
-
-def attachment_json(
-    attachment: AttachmentRow, public: str, repo: Repo, tag: str | None = None
-) -> Attachment:
-    """Forgejo's ``Attachment``: downloaded by its release's tag and name when it has one."""
-    if tag is not None:
-        download = urls.release_download(repo, tag, attachment.name)
-    else:
-        download = urls.attachment(attachment.uuid)
-    return {
-        "id": attachment.id,
-        "name": attachment.name,
-        "size": attachment.size,
-        "download_count": attachment.download_count,
-        "created_at": rfc3339(attachment.created_at),
-        "uuid": attachment.uuid,
-        "browser_download_url": public + download,
-        "type": "attachment",
-    }
 
 
 def release_json(

@@ -12,23 +12,23 @@ content store as it is read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Required, TypedDict
 
 import falcon
-import falcon.media
 
 from floorless.accounts.access import Level
 from floorless.collab.releases import Release
 from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.files.attachments import Attachment as AttachmentRow
-from floorless.forgejo.issues import GHOST, Attachment
+from floorless.forgejo.issues import GHOST, Attachment, attachment_json
 from floorless.forgejo.people import Person, people, user_json
 from floorless.forgejo.releases import Release as ReleaseShape
-from floorless.forgejo.releases import attachment_json, release_json
+from floorless.forgejo.releases import release_json
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable, query_flag
 from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
+from floorless.web.uploads import file_of
 
 RELEASE = "repository"
 
@@ -340,25 +340,17 @@ class Assets(AssetResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
         account = self.writer(req)
         release = self.release(target, id)
-        name = req.get_param("name") or ""
-        content_type = (req.content_type or "").lower()
-        if content_type.startswith("multipart/form-data"):
-            part = _file_part(req)
-            read, size, sent_type = part.stream.read, None, part.content_type
-            name = name or part.secure_filename or ""
-        elif content_type.startswith("application/octet-stream"):
-            read, size, sent_type = req.bounded_stream.read, req.content_length, None
-        else:
-            raise Unprocessable("send the file as multipart/form-data (field attachment)")
+        sent = file_of(req, "attachment", Unprocessable)
+        name = req.get_param("name") or sent.name
         if not name:
             raise Unprocessable("the file has no name: give ?name=")
         stored = self.forge.attachments.upload(
             target.repo.id,
             account.id,
             name,
-            read,
-            size=size,
-            content_type=sent_type,
+            sent.read,
+            size=sent.size,
+            content_type=sent.content_type,
             release_id=release.id,
         )
         self.send(resp, self.asset_json(req, target, release, stored), 201)
@@ -418,18 +410,3 @@ class OneAsset(AssetResource):
         release = self.release(target, id)
         self.forge.attachments.delete(self.asset(target, release, asset))
         self.nothing(resp)
-
-
-_MULTIPART = falcon.media.MultipartFormHandler()
-
-
-def _file_part(req: falcon.Request) -> Any:
-    """The ``attachment`` part of a multipart body, its stream not yet read."""
-    try:
-        form = _MULTIPART.deserialize(req.bounded_stream, req.content_type, req.content_length)
-        for part in form:
-            if part.name == "attachment":
-                return part
-    except falcon.MediaMalformedError as exc:
-        raise BadRequest("the multipart body is malformed") from exc
-    raise Unprocessable("the multipart body has no attachment field")
