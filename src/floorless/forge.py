@@ -138,7 +138,7 @@ class Forge:
         self.garbage = Garbage(
             git, states, leases, forks, settings.gc_pack_depth, indexer.reach.collected
         )
-        issues = self.issues = Issues(db)
+        issues = self.issues = Issues(db, self.attachments)
         pulls = self.pulls = Pulls(db, issues)
         self.triage = Triage(db, issues)  # labels, milestones, assignees
         statuses = self.statuses = Statuses(db)  # what CI says of commits

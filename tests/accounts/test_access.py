@@ -200,6 +200,7 @@ ADMIN_PAGES = [
 _REVIEWS = "/{owner}/{repo}/pulls/{number}/files/reviews"
 SIGNED_IN_PAGES = [
     ("/{owner}/{repo}/issues/new", "/alice/demo/issues/new", "GET"),
+    ("/{owner}/{repo}/issues/attachments", "/alice/demo/issues/attachments", "POST"),
     ("/{owner}/{repo}/fork", "/alice/demo/fork", "GET"),
     ("/{owner}/{repo}/releases/new", "/alice/demo/releases/new", "GET"),
     ("/{owner}/{repo}/releases/edit/{tail:path}", "/alice/demo/releases/edit/v1.0", "GET"),

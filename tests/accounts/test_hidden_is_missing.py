@@ -67,6 +67,7 @@ PAGES = {
     "/fork": ["/fork"],
     "/issues": ["/issues?state=all"],
     "/issues/new": ["/issues/new"],
+    "/issues/attachments": ["/issues/attachments"],
     "/issues/{number}": ["/issues/1"],
     "/issues/{number}/triage": ["/issues/1/triage"],
     "/labels": ["/labels"],
@@ -151,7 +152,11 @@ API = {
     "/issues": ["/issues?state=all"],
     "/issues/comments": ["/issues/comments"],
     "/issues/comments/{id}": ["/issues/comments/1"],
+    "/issues/comments/{id}/assets": ["/issues/comments/1/assets"],
+    "/issues/comments/{id}/assets/{asset}": ["/issues/comments/1/assets/3"],
     "/issues/{index}": ["/issues/1"],
+    "/issues/{index}/assets": ["/issues/1/assets"],
+    "/issues/{index}/assets/{asset}": ["/issues/1/assets/2"],
     "/issues/{index}/comments": ["/issues/1/comments"],
     "/issues/{index}/labels": ["/issues/1/labels"],
     "/issues/{index}/labels/{id}": ["/issues/1/labels/1"],
@@ -308,7 +313,7 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     demo = forge.registry.get("alice", "demo")
     forge.policy.set_collaborator(demo, people["reader"], "read")
     issue = forge.issues.create("alice", "demo", people["alice"], "A question", "")
-    forge.issues.comment(issue, people["alice"], "An answer")
+    answer = forge.issues.comment(issue, people["alice"], "An answer")
     forge.protections.create(demo, "main", {})
     forge.webhooks.create(demo.id, None, url="https://hooks.example.org/in", active=False)
     deploy_key = asyncssh.generate_private_key("ssh-ed25519").export_public_key()
@@ -330,6 +335,17 @@ def site(fixture_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     forge.attachments.upload(
         demo.id, people["alice"].id, "notes.txt", lambda _: next(notes), release_id=release.id
     )
+    # attachment 2, the issue's own, and 3, its comment's
+    for name, comment_id in (("screen.png", None), ("log.txt", answer)):
+        sent = iter([b"what it shows", b""])
+        forge.attachments.upload(
+            demo.id,
+            people["alice"].id,
+            name,
+            lambda _, sent=sent: next(sent),
+            issue_id=issue.id,
+            comment_id=comment_id,
+        )
     # a public repository with the same history, its fork made private
     pub = forge.registry.create("alice", "pub", private=False)
     subprocess.run(

@@ -25,6 +25,7 @@ from floorless.accounts.accounts import Account
 from floorless.collab.filters import OPEN_ISSUES, STATES, IssueFilter
 from floorless.core.errors import BadRequest, FloorlessError, NotFound
 from floorless.db import Database, Row
+from floorless.files.attachments import Attachments
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,11 @@ class Change:
 
 
 class Issues:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, files: Attachments | None = None) -> None:
         self.db = db
+        # The files attached to comments, deleted with them (a git hook's process, which
+        # deletes no comment, has none).
+        self.files = files
         # Called with (issue, author, text) once a description or a comment is written (and
         # committed): references to other issues are recorded from here (``references.py``).
         self.on_text: list[Callable[[Issue, Account | None, str], object]] = []
@@ -531,7 +535,10 @@ class Issues:
         self.wrote(issue, actor, body)
 
     def delete_comment(self, issue: Issue, comment_id: int) -> None:
-        """Delete a comment, and count it no more."""
+        """Delete a comment, and count it no more. Its files' records go with it; their
+        bytes, once nothing else refers to them (a crash between the two leaves bytes that
+        ``Attachments.collect`` removes later, never a record without its bytes)."""
+        held = self.files.held_by_comment(comment_id) if self.files is not None else set()
         with self.db.transaction():
             changed = self.db.execute(
                 "DELETE FROM issue_comments WHERE id = ? AND issue_id = ?", (comment_id, issue.id)
@@ -542,6 +549,9 @@ class Issues:
                 "UPDATE issues SET comments = comments - 1 WHERE id = ? AND comments > 0",
                 (issue.id,),
             )
+        for oid in held:
+            assert self.files is not None
+            self.files.collect(oid)
 
     def close(self, issue: Issue, actor: Account | None, reason: str, source: str = "") -> bool:
         """Close ``issue`` with ``reason``, by ``source`` if a commit or a pull request closed

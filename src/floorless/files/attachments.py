@@ -4,7 +4,9 @@
 An attachment is named by a random UUID in its URL (``/attachments/{uuid}``) and by the name
 it was uploaded with, cleaned of any directory part and of control characters. Its record
 says where it belongs; what a reader may see of it is what they may see of that release or
-issue (the web layer asks the access policy). Deleting the last record of some bytes removes
+issue (the web layer asks the access policy). A file uploaded while a comment was being
+written belongs to no issue yet, only to its repository and uploader: ``claim`` gives it its
+place when the comment is posted. Deleting the last record of some bytes removes
 them from the store, unless a Git LFS object is the same bytes; files whose records went with
 their repository are collected by ``collect``.
 """
@@ -38,6 +40,12 @@ class Attachment:
     size: int
     download_count: int
     created_at: float
+
+    @property
+    def claimed(self) -> bool:
+        """Whether it has its place (a release, an issue, a comment): one uploaded while a
+        comment was being written has none until the comment is posted."""
+        return self.release_id is not None or self.issue_id is not None
 
     @property
     def content_type(self) -> str:
@@ -180,6 +188,59 @@ class Attachments:
         )
         return [_attachment(r) for r in rows]
 
+    def of_issues(
+        self, issue_ids: Iterable[int], comment_ids: Iterable[int] = ()
+    ) -> tuple[dict[int, list[Attachment]], dict[int, list[Attachment]]]:
+        """The files of each of ``issue_ids`` (its own, not its comments') and of each of
+        ``comment_ids``, oldest first: one statement for a page of either, remembered until
+        the table is written."""
+        issues, comments = sorted(set(issue_ids)), sorted(set(comment_ids))
+        by_issue: dict[int, list[Attachment]] = {i: [] for i in issues}
+        by_comment: dict[int, list[Attachment]] = {c: [] for c in comments}
+        if not issues and not comments:
+            return by_issue, by_comment
+        wheres = []
+        if issues:
+            marks = ", ".join("?" for _ in issues)
+            wheres.append(f"(issue_id IN ({marks}) AND comment_id IS NULL)")
+        if comments:
+            wheres.append(f"comment_id IN ({', '.join('?' for _ in comments)})")
+        rows = self.db.remembered(
+            f"SELECT * FROM attachments WHERE {' OR '.join(wheres)} ORDER BY id",  # noqa: S608
+            (*issues, *comments),
+            ("attachments",),
+        )
+        for row in rows:
+            found = _attachment(row)
+            if found.comment_id is not None:
+                by_comment.setdefault(found.comment_id, []).append(found)
+            elif found.issue_id is not None:
+                by_issue.setdefault(found.issue_id, []).append(found)
+        return by_issue, by_comment
+
+    def claim(
+        self,
+        repo_id: int,
+        uploader_id: int,
+        uuids: Iterable[str],
+        issue_id: int,
+        comment_id: int | None = None,
+    ) -> int:
+        """Give the uploads ``uuids`` their place once the issue (or its comment) they were
+        uploaded for is posted: only those ``uploader_id`` uploaded to ``repo_id`` and that
+        have no place yet, so that nobody claims another's file, or one of another
+        repository, by naming it. How many were claimed."""
+        wanted = sorted({u for u in uuids if 0 < len(u) <= 64})
+        if not wanted:
+            return 0
+        marks = ", ".join("?" for _ in wanted)
+        return self.db.execute(
+            "UPDATE attachments SET issue_id = ?, comment_id = ?"  # noqa: S608
+            f" WHERE uuid IN ({marks}) AND repo_id = ? AND uploader_id = ?"
+            " AND release_id IS NULL AND issue_id IS NULL AND comment_id IS NULL",
+            (issue_id, comment_id, *wanted, repo_id, uploader_id),
+        )
+
     def attach(
         self,
         attachment: Attachment,
@@ -222,6 +283,12 @@ class Attachments:
         self.db.execute("DELETE FROM attachments WHERE release_id = ?", (release_id,))
         for oid in {r["oid"] for r in rows}:
             self.collect(oid)
+
+    def held_by_comment(self, comment_id: int) -> set[str]:
+        """The bytes a comment's files are (read before it is deleted: its records go with
+        it, and ``collect`` then removes what nothing else refers to)."""
+        rows = self.db.query("SELECT oid FROM attachments WHERE comment_id = ?", (comment_id,))
+        return {r["oid"] for r in rows}
 
     def referred(self, oid: str) -> bool:
         """Whether any record (an attachment, an LFS object) still needs the bytes ``oid``."""

@@ -18,6 +18,8 @@ from floorless.collab import issues as collab
 from floorless.collab import triage
 from floorless.collab.pulls import Pulls
 from floorless.db import Database
+from floorless.files.attachments import Attachment as AttachmentRow
+from floorless.files.attachments import Attachments
 from floorless.forgejo import urls
 from floorless.forgejo.people import Person, User, people, rfc3339, user_json
 from floorless.forgejo.schema import DateTime
@@ -60,8 +62,8 @@ def milestone_json(milestone: triage.Milestone) -> Milestone:
 
 
 class IssueSources(Protocol):
-    """What a page of issues' JSON reads: the rows, their labels, milestones and assignees,
-    and whether a pull request was merged. The forge is one (taken by structure)."""
+    """What a page of issues' JSON reads: the rows, their labels, milestones, assignees and
+    files, and whether a pull request was merged. The forge is one (taken by structure)."""
 
     @property
     def db(self) -> Database: ...
@@ -71,6 +73,9 @@ class IssueSources(Protocol):
 
     @property
     def pulls(self) -> Pulls: ...
+
+    @property
+    def attachments(self) -> Attachments: ...
 
 
 class IssueFacts:
@@ -85,6 +90,7 @@ class IssueFacts:
         public: str,
         issues: Sequence[collab.Issue] = (),
         names: Iterable[str] = (),
+        comments: Sequence[collab.Comment] = (),
     ) -> None:
         self.forge = forge
         self.viewer = viewer
@@ -96,6 +102,9 @@ class IssueFacts:
         self.milestones = forge.triage.milestones_of(ids)
         pulls = [issue.id for issue in issues if issue.is_pull]
         self.merges = forge.pulls.merges_of(pulls)
+        self.files, self.comment_files = forge.attachments.of_issues(
+            ids, [comment.id for comment in comments]
+        )
         wanted = {issue.author for issue in issues if issue.author} | set(names)
         for found in self.assignees.values():
             wanted.update(found)
@@ -106,10 +115,33 @@ class IssueFacts:
         who = self.people.get(name.lower(), GHOST) if name else GHOST
         return user_json(who, self.viewer, self.public)
 
+    def assets(self, files: Iterable[AttachmentRow]) -> list[Attachment]:
+        return [attachment_json(found, self.public, self.repo) for found in files]
+
     def page_url(self, number: int, is_pull: bool, comment: int | None = None) -> str:
         if is_pull:
             return self.public + urls.pull(self.repo, number, comment=comment)
         return self.public + urls.issue(self.repo, number, comment)
+
+
+def attachment_json(
+    attachment: AttachmentRow, public: str, repo: Repo, tag: str | None = None
+) -> Attachment:
+    """Forgejo's ``Attachment``: downloaded by its release's tag and name when it has one."""
+    if tag is not None:
+        download = urls.release_download(repo, tag, attachment.name)
+    else:
+        download = urls.attachment(attachment.uuid)
+    return {
+        "id": attachment.id,
+        "name": attachment.name,
+        "size": attachment.size,
+        "download_count": attachment.download_count,
+        "created_at": rfc3339(attachment.created_at),
+        "uuid": attachment.uuid,
+        "browser_download_url": public + download,
+        "type": "attachment",
+    }
 
 
 def issue_json(issue: collab.Issue, facts: IssueFacts) -> Issue:
@@ -138,7 +170,7 @@ def issue_json(issue: collab.Issue, facts: IssueFacts) -> Issue:
         "title": issue.title,
         "body": issue.body,
         "ref": "",
-        "assets": [],
+        "assets": facts.assets(facts.files.get(issue.id, [])),
         "labels": [
             label_json(label, repo, facts.public) for label in facts.labels.get(issue.id, [])
         ],
@@ -176,7 +208,7 @@ def comment_json(comment: collab.Comment, facts: IssueFacts) -> Comment:
         "original_author": "",
         "original_author_id": 0,
         "body": comment.body,
-        "assets": [],
+        "assets": facts.assets(facts.comment_files.get(comment.id, [])),
         "created_at": rfc3339(comment.created_at),
         "updated_at": rfc3339(comment.updated_at),
     }

@@ -433,7 +433,7 @@ def issue_event(forge: EventSources, change: Change) -> None:
     action = "closed" if change.action == "merged" else change.action
     if change.comment_id is not None:
         comment = forge.issues.comment_by_id(repo.owner, repo.name, change.comment_id)
-        facts = IssueFacts(forge, viewer, repo, public, [issue], [comment.author])
+        facts = IssueFacts(forge, viewer, repo, public, [issue], [comment.author], [comment])
         comment_payload: IssueCommentPayload = {
             "action": "created",
             "issue": issue_json(issue, facts),

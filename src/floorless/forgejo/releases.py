@@ -21,7 +21,7 @@ from floorless.db import Database
 from floorless.files.attachments import Attachment as AttachmentRow
 from floorless.files.attachments import Attachments
 from floorless.forgejo import urls
-from floorless.forgejo.issues import GHOST, Attachment
+from floorless.forgejo.issues import GHOST, Attachment, attachment_json
 from floorless.forgejo.people import User, people, rfc3339, user_json
 from floorless.forgejo.schema import DateTime
 from floorless.repos.registry import Repo
@@ -46,26 +46,6 @@ class Release(TypedDict):
     published_at: DateTime
     author: User
     assets: list[Attachment]
-
-
-def attachment_json(
-    attachment: AttachmentRow, public: str, repo: Repo, tag: str | None = None
-) -> Attachment:
-    """Forgejo's ``Attachment``: downloaded by its release's tag and name when it has one."""
-    if tag is not None:
-        download = urls.release_download(repo, tag, attachment.name)
-    else:
-        download = urls.attachment(attachment.uuid)
-    return {
-        "id": attachment.id,
-        "name": attachment.name,
-        "size": attachment.size,
-        "download_count": attachment.download_count,
-        "created_at": rfc3339(attachment.created_at),
-        "uuid": attachment.uuid,
-        "browser_download_url": public + download,
-        "type": "attachment",
-    }
 
 
 def release_json(

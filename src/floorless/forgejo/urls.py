@@ -390,6 +390,11 @@ def new_issue(repo: Named) -> str:
     return f"{home(repo)}/issues/new"
 
 
+def issue_attachments(repo: Named) -> str:
+    """Where a file for an issue or a comment being written is uploaded (Forgejo's)."""
+    return f"{home(repo)}/issues/attachments"
+
+
 def issue(repo: Named, number: int, comment: int | None = None) -> str:
     """An issue's page, or one comment on it (Forgejo's ``#issuecomment-{id}`` anchor)."""
     anchor = f"#issuecomment-{comment}" if comment is not None else ""

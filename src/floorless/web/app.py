@@ -208,6 +208,7 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/fork", forks.Fork(*form)),
         (repo_prefix + "/issues", issues.IssueList(*deps, authenticator)),
         (repo_prefix + "/issues/new", issues.NewIssue(*deps, authenticator)),
+        (repo_prefix + "/issues/attachments", attachments.IssueUpload(*form)),
         (repo_prefix + "/issues/{number}", issues.IssueDetail(*deps, authenticator)),
         (repo_prefix + "/issues/{number}/triage", triage.TriageChange(*form)),
         (repo_prefix + "/labels", triage.Labels(*form)),

@@ -70,9 +70,11 @@ class Limits:
 
 
 # The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is): a Git LFS
-# object, a release's or an issue's attachment through the API, and the web's upload forms.
+# object, a release's or an issue's attachment through the API, and the web's upload forms
+# (an issue's files ahead at /issues/attachments, or with a new issue or a comment).
 UPLOADS = re.compile(
     r"/info/lfs/objects/[0-9a-f]{64}$|/assets$|/attachments$|/releases/new$|/releases/edit/.+$"
+    r"|/issues/new$|/issues/[0-9]{1,9}$"
 )
 
 

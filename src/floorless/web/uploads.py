@@ -1,34 +1,46 @@
-"""Files sent as ``multipart/form-data``, read part by part: what the API's uploads and the
-web's upload forms both use, beside both so that neither imports the other.
+"""Files sent in a request body, read in one place for the API's uploads (a release's file, an
+issue's or a comment's) and the web's (the issue pages' upload and their forms).
 
-A part's bytes are never read whole: a file part's ``stream.read`` is handed to the content
-store, which writes it as it comes (``files/store.py``); the small text fields beside the
-files are read into memory, at most ``MAX_FIELDS`` bytes of them in all. The parts come in
-the order the client sent them (a browser sends a form's fields in their order on the page).
+A file is never held whole here: its part of a ``multipart/form-data`` body, or the body
+itself, is handed on as a ``read`` function that the content store streams from
+(``files/store.py``), which counts it against the size limit as it arrives. The parts of a
+multipart body come in the order the client wrote them, each read before the next: a form's
+fields before a file (a browser sends them in the order of the page, its hidden fields
+first) are known when the file arrives, so that its CSRF token and what it is for are
+checked before a byte of the file is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import falcon
 import falcon.media
 
-from floorless.core.errors import BadRequest, TooLarge
-
-MAX_FIELDS = 64 * 1024  # bytes of text fields a form may carry beside its files
+from floorless.core.errors import BadRequest, FloorlessError, TooLarge
 
 _MULTIPART = falcon.media.MultipartFormHandler()
 
 
-def is_multipart(req: falcon.Request) -> bool:
+@dataclass(frozen=True)
+class Sent:
+    """A file in a request: its name as the client gave it ("" for none), its bytes to be
+    read (``read(n)``), their size when announced, and the media type it was sent as."""
+
+    name: str
+    read: Callable[[int], bytes]
+    size: int | None
+    content_type: str | None
+
+
+def multipart(req: falcon.Request) -> bool:
     return (req.content_type or "").lower().startswith("multipart/form-data")
 
 
-def parts(req: falcon.Request) -> Iterator[Any]:
-    """The parts of a ``multipart/form-data`` body, each read (or skipped) before the next;
-    a malformed body is a 400."""
+def _parts(req: falcon.Request) -> Iterator[Any]:
+    """The parts of a multipart body, in order; 400 for a body that is not one."""
     try:
         form = _MULTIPART.deserialize(req.bounded_stream, req.content_type, req.content_length)
         yield from form
@@ -36,36 +48,47 @@ def parts(req: falcon.Request) -> Iterator[Any]:
         raise BadRequest("the multipart body is malformed") from exc
 
 
-def file_part(req: falcon.Request, field: str) -> Any | None:
-    """The first part named ``field`` of a multipart body, its stream not yet read; None when
-    it has none."""
-    for part in parts(req):
-        if part.name == field:
-            return part
-    return None
+def _sent(part: Any) -> Sent:
+    return Sent(part.filename or "", part.stream.read, None, part.content_type)
 
 
-def file_name(part: Any) -> str:
-    """The name a file part was sent with ("" for none: an empty file input); the caller's
-    store cleans it (``files/attachments.clean_name``)."""
-    return str(part.filename or "")
+def file_of(req: falcon.Request, field: str, refuse: type[FloorlessError]) -> Sent:
+    """The file an upload sends, as Forgejo's clients send it: the part ``field`` of a
+    multipart body, or the whole body as ``application/octet-stream``. ``refuse`` (the
+    caller's error, with its status) for any other body, or a multipart one without it."""
+    if multipart(req):
+        for part in _parts(req):
+            if part.name == field:
+                return _sent(part)
+        raise refuse(f"the multipart body has no {field} field")
+    if (req.content_type or "").lower().startswith("application/octet-stream"):
+        return Sent("", req.bounded_stream.read, req.content_length, None)
+    raise refuse(f"send the file as multipart/form-data (field {field})")
 
 
-class Fields:
-    """The text fields of a form read so far, counted against ``MAX_FIELDS``: a repeated
-    name keeps its last value in ``values`` and every value in ``lists``."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-        self.lists: dict[str, list[str]] = {}
-        self.size = 0
-
-    def read(self, part: Any) -> None:
-        data = part.stream.read(MAX_FIELDS - self.size + 1)
-        self.size += len(data)
-        if self.size > MAX_FIELDS:
-            raise TooLarge("the form's fields are too large")
-        value = data.decode("utf-8", "replace")
-        name = str(part.name or "")
-        self.values[name] = value
-        self.lists.setdefault(name, []).append(value)
+def form_of(
+    req: falcon.Request,
+    field: str,
+    on_file: Callable[[dict[str, list[str]], Sent], None],
+    limit: int,
+) -> dict[str, list[str]]:
+    """The text fields of a multipart form, each name's values in order; each file of the
+    part ``field`` is handed to ``on_file`` with the fields before it, to be read (or
+    refused) before the next part is. A file input left empty sends a part with no file
+    name and no bytes: it is no file. 413 when the text fields are over ``limit`` bytes."""
+    fields: dict[str, list[str]] = {}
+    total = 0
+    for part in _parts(req):
+        if part.name == field and part.filename is not None:
+            if part.filename:
+                on_file(fields, _sent(part))
+            continue
+        try:
+            text = part.get_text() or ""
+        except falcon.MediaMalformedError as exc:  # a part past falcon's buffer
+            raise TooLarge("the form is too large") from exc
+        total += len(text.encode())
+        if total > limit:
+            raise TooLarge("the form is too large")
+        fields.setdefault(part.name or "", []).append(text)
+    return fields

@@ -160,8 +160,15 @@ class IssueResource(RepoResource):
         repo: Repo,
         issues: Sequence[Issue] = (),
         names: Iterable[str] = (),
+        comments: Sequence[Comment] = (),
     ) -> IssueFacts:
-        return IssueFacts(self.forge, self.viewer(req), repo, self.public(req), issues, names)
+        return IssueFacts(
+            self.forge, self.viewer(req), repo, self.public(req), issues, names, comments
+        )
+
+    def facts_of(self, req: falcon.Request, repo: Repo, comments: Sequence[Comment]) -> IssueFacts:
+        """The facts a page of comments' JSON needs: their authors and files."""
+        return self.facts(req, repo, names=_authors(comments), comments=comments)
 
     def sorting(self, target: Target) -> tuple[Repo, Level]:
         """A repository whose labels and milestones exist: it has issues or pull requests."""
@@ -175,6 +182,15 @@ class IssueResource(RepoResource):
         if not (repo.has_pulls if issue.is_pull else repo.has_issues):
             raise NotFound("issue does not exist")
         return issue
+
+    def comment(self, repo: Repo, comment_id: str) -> Comment:
+        """Comment ``comment_id`` of the repository, if its kind is on there."""
+        comment = self.forge.issues.comment_by_id(
+            repo.owner, repo.name, number_of(comment_id, "comment")
+        )
+        if not (repo.has_pulls if comment.is_pull else repo.has_issues):
+            raise NotFound("comment does not exist")
+        return comment
 
     def may_sort(self, req: falcon.Request, level: Level) -> bool:
         """Whether the caller may label, assign and set milestones (those who may push)."""
@@ -454,7 +470,7 @@ class IssueComments(IssueResource):
             since=moment(req, "since"),
             before=moment(req, "before"),
         )
-        self.send(resp, _comments(self.facts(req, found, names=_authors(comments)), comments))
+        self.send(resp, _comments(self.facts_of(req, found, comments), comments))
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, target: Target, index: str
@@ -467,7 +483,7 @@ class IssueComments(IssueResource):
             raise Forbidden("you may not comment here")
         made = self.forge.issues.comment(issue, account, data["body"])
         comment = self.forge.issues.comment_by_id(found.owner, found.name, made)
-        facts = self.facts(req, found, names=[comment.author])
+        facts = self.facts_of(req, found, [comment])
         self.send(resp, comment_json(comment, facts), 201)
 
 
@@ -504,7 +520,7 @@ class RepoComments(IssueResource):
         )
         total = issues.count_comments(found.owner, found.name, since, before, pulls)
         self.paged(req, resp, self.forge, paging, total)
-        self.send(resp, _comments(self.facts(req, found, names=_authors(comments)), comments))
+        self.send(resp, _comments(self.facts_of(req, found, comments), comments))
 
 
 class RepoComment(IssueResource):
@@ -527,25 +543,17 @@ class RepoComment(IssueResource):
         ),
     }
 
-    def find(self, repo: Repo, comment_id: str) -> Comment:
-        comment = self.forge.issues.comment_by_id(
-            repo.owner, repo.name, number_of(comment_id, "comment")
-        )
-        if not (repo.has_pulls if comment.is_pull else repo.has_issues):
-            raise NotFound("comment does not exist")
-        return comment
-
     def on_get(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
         found = target.repo
-        comment = self.find(found, id)
-        self.send(resp, comment_json(comment, self.facts(req, found, names=[comment.author])))
+        comment = self.comment(found, id)
+        self.send(resp, comment_json(comment, self.facts_of(req, found, [comment])))
 
     def changing(
         self, req: falcon.Request, target: Target, id: str
     ) -> tuple[Repo, Account, Comment, Issue]:
         found, level = target.repo, target.level
         account = self.writer(req)
-        comment = self.find(found, id)
+        comment = self.comment(found, id)
         if not self.forge.policy.may_edit_comment(self.viewer(req), level, comment.author_id):
             raise Forbidden("only its author and those who may push may change a comment")
         issue = self.forge.issues.find(found.owner, found.name, comment.number)
@@ -556,7 +564,7 @@ class RepoComment(IssueResource):
         data = self.body(req)
         self.forge.issues.edit_comment(issue, comment.id, account, data["body"])
         changed = self.forge.issues.comment_by_id(found.owner, found.name, comment.id)
-        self.send(resp, comment_json(changed, self.facts(req, found, names=[changed.author])))
+        self.send(resp, comment_json(changed, self.facts_of(req, found, [changed])))
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, target: Target, id: str

@@ -20,14 +20,14 @@ from floorless.accounts.access import Level
 from floorless.collab.releases import Release
 from floorless.core.errors import BadRequest, Conflict, NotFound
 from floorless.files.attachments import Attachment as AttachmentRow
-from floorless.forgejo.issues import Attachment
+from floorless.forgejo.issues import Attachment, attachment_json
 from floorless.forgejo.releases import Release as ReleaseShape
-from floorless.forgejo.releases import attachment_json, releases_json
+from floorless.forgejo.releases import releases_json
 from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable, query_flag
 from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
-from floorless.web.uploads import file_name, file_part, is_multipart
+from floorless.web.uploads import file_of
 
 RELEASE = "repository"
 
@@ -324,27 +324,17 @@ class Assets(AssetResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
         account = self.writer(req)
         release = self.release(target, id)
-        name = req.get_param("name") or ""
-        content_type = (req.content_type or "").lower()
-        if is_multipart(req):
-            part = file_part(req, "attachment")
-            if part is None:
-                raise Unprocessable("the multipart body has no attachment field")
-            read, size, sent_type = part.stream.read, None, part.content_type
-            name = name or file_name(part)
-        elif content_type.startswith("application/octet-stream"):
-            read, size, sent_type = req.bounded_stream.read, req.content_length, None
-        else:
-            raise Unprocessable("send the file as multipart/form-data (field attachment)")
+        sent = file_of(req, "attachment", Unprocessable)
+        name = req.get_param("name") or sent.name
         if not name:
             raise Unprocessable("the file has no name: give ?name=")
         stored = self.forge.attachments.upload(
             target.repo.id,
             account.id,
             name,
-            read,
-            size=size,
-            content_type=sent_type,
+            sent.read,
+            size=sent.size,
+            content_type=sent.content_type,
             release_id=release.id,
         )
         self.send(resp, self.asset_json(req, target, release, stored), 201)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from floorless.forge import Forge
 from floorless.web.api import (
+    attachments,
     collaborators,
     contents,
     forks,
@@ -88,7 +89,11 @@ API_ROUTES: tuple[tuple[str, type[Resource]], ...] = (
     (REPO + "/issues", issues.RepoIssues),
     (REPO + "/issues/comments", issues.RepoComments),
     (REPO + "/issues/comments/{id}", issues.RepoComment),
+    (REPO + "/issues/comments/{id}/assets", attachments.CommentAssets),
+    (REPO + "/issues/comments/{id}/assets/{asset}", attachments.CommentAsset),
     (REPO + "/issues/{index}", issues.RepoIssue),
+    (REPO + "/issues/{index}/assets", attachments.IssueAssets),
+    (REPO + "/issues/{index}/assets/{asset}", attachments.IssueAsset),
     (REPO + "/issues/{index}/comments", issues.IssueComments),
     (REPO + "/issues/{index}/labels", issues.IssueLabels),
     (REPO + "/issues/{index}/labels/{id}", issues.IssueLabel),

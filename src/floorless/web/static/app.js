@@ -283,6 +283,64 @@
       chip.style.color = text;
     });
   }
+  // Files dropped into a text that takes them (data-upload: the issue pages') are uploaded at
+  // once, each put in the text as a Markdown link where the cursor is (an image as an image),
+  // and named in a hidden "files" field: posting the form claims them. Without this script
+  // the form's file input sends them with the form.
+  document.querySelectorAll("textarea[data-upload]").forEach(function (area) {
+    var form = area.form;
+    var csrf = form && form.querySelector("input[name=csrf]");
+    if (!csrf) { return; }
+    function put(text) {
+      var start = area.selectionStart, end = area.selectionEnd;
+      area.value = area.value.slice(0, start) + text + area.value.slice(end);
+      area.selectionStart = area.selectionEnd = start + text.length;
+    }
+    function failed(name, why) {
+      var note = document.createElement("p");
+      note.className = "error";
+      note.setAttribute("role", "alert");
+      note.textContent = name + " was not attached: " + why;
+      area.parentNode.insertBefore(note, area.nextSibling);
+    }
+    function upload(file) {
+      var name = file.name.replace(/[\[\]\\]/g, "");
+      var pending = "[Uploading " + name + "…]()";
+      var body = new FormData();
+      body.append("csrf", csrf.value);
+      body.append("file", file);
+      put(pending);
+      fetch(area.getAttribute("data-upload"), { method: "POST", body: body, credentials: "same-origin" })
+        .then(function (response) {
+          if (response.ok) { return response.json(); }
+          return response.text().then(function (text) { throw new Error(text || response.statusText); });
+        })
+        .then(function (sent) {
+          var link = (/^image\//.test(file.type) ? "!" : "") + "[" + name + "](/attachments/" + sent.uuid + ")";
+          area.value = area.value.replace(pending, link);
+          var field = document.createElement("input");
+          field.type = "hidden";
+          field.name = "files";
+          field.value = sent.uuid;
+          form.appendChild(field);
+        })
+        .catch(function (error) {
+          area.value = area.value.replace(pending, "");
+          failed(name, error.message);
+        });
+    }
+    area.addEventListener("dragover", function (event) {
+      var types = event.dataTransfer ? Array.prototype.slice.call(event.dataTransfer.types) : [];
+      if (types.indexOf("Files") >= 0) { event.preventDefault(); }
+    });
+    area.addEventListener("drop", function (event) {
+      var files = event.dataTransfer && event.dataTransfer.files;
+      if (!files || !files.length) { return; }
+      event.preventDefault();
+      Array.prototype.forEach.call(files, upload);
+    });
+  });
+
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", paintLabels);
   } else {

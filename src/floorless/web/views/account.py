@@ -30,6 +30,15 @@ _PAST_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 def read_form(req: falcon.Request) -> dict[str, str]:
     """A posted form's fields (the last of repeated names), at most 64 KiB of it."""
+    return last_values(read_fields(req))
+
+
+def last_values(fields: dict[str, list[str]]) -> dict[str, str]:
+    return {k: v[-1] for k, v in fields.items() if v}
+
+
+def read_fields(req: falcon.Request) -> dict[str, list[str]]:
+    """A posted form's fields, each name's values in order, at most 64 KiB of it."""
     if (req.content_length or 0) > MAX_FORM:
         raise TooLarge("the form is too large")
     if (req.content_type or "").split(";")[0].strip() != falcon.MEDIA_URLENCODED:
@@ -38,7 +47,7 @@ def read_form(req: falcon.Request) -> dict[str, str]:
     if len(raw) > MAX_FORM:
         raise TooLarge("the form is too large")
     form = falcon.uri.parse_query_string(raw.decode("utf-8", "replace"), keep_blank=True)
-    return {k: v[-1] if isinstance(v, list) else v for k, v in form.items()}
+    return {k: v if isinstance(v, list) else [v] for k, v in form.items()}
 
 
 def safe_next(value: str | None) -> str:

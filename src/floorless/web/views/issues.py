@@ -33,8 +33,7 @@ from floorless.web.context import RepoView
 from floorless.web.marks import mark
 from floorless.web.markup import link_references, render_markdown
 from floorless.web.render import Renderer
-from floorless.web.views.account import FormView
-from floorless.web.views.base import RepoPage
+from floorless.web.views.attachments import FilesForm
 
 _NUMBER = re.compile(r"[0-9]{1,9}")
 STATES = ("open", "closed", "all")
@@ -139,7 +138,7 @@ def pulls_on(view: RepoView) -> None:
         raise NotFound("pull requests are turned off here")
 
 
-class IssueView(FormView, RepoPage):
+class IssueView(FilesForm):
     def markdown(self, view: RepoView, texts: list[str]) -> list[Markup]:
         """``texts`` as sanitized HTML, relative links to the default branch's files and
         ``#N``, ``@user`` and commit ids linked where they exist (looked up once for all)."""
@@ -295,7 +294,7 @@ class NewIssue(IssueView):
     def on_post(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         self.allowed(req, view)
         account = self.signed_in(req)
-        form = self.form(req)
+        form, files, uploaded = self.form_and_files(req, view, account)
         try:
             issue = self.forge.issues.create(
                 view.repo.owner,
@@ -304,10 +303,13 @@ class NewIssue(IssueView):
                 form.get("title", ""),
                 form.get("body", ""),
             )
+            self.claim(view, account, files, issue.id)
         except BadRequest as exc:
             resp.status = exc.status
             self.page(resp, view, "issue_new.html", form=form, error=str(exc))
             return
+        finally:
+            self.discard(uploaded)  # those the issue did not claim: it failed
         raise falcon.HTTPSeeOther(urls.issue(view.repo, issue.number))
 
 
@@ -367,6 +369,9 @@ class Conversation(IssueView, Generic[Subject]):
         timeline = self.forge.references.shown_to(viewer, view.repo, recorded)
         hidden = max(0, issue.entries - shown - TIMELINE_LAST)
         comments = [entry for entry in timeline if entry.kind == "comment"]
+        files, comment_files = self.forge.attachments.of_issues(
+            [issue.id], [entry.id for entry in comments]
+        )
         texts = [issue.body, *(entry.body for entry in comments)]
         body, *htmls = self.markdown(view, texts)
         html_of = dict(zip(map(id, comments), htmls, strict=True))
@@ -377,6 +382,8 @@ class Conversation(IssueView, Generic[Subject]):
             self.template,
             issue=issue,
             body=body,
+            files=files[issue.id],
+            comment_files=comment_files,
             timeline=[(entry, html_of.get(id(entry))) for entry in timeline],
             gap=(
                 shown,
@@ -407,9 +414,11 @@ class Conversation(IssueView, Generic[Subject]):
         account: Account,
         viewer: Viewer,
         form: dict[str, str],
-    ) -> None:
+        files: list[str],
+    ) -> str:
         """Edit or delete the comment ``form["comment"]``: its author may, and whoever may
-        push. Answers with the way back to the issue (or to the comment edited)."""
+        push; an edit claims the files it names. The way back to the issue (or to the
+        comment edited)."""
         text = form.get("comment", "")
         if not _NUMBER.fullmatch(text):
             raise BadRequest("name a comment")
@@ -419,23 +428,43 @@ class Conversation(IssueView, Generic[Subject]):
             raise Forbidden("only its author and those who may push may change a comment")
         if form.get("action") == "delete_comment":
             self.forge.issues.delete_comment(issue, comment)
-            raise falcon.HTTPSeeOther(self.target(view, issue))
+            return self.target(view, issue)
         self.forge.issues.edit_comment(issue, comment, account, form.get("body", ""))
-        raise falcon.HTTPSeeOther(self.target(view, issue, comment))
+        self.claim(view, account, files, issue.id, comment)
+        return self.target(view, issue, comment)
 
     def on_post(
         self, req: falcon.Request, resp: falcon.Response, view: RepoView, number: str
     ) -> None:
         subject = self.find(req, view, number)
-        issue = self.issue_of(subject)
         account = self.signed_in(req)
-        form = self.form(req)
+        form, files, uploaded = self.form_and_files(req, view, account)
+        try:
+            target = self.act(req, resp, view, subject, account, form, files)
+        finally:
+            self.discard(uploaded)  # the files it carried that what it posted did not claim
+        if target is not None:
+            raise falcon.HTTPSeeOther(target)
+
+    def act(
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        view: RepoView,
+        subject: Subject,
+        account: Account,
+        form: dict[str, str],
+        files: list[str],
+    ) -> str | None:
+        """Take the action the form posts, claiming the files it names for the text it
+        writes (a comment, the description): where to go next, or None when it failed and
+        the form is shown again with the reason."""
+        issue = self.issue_of(subject)
         viewer = auth.viewer_of(req)
         policy = self.forge.policy
         action = form.get("action", "")
         if action in ("edit_comment", "delete_comment"):
-            self.change_comment(view, issue, account, viewer, form)
-            return
+            return self.change_comment(view, issue, account, viewer, form, files)
         if action not in ("comment", "close", "reopen", "edit"):
             raise BadRequest(f"unknown action {action[:40]!r}")
         if not policy.may_take_part(viewer, view.level):
@@ -447,6 +476,7 @@ class Conversation(IssueView, Generic[Subject]):
         try:
             if action == "comment":
                 comment = self.forge.issues.comment(issue, account, form.get("body", ""))
+                self.claim(view, account, files, issue.id, comment)
                 target = self.target(view, issue, comment)
             elif action == "close":
                 self.forge.issues.close(issue, account, form.get("reason", "completed"))
@@ -454,11 +484,12 @@ class Conversation(IssueView, Generic[Subject]):
                 self.forge.issues.reopen(issue, account)
             else:
                 self.forge.issues.edit(issue, account, form.get("title", ""), form.get("body", ""))
+                self.claim(view, account, files, issue.id)
         except BadRequest as exc:
             resp.status = exc.status
             self.show(req, resp, view, subject, form={**form, "failed": action}, error=str(exc))
-            return
-        raise falcon.HTTPSeeOther(target)
+            return None
+        return target
 
 
 class IssueDetail(Conversation[Issue]):

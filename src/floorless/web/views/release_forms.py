@@ -22,7 +22,8 @@ from floorless.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from floorless.files.attachments import Attachment
 from floorless.forgejo import urls
 from floorless.web.context import RepoView
-from floorless.web.uploads import Fields, file_name, is_multipart, parts
+from floorless.web.uploads import Sent, form_of, multipart
+from floorless.web.views.account import MAX_FORM, last_values
 from floorless.web.views.releases import ReleasePage
 
 TITLE_MAX = 255
@@ -52,41 +53,27 @@ class ReleaseForm(ReleasePage):
     def posted(self, req: falcon.Request, view: RepoView, account: Account) -> Posted:
         """The form, its CSRF token checked before any file is stored; a urlencoded form
         (one without files) is read as every other form is."""
-        if not is_multipart(req):
+        if not multipart(req):
             return Posted(self.form(req))
-        fields = Fields()
         stored: list[Attachment] = []
-        checked = False
-        try:
-            for part in parts(req):
-                if part.filename is None:
-                    fields.read(part)
-                    continue
-                if not checked:
-                    self.auth.check_csrf(req, fields.values)
-                    checked = True
-                name = file_name(part)
-                if part.name != "files" or not name:  # an empty file input sends no name
-                    continue
-                stored.append(
-                    self.forge.attachments.upload(
-                        view.repo.id,
-                        account.id,
-                        name,
-                        part.stream.read,
-                        content_type=part.content_type,
-                    )
+
+        def keep(before: dict[str, list[str]], sent: Sent) -> None:
+            if not stored:  # the token comes before the first file
+                self.auth.check_csrf(req, last_values(before))
+            stored.append(
+                self.forge.attachments.upload(
+                    view.repo.id, account.id, sent.name, sent.read, content_type=sent.content_type
                 )
-            if not checked:
-                self.auth.check_csrf(req, fields.values)
+            )
+
+        try:
+            lists = form_of(req, "files", keep, MAX_FORM)
+            values = last_values(lists)
+            self.auth.check_csrf(req, values)
         except BaseException:
             self.discard(stored)
             raise
-        return Posted(fields.values, fields.lists, stored)
-
-    def discard(self, files: list[Attachment]) -> None:
-        for attachment in files:
-            self.forge.attachments.delete(attachment)
+        return Posted(values, lists, stored)
 
     def checked(self, posted: Posted) -> Posted:
         title = posted.fields.get("title", "").strip()
