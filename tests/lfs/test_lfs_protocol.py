@@ -161,18 +161,23 @@ def test_the_transfer_header_is_for_its_repository_object_and_operation(
 ) -> None:
     answer = _batch(client, "plans", "download", [{"oid": OID, "size": len(DATA)}], "ben")
     header = answer.json["objects"][0]["actions"]["download"]["header"]
-    assert list(header) == ["X-Floorless-Lfs"]
+    assert list(header) == ["Authorization"]  # so that git lfs asks for no credentials
     good = client.simulate_get(f"/ann/plans.git/info/lfs/objects/{OID}", headers=header)
     assert good.status_code == 200
     ((name, value),) = header.items()
-    account, scope, expires, signature = value.split(".")
+    assert value.startswith("Bearer lfs.")
+    account, scope, expires, signature = value.removeprefix("Bearer lfs.").split(".")
     for forged in (
         f"{account}.{scope}.{expires}.{'0' * len(signature)}",  # another signature
         f"1.{scope}.{expires}.{signature}",  # another person
+        f"{account}.write.{expires}.{signature}"
+        if scope == "read"
+        else f"{account}.read.{expires}.{signature}",
         f"{account}.{scope}.{int(expires) + 1}.{signature}",  # a longer life
         f"{account}.{scope}.{int(expires) - 7200}.{signature}",  # long expired
         "garbage",
     ):
+        forged = "Bearer lfs." + forged
         refused = client.simulate_get(
             f"/ann/plans.git/info/lfs/objects/{OID}", headers={name: forged}
         )

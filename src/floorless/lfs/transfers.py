@@ -2,7 +2,8 @@
 
 ``git lfs`` sends its credentials to the batch endpoint only; the URLs a batch answer names
 for each object, and the endpoint ``git-lfs-authenticate`` names over SSH, are reached with
-the headers the answer gives. Those carry ``X-Floorless-Lfs: ACCOUNT.SCOPE.EXPIRES.MAC``: an
+the headers the answer gives (and it asks for no credentials when they hold an
+``Authorization``). Those carry ``Authorization: Bearer lfs.ACCOUNT.SCOPE.EXPIRES.MAC``: an
 HMAC, under the forge's key, of the repository, the person, their credential's reach, the
 operation and the object, good for an hour. Whoever presents one asks as that person, whose
 access is then checked as if they had asked themselves (a collaborator removed meanwhile is
@@ -16,7 +17,8 @@ import time
 
 from floorless.accounts.accounts import SecretKey
 
-HEADER = "X-Floorless-Lfs"
+HEADER = "Authorization"
+PREFIX = "Bearer lfs."
 LIFETIME = 3600  # seconds
 SCOPES = ("read", "write")
 
@@ -34,7 +36,12 @@ def make(
     for a whole batch) on the object ``oid`` of the repository, by the account."""
     expires = int(time.time()) + LIFETIME
     mac = key.sign(_message(repo_id, account_id, scope, operation, oid, expires), "lfs")
-    return {HEADER: f"{account_id}.{scope}.{expires}.{mac}"}
+    return {HEADER: f"{PREFIX}{account_id}.{scope}.{expires}.{mac}"}
+
+
+def carried(text: str | None) -> bool:
+    """Whether an ``Authorization`` header's value is a transfer's (not a person's own)."""
+    return text is not None and text.startswith(PREFIX)
 
 
 def read(
@@ -42,7 +49,9 @@ def read(
 ) -> tuple[int, str] | None:
     """The account and scope ``text`` (a header's value) speaks for, if this forge made it for
     this repository, operation and object and it has not expired; else None."""
-    parts = text.split(".")
+    if not text.startswith(PREFIX):
+        return None
+    parts = text.removeprefix(PREFIX).split(".")
     if len(parts) != 4:
         return None
     account, scope, expires, mac = parts

@@ -1,5 +1,7 @@
 """The command an SSH client asks to run: ``git-upload-pack 'owner/name.git'`` (clone and
-fetch) or ``git-receive-pack 'owner/name.git'`` (push), as git writes it. Nothing else runs."""
+fetch) or ``git-receive-pack 'owner/name.git'`` (push), as git writes it, or
+``git-lfs-authenticate owner/name.git download|upload``, as ``git lfs`` asks where a
+repository's LFS endpoint is and with what header to reach it. Nothing else runs."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ SERVICES = {
     "git upload-pack": "git-upload-pack",
     "git receive-pack": "git-receive-pack",
 }
+LFS_AUTHENTICATE = "git-lfs-authenticate"
+LFS_OPERATIONS = ("download", "upload")
 MAX_COMMAND = 4096
 ONLY = (
     "floorless serves git over SSH and nothing else: clone, fetch and push"
@@ -23,9 +27,10 @@ ONLY = (
 
 @dataclass(frozen=True)
 class Command:
-    service: str  # "git-upload-pack" or "git-receive-pack"
+    service: str  # "git-upload-pack", "git-receive-pack" or "git-lfs-authenticate"
     owner: str
     name: str  # without ".git"
+    operation: str = ""  # git-lfs-authenticate's: download or upload
 
 
 def parse(text: str) -> Command:
@@ -36,9 +41,14 @@ def parse(text: str) -> Command:
         words = shlex.split(text)
     except ValueError as exc:  # an unclosed quote
         raise BadRequest(ONLY) from exc
-    if len(words) == 3 and words[0] == "git":
+    operation = ""
+    if len(words) == 3 and words[0] == LFS_AUTHENTICATE:
+        if words[2] not in LFS_OPERATIONS:
+            raise BadRequest("git-lfs-authenticate takes owner/name.git download or upload")
+        operation = words.pop()
+    elif len(words) == 3 and words[0] == "git":
         words = [f"git {words[1]}", words[2]]
-    if len(words) != 2 or words[0] not in SERVICES:
+    if len(words) != 2 or (words[0] not in SERVICES and not operation):
         raise BadRequest(ONLY)
     path = words[1]
     for start in ("~/", "/"):
@@ -50,4 +60,4 @@ def parse(text: str) -> Command:
     name = name.removesuffix(".git")
     if not name or any(ch.isspace() or ch in "\\'\"" for ch in owner + name):
         raise BadRequest(f"{words[1]!r} is not a repository: give owner/name.git")
-    return Command(SERVICES[words[0]], owner, name)
+    return Command(SERVICES.get(words[0], LFS_AUTHENTICATE), owner, name, operation)

@@ -25,17 +25,19 @@ The session is the same for the built-in server and for OpenSSH's (``relay.py``)
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from floorless.accounts.access import Level
-from floorless.core.errors import BadRequest, FloorlessError
+from floorless.core.errors import BadRequest, FloorlessError, Unauthorized
 from floorless.forge import Forge
 from floorless.git import protocol, pushreport, unreachable
 from floorless.gitservice import access, push
 from floorless.gitservice.access import Caller
+from floorless.lfs import transfers
 from floorless.repos.registry import Repo
 from floorless.ssh import commands
 
@@ -85,6 +87,9 @@ class Session:
         """Serve ``command``; the exit status to give the client."""
         try:
             asked = commands.parse(command)
+            service = asked.service
+            if service == commands.LFS_AUTHENTICATE:  # git's access: reading, or pushing
+                service = access.RECEIVE if asked.operation == "upload" else access.UPLOAD
             repo, level = await asyncio.to_thread(
                 access.authorize,
                 self.forge.registry,
@@ -92,8 +97,13 @@ class Session:
                 self.caller,
                 asked.owner,
                 asked.name,
-                asked.service,
+                service,
             )
+            if asked.service == commands.LFS_AUTHENTICATE:
+                if level < Level.WRITE and asked.operation == "upload":  # (a proposer's)
+                    self.forge.policy.require(self.caller.viewer, repo, Level.WRITE)
+                await self.channel.write(self.lfs_endpoint(repo, level, asked.operation))
+                return 0
         except FloorlessError as exc:
             self.channel.error(f"floorless: {exc}\n")
             return 1
@@ -109,6 +119,22 @@ class Session:
             return 1
         finally:
             await self._stop_git()
+
+    def lfs_endpoint(self, repo: Repo, level: Level, operation: str) -> bytes:
+        """``git-lfs-authenticate``'s answer: the repository's LFS endpoint over HTTP and the
+        header that lets this caller make one batch of ``operation`` there (``lfs/transfers.py``;
+        read-only for a read-only deploy key)."""
+        account = self.caller.viewer.account
+        if account is None:
+            raise Unauthorized("an SSH key with no person behind it")
+        scope = "read" if level < Level.WRITE else self.caller.viewer.scope
+        header = transfers.make(self.forge.secret, repo.id, account.id, scope, f"batch-{operation}")
+        answer = {
+            "href": f"{self.public}/{repo.owner}/{repo.name}.git/info/lfs",
+            "header": header,
+            "expires_in": transfers.LIFETIME,
+        }
+        return json.dumps(answer).encode() + b"\n"
 
     async def _watched(self, work: Coroutine[Any, Any, int]) -> int:
         """Run ``work`` until it ends, or until nothing moved for ``idle``."""

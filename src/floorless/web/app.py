@@ -247,12 +247,12 @@ def create_app(forge: Forge) -> falcon.App[falcon.Request, falcon.Response]:
         (repo_prefix + "/info/refs", githttp.InfoRefs(*deps, advertisement=forge.advertisement)),
         (repo_prefix + "/git-upload-pack", githttp.Service(*deps, service="git-upload-pack")),
         (repo_prefix + "/git-receive-pack", githttp.Service(*deps, service="git-receive-pack")),
-        (lfs_prefix + "/objects/batch", lfs.Batch(*deps)),
-        (lfs_prefix + "/objects/{oid}", lfs.Object(*deps)),
-        (lfs_prefix + "/verify", lfs.Verify(*deps)),
-        (lfs_prefix + "/locks", lfs.Locks(*deps)),
-        (lfs_prefix + "/locks/verify", lfs.LocksVerify(*deps)),
-        (lfs_prefix + "/locks/{id}/unlock", lfs.Unlock(*deps)),
+        (lfs_prefix + "/objects/batch", lfs.Batch(*form)),
+        (lfs_prefix + "/objects/{oid}", lfs.Object(*form)),
+        (lfs_prefix + "/verify", lfs.Verify(*form)),
+        (lfs_prefix + "/locks", lfs.Locks(*form)),
+        (lfs_prefix + "/locks/verify", lfs.LocksVerify(*form)),
+        (lfs_prefix + "/locks/{id}/unlock", lfs.Unlock(*form)),
         *api_routes(forge, authenticator),
     ]
     for template, resource in routes:

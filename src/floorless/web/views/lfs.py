@@ -25,9 +25,10 @@ from typing import Any
 
 import falcon
 
-from floorless.accounts.access import Level, Viewer
+from floorless.accounts.access import ANONYMOUS, Level, Viewer
 from floorless.core.errors import BadRequest, NotFound, Unauthorized
 from floorless.files.store import valid_oid
+from floorless.forge import Forge
 from floorless.forgejo.people import rfc3339
 from floorless.gitservice import access
 from floorless.lfs import transfers
@@ -35,9 +36,10 @@ from floorless.lfs.locks import MAX_PAGE, Held, Lock
 from floorless.lfs.objects import MAX_BATCH
 from floorless.repos.registry import Repo
 from floorless.web import blobs
-from floorless.web.auth import viewer_of
+from floorless.web.auth import Authenticator, viewer_of
 from floorless.web.errors import LFS_MEDIA_TYPE as MEDIA_TYPE
 from floorless.web.public import public_url
+from floorless.web.render import Renderer
 from floorless.web.views.githttp import GitView
 
 _SIZE = re.compile(r"\A(0|[1-9][0-9]{0,17})\Z")
@@ -45,6 +47,12 @@ EXPIRES_IN = transfers.LIFETIME  # seconds an action's URL and its header are go
 
 
 class LfsView(GitView):
+    identifies = False  # ``identify``: a transfer's header, or git's own credentials
+
+    def __init__(self, forge: Forge, renderer: Renderer, auth: Authenticator) -> None:
+        super().__init__(forge, renderer)
+        self.auth = auth
+
     def lfs_repo(self, req: falcon.Request, owner: str, name: str, needed: Level) -> Repo:
         """The repository, if the caller may reach ``needed`` on it (git's rules)."""
         service = access.RECEIVE if needed >= Level.WRITE else access.UPLOAD
@@ -70,20 +78,26 @@ class LfsView(GitView):
         key = self.forge.secret
         return transfers.make(key, repo.id, viewer.account.id, viewer.scope, operation, oid)
 
-    def adopt(
-        self, req: falcon.Request, owner: str, name: str, operation: str, oid: str = ""
+    def identify(
+        self, req: falcon.Request, owner: str, name: str, operations: tuple[str, ...], oid: str = ""
     ) -> None:
-        """When the request carries a transfer header (``lfs/transfers.py``), ask as the
-        person it names. Unauthorized when it is not one this forge made for this
-        repository, operation and object, or it has expired."""
-        text = req.get_header(transfers.HEADER)
-        if text is None:
+        """Who asks: the person a transfer header (``lfs/transfers.py``) names, when it is one
+        this forge made for this repository, one of ``operations`` and the object ``oid``,
+        and has not expired (Unauthorized otherwise); else the credentials git sends (a
+        password or a token: no session cookie, which no ``git lfs`` has)."""
+        header = req.get_header("Authorization")
+        if not transfers.carried(header):
+            req.context.viewer = self.auth.identify(req) if header else ANONYMOUS
             return
+        assert header is not None
         try:
             repo: Repo | None = self.forge.registry.get(owner, name)
         except NotFound:
             repo = None
-        found = transfers.read(self.forge.secret, text, repo.id, operation, oid) if repo else None
+        found = None
+        for operation in operations if repo is not None else ():
+            assert repo is not None
+            found = found or transfers.read(self.forge.secret, header, repo.id, operation, oid)
         account = self.forge.accounts.by_id(found[0]) if found is not None else None
         if found is None or account is None:
             raise Unauthorized("the transfer's token is not valid here, or has expired")
@@ -141,7 +155,7 @@ class Batch(LfsView):
         if not isinstance(entries, list) or len(entries) > MAX_BATCH:
             raise Unprocessable(f"objects is a list of at most {MAX_BATCH}")
         wanted = [_object(entry) for entry in entries]
-        self.adopt(req, owner, repo, f"batch-{operation}")  # (git-lfs-authenticate's, by SSH)
+        self.identify(req, owner, repo, (f"batch-{operation}",))  # (a batch header: SSH's)
         needed = Level.WRITE if operation == "upload" else Level.READ
         found = self.lfs_repo(req, owner, repo, needed)
         lfs = self.forge.lfs
@@ -192,7 +206,7 @@ class Object(LfsView):
     def on_get(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, oid: str
     ) -> None:
-        self.adopt(req, owner, repo, "download", oid)
+        self.identify(req, owner, repo, ("download",), oid)
         found = self.lfs_repo(req, owner, repo, Level.READ)
         size = self.forge.lfs.size(found.id, oid) if valid_oid(oid) else None
         if size is None:
@@ -203,7 +217,7 @@ class Object(LfsView):
     def on_put(
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, oid: str
     ) -> None:
-        self.adopt(req, owner, repo, "upload", oid)
+        self.identify(req, owner, repo, ("upload",), oid)
         found = self.lfs_repo(req, owner, repo, Level.WRITE)
         if not valid_oid(oid):
             raise Unprocessable("an object's oid is 64 lower-case hexadecimal digits")
@@ -226,7 +240,7 @@ class Object(LfsView):
 class Verify(LfsView):
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         oid, size = _object(read_json(req))
-        self.adopt(req, owner, repo, "verify", oid)
+        self.identify(req, owner, repo, ("verify",), oid)
         found = self.lfs_repo(req, owner, repo, Level.WRITE)
         held = self.forge.lfs.size(found.id, oid)
         if held is None:
@@ -262,6 +276,7 @@ def _whole(text: object, what: str) -> int:
 
 class Locks(LfsView):
     def on_get(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
+        self.identify(req, owner, repo, ("batch-download", "batch-upload"))
         found = self.lfs_repo(req, owner, repo, Level.READ)
         cursor, limit = req.get_param("cursor"), req.get_param("limit")
         lock_id, path = req.get_param("id"), req.get_param("path")
@@ -279,6 +294,7 @@ class Locks(LfsView):
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         body = read_json(req)
+        self.identify(req, owner, repo, ("batch-upload",))
         found = self.lfs_repo(req, owner, repo, Level.WRITE)
         account = viewer_of(req).account
         assert account is not None  # writing needs an account
@@ -294,6 +310,7 @@ class Locks(LfsView):
 class LocksVerify(LfsView):
     def on_post(self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str) -> None:
         body = read_json(req)
+        self.identify(req, owner, repo, ("batch-upload",))
         found = self.lfs_repo(req, owner, repo, Level.WRITE)
         account = viewer_of(req).account
         assert account is not None
@@ -318,6 +335,7 @@ class Unlock(LfsView):
         self, req: falcon.Request, resp: falcon.Response, owner: str, repo: str, id: str
     ) -> None:
         body = read_json(req)
+        self.identify(req, owner, repo, ("batch-upload",))
         found = self.lfs_repo(req, owner, repo, Level.WRITE)
         viewer = viewer_of(req)
         account = viewer.account
