@@ -16,6 +16,7 @@ import hmac
 import secrets
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,6 +211,15 @@ class Accounts:
     def by_id(self, account_id: int) -> Account | None:
         row = self.db.one("SELECT * FROM accounts WHERE id = ?", (account_id,))
         return None if row is None else _account(row)
+
+    def by_ids(self, account_ids: Iterable[int]) -> dict[int, Account]:
+        """The accounts of ``account_ids`` that exist, by id: one statement."""
+        wanted = sorted(set(account_ids))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.db.query(f"SELECT * FROM accounts WHERE id IN ({marks})", wanted)  # noqa: S608
+        return {int(row["id"]): _account(row) for row in rows}
 
     def user_count(self) -> int:
         row = self.db.one("SELECT COUNT(*) AS n FROM accounts WHERE kind = 'user'")

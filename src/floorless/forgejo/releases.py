@@ -104,11 +104,8 @@ def releases_json(
         forge.attachments.of_releases(r.id for r in releases if r.id not in (assets or {}))
     )
     files.update({k: list(v) for k, v in (assets or {}).items()})
-    names = {}
-    for account_id in {r.publisher_id for r in releases if r.publisher_id is not None}:
-        account = forge.accounts.by_id(account_id)
-        if account is not None:
-            names[account_id] = account.name
+    publishers = forge.accounts.by_ids(r.publisher_id for r in releases if r.publisher_id)
+    names = {account_id: account.name for account_id, account in publishers.items()}
     found = people(forge.db, names.values())
 
     def author(release: ReleaseRow) -> User:

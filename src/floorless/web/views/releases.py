@@ -118,11 +118,10 @@ class ReleasePage(IssueView):
         found = list(releases)
         htmls = self.markdown(view, [r.note for r in found])
         assets = self.forge.attachments.of_releases(r.id for r in found)
-        names: dict[int, str] = {}
-        for publisher in {r.publisher_id for r in found if r.publisher_id is not None}:
-            account = self.forge.accounts.by_id(publisher)
-            if account is not None:
-                names[publisher] = account.name
+        publishers = self.forge.accounts.by_ids(
+            r.publisher_id for r in found if r.publisher_id is not None
+        )
+        names = {account_id: account.name for account_id, account in publishers.items()}
         shown = {}
         for release, html in zip(found, htmls, strict=True):
             name = names.get(release.publisher_id or 0, "")
