@@ -1,5 +1,6 @@
 """End-to-end in headless Chromium: a release made through its form on a real ``floorless
-serve``, with two files chosen in the file input, seen in the list and downloaded whole."""
+serve``, with two files chosen in the file input, seen in the list and downloaded whole, then
+edited (a new title, one file deleted)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,27 @@ def test_a_release_with_files_made_in_the_form(browser, tmp_path: Path) -> None:
             page.goto(f"{server}/ann/app/tags")
             page.get_by_role("link", name="Release", exact=True).click()
             expect(page).to_have_url(f"{server}/ann/app/releases/tag/v1.0")
+
+            # edited: a new title and notes, the notes file deleted, the tool kept
+            page.goto(f"{server}/ann/app/releases")
+            page.locator("article.release").first.get_by_role("link", name="Edit").click()
+            expect(page).to_have_url(f"{server}/ann/app/releases/edit/v1.0")
+            expect(page.get_by_label("Title")).to_have_value("First light")
+            page.get_by_label("Title").fill("First light, again")
+            page.get_by_label("Notes (Markdown)").fill("Now *better*.")
+            page.locator("label.check", has_text="NOTES.txt").locator("input").check()
+            page.get_by_role("button", name="Save release").click()
+            expect(page).to_have_url(f"{server}/ann/app/releases/tag/v1.0")
+            page.goto(f"{server}/ann/app/releases")
+            edited = page.locator("article.release").first
+            expect(edited.locator("h3")).to_contain_text("First light, again")
+            expect(edited.locator(".markdown em")).to_have_text("better")
+            files = edited.locator(".release-assets li")
+            expect(files).to_have_count(2)  # the tool, then the source archives
+            expect(files.nth(0)).to_contain_text("tool-linux")
+            expect(edited.locator(".release-assets")).not_to_contain_text("NOTES.txt")
+            gone = page.request.get(f"{server}/ann/app/releases/download/v1.0/NOTES.txt")
+            assert gone.status == 404
             assert watcher.problems == []
         finally:
             context.close()
