@@ -160,12 +160,27 @@ def test_bad_uploads_leave_nothing(forge: Forge, http: httpx.Client) -> None:
         assert big.status_code == 413
     finally:
         forge.attachments.max_bytes = forge.settings.attachment_max_bytes
+    raw = {**auth, "Content-Type": "application/octet-stream"}
+    short = http.post(
+        url + "?name=cut.bin", content=b"x" * 10, headers={**raw, "Content-Length": "1000"}
+    )
+    assert short.status_code == 400 and "ended after 10 of 1000 bytes" in short.text
     fine = http.post(url, files={"attachment": ("ok.bin", b"fine")}, headers=auth)
     assert fine.status_code == 201, fine.text
     assert fine.json()["name"] == "ok.bin"
     assert _rows(forge, "attachments") == 1
     assert len(list(forge.store.every())) == 1
     assert list(forge.store.tmp.iterdir()) == []
+    # a name is a file's name: no directory of it is kept
+    for sent, kept in (
+        ("../../etc/passwd", "passwd"),
+        ("a\\..\\b.txt", "b.txt"),
+    ):
+        named = http.post(url, files={"attachment": (sent, b"n")}, headers=auth)
+        assert named.status_code == 201 and named.json()["name"] == kept, (sent, named.text)
+    for hopeless in ("..", "/", "a/.."):
+        refused = http.post(url, files={"attachment": (hopeless, b"n")}, headers=auth)
+        assert refused.status_code in (400, 422), (hopeless, refused.text)
 
 
 def test_tags_made_and_deleted(forge: Forge, http: httpx.Client) -> None:
