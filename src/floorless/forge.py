@@ -20,6 +20,7 @@ import functools
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import pygit2
@@ -47,7 +48,7 @@ from floorless.db import migrations, open_database
 from floorless.db.leases import Leases, node_name
 from floorless.db.store import SQLite
 from floorless.files.attachments import Attachments
-from floorless.files.store import Store
+from floorless.files.store import PART_AGE, Store
 from floorless.forgejo import payloads
 from floorless.forgejo.caches import ShapeCaches
 from floorless.git import unreachable
@@ -72,6 +73,8 @@ from floorless.search.index import CodeIndex
 from floorless.webhooks.delivery import Webhooks
 
 log = logging.getLogger(__name__)
+
+FILE_SWEEP_SECONDS = 3600.0  # how often unclaimed uploads and stale part files are looked for
 
 
 class Forge:
@@ -190,7 +193,7 @@ class Forge:
             handles,
             moves,
             self.garbage,
-            self.automerge.tick,
+            self._sweep,
             self.activity.quiet,
         )
         # Webhooks: deliveries are sent by worker threads; the payloads of a change's events
@@ -228,8 +231,20 @@ class Forge:
             settings.runtime_dir / "asciidoctor",
             at_once=max(1, settings.threads // 2),
         )
+        self._swept_files = time.monotonic()  # (at start the store sweeps itself)
         self._advertisement: bytes | None = None
         self._advertisement_lock = threading.Lock()
+
+    def _sweep(self) -> None:
+        """The maintenance loop's frequent work: scheduled merges, and hourly, uploads no
+        comment claimed and part files no upload finished (another node's may be running:
+        only those a day old)."""
+        self.automerge.tick()
+        now = time.monotonic()
+        if now - self._swept_files >= FILE_SWEEP_SECONDS:
+            self._swept_files = now
+            self.attachments.expire()
+            self.store.sweep(older_than=PART_AGE)
 
     def _lend_lfs(self, parent: Repo, fork: Repo) -> None:
         self.lfs.lend(parent.id, fork.id)

@@ -24,6 +24,7 @@ from floorless.db import Database, Row
 from floorless.files.store import Store
 
 MAX_NAME = 255  # characters
+UNCLAIMED_DAYS = 1  # an upload no comment claimed within a day is removed (``expire``)
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,18 @@ class Attachments:
     def delete(self, attachment: Attachment) -> None:
         self.db.execute("DELETE FROM attachments WHERE id = ?", (attachment.id,))
         self.collect(attachment.oid)
+
+    def expire(self, older_than: float = UNCLAIMED_DAYS * 86400.0) -> int:
+        """Delete the uploads nothing claimed (a comment never posted) older than
+        ``older_than`` seconds, and their bytes once nothing else refers to them; how many."""
+        rows = self.db.query(
+            "SELECT * FROM attachments WHERE release_id IS NULL AND issue_id IS NULL"
+            " AND comment_id IS NULL AND created_at < ?",
+            (time.time() - older_than,),
+        )
+        for row in rows:
+            self.delete(_attachment(row))
+        return len(rows)
 
     def delete_of_release(self, release_id: int) -> None:
         """Delete a release's attachments (before the release itself)."""
