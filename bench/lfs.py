@@ -137,7 +137,7 @@ def _timed(args: list[str], env: dict[str, str], cwd: Path | None = None) -> flo
     return elapsed
 
 
-class Forge:
+class Server:
     """The ``floorless serve`` under test, its person and what the API is asked."""
 
     def __init__(self, root: Path) -> None:
@@ -189,13 +189,15 @@ class Forge:
         except urllib.error.HTTPError as refused:
             raise RuntimeError(f"{method} {path}: {refused.code} {refused.read()!r}") from None
 
-    def spawned(self) -> dict[str, float]:
-        """Processes started so far, by route (``floorless_spawned_processes``)."""
+    def counted(self) -> dict[str, dict[str, float]]:
+        """From ``/-/metrics``: processes started (``spawned``) and requests answered
+        (``requests``) so far, by route."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/metrics", timeout=60) as m:
             text = m.read().decode()
-        found: dict[str, float] = {}
-        for route, value in _SPAWNS.findall(text):
-            found[route] = found.get(route, 0.0) + float(value)
+        found: dict[str, dict[str, float]] = {"spawned": {}, "requests": {}}
+        for name, route, value in _COUNTED.findall(text):
+            into = found["spawned" if name == "spawned_processes" else "requests"]
+            into[route] = into.get(route, 0.0) + float(value)
         return found
 
     def upload(self, release: int, source: Path, multipart: bool) -> int:
@@ -232,11 +234,13 @@ class Forge:
             conn.close()
 
 
-_SPAWNS = re.compile(r'^floorless_spawned_processes_total\{route="([^"]*)"\} (\S+)$', re.M)
+_COUNTED = re.compile(
+    r'^floorless_(spawned_processes|responses)_total\{route="([^"]*)"[^}]*\} (\S+)$', re.M
+)
 
 
-def _lfs_routes(spawned: dict[str, float]) -> float:
-    return sum(v for route, v in spawned.items() if "/info/lfs/" in route)
+def _lfs_routes(by_route: dict[str, float]) -> float:
+    return sum(v for route, v in by_route.items() if "/info/lfs/" in route)
 
 
 def _random_files(into: Path, files: int, file_mb: int) -> list[Path]:
@@ -265,19 +269,19 @@ def _committed(work: Path, files: list[Path], env: dict[str, str], lfs: bool) ->
 
 
 def _one_round(
-    forge: Forge, number: int, files: int, file_mb: int, env: dict[str, str]
+    server: Server, number: int, files: int, file_mb: int, env: dict[str, str]
 ) -> dict[str, dict[str, float]]:
     """One round: each way once, the order turned by ``number``; each way's seconds and the
     server's memory peak, and the processes it started."""
-    here = forge.root / f"round-{number}"
+    here = server.root / f"round-{number}"
     source = _random_files(here / "source", files, file_mb)
     lfs_name, plain_name = f"lfs-{number}", f"plain-{number}"
     for name in (lfs_name, plain_name):
-        forge.api("POST", "/user/repos", {"name": name})
+        server.api("POST", "/user/repos", {"name": name})
     _committed(here / "lfs-work", source, env, lfs=True)
     _committed(here / "plain-work", source, env, lfs=False)
     (here / "copy").mkdir()
-    lfs_url, plain_url = forge.git_url(lfs_name), forge.git_url(plain_name)
+    lfs_url, plain_url = server.git_url(lfs_name), server.git_url(plain_name)
     runs = {
         "lfs push": (["git", *LFS, "push", "-q", lfs_url, "main"], here / "lfs-work"),
         "plain push": (["git", "push", "-q", plain_url, "main"], here / "plain-work"),
@@ -291,16 +295,17 @@ def _one_round(
         turn = number % len(group)
         for way in group[turn:] + group[:turn]:
             args, cwd = runs[way]
-            spawned = forge.spawned()
-            with _Peak(forge.pid) as peak:
+            before = server.counted()
+            with _Peak(server.pid) as peak:
                 seconds = _timed(args, env, cwd)
-            after = forge.spawned()
+            after = server.counted()
             figures[way] = {
                 "seconds": seconds,
                 "peak_mb": peak.mb,
                 "worker_peak_mb": peak.worker_mb,
-                "spawned": sum(after.values()) - sum(spawned.values()),
-                "spawned_lfs": _lfs_routes(after) - _lfs_routes(spawned),
+                "spawned": sum(after["spawned"].values()) - sum(before["spawned"].values()),
+                "spawned_lfs": _lfs_routes(after["spawned"]) - _lfs_routes(before["spawned"]),
+                "requests_lfs": _lfs_routes(after["requests"]) - _lfs_routes(before["requests"]),
             }
     for kind, clone in (("lfs", "lfs-clone"), ("plain", "plain-clone")):
         for path in source:
@@ -310,21 +315,21 @@ def _one_round(
     return figures
 
 
-def _assets(forge: Forge, asset_mb: int) -> dict[str, dict[str, float]]:
+def _assets(server: Server, asset_mb: int) -> dict[str, dict[str, float]]:
     """A release's asset uploaded as multipart and as a raw body: the server's memory before
     and at its peak during each, and the answer."""
-    release = forge.api(
+    release = server.api(
         "POST",
         f"/repos/{OWNER}/{ASSETS_REPO}/releases",
         {"tag_name": "v1", "target_commitish": "main"},
     )["id"]
     figures: dict[str, dict[str, float]] = {}
     for way, multipart in (("multipart", True), ("raw", False)):
-        here = forge.root / f"asset-{way}"
+        here = server.root / f"asset-{way}"
         (source,) = _random_files(here, 1, asset_mb)
-        with _Peak(forge.pid) as peak:
+        with _Peak(server.pid) as peak:
             started = time.perf_counter()
-            status = forge.upload(release, source, multipart)
+            status = server.upload(release, source, multipart)
             seconds = time.perf_counter() - started
         if status != 201:
             raise RuntimeError(f"the {way} upload answered {status}")
@@ -348,20 +353,20 @@ def measure(
         **{f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
            for what, value in (("NAME", "Bench"), ("EMAIL", "bench@example.org"))},
     }  # fmt: skip
-    forge = Forge(root)
-    forge.start()
+    server = Server(root)
+    server.start()
     began = time.monotonic()
     try:
-        before = {"tree": server_rss_mb(forge.pid), **server_memory(forge.pid)}
+        before = {"tree": server_rss_mb(server.pid), **server_memory(server.pid)}
         kept: list[dict[str, dict[str, float]]] = []
         for number in range(rounds):
-            kept.append(_one_round(forge, number, files, file_mb, env))
+            kept.append(_one_round(server, number, files, file_mb, env))
             if time.monotonic() - began > max_seconds:
                 break
-        after = {"tree": server_rss_mb(forge.pid), **server_memory(forge.pid)}
-        assets = _assets(forge, asset_mb)
+        after = {"tree": server_rss_mb(server.pid), **server_memory(server.pid)}
+        assets = _assets(server, asset_mb)
     finally:
-        forge.stop()
+        server.stop()
     p50 = {way: statistics.median(r[way]["seconds"] for r in kept) for way in WAYS}
     return {
         "files": files,
@@ -382,6 +387,9 @@ def measure(
         "lfs_spawned_per_object": sorted(
             {r[w]["spawned_lfs"] / files for r in kept for w in LFS_WAYS}
         ),
+        "lfs_requests_per_round": {
+            w: sorted({int(r[w]["requests_lfs"]) for r in kept}) for w in LFS_WAYS
+        },
         "rss_mb": {
             "before": round(before["tree"], 1),
             "peak": round(max(r[w]["peak_mb"] for r in kept for w in WAYS), 1),
@@ -428,6 +436,7 @@ def page(result: dict[str, Any]) -> str:
     compared = "\n".join(ratios)
     idle = result["copy"]["worker_peak_mb"]
     per_object = ", ".join(f"{n:g}" for n in result["lfs_spawned_per_object"])
+    asked = {w: "/".join(str(n) for n in result["lfs_requests_per_round"][w]) for w in LFS_WAYS}
     pointers = (
         " What an LFS push or pull starts is git's, for the pointers."
         if not any(result["lfs_spawned_per_object"])
@@ -468,7 +477,8 @@ whole process tree (granian's main process, the worker, git's children) and the 
 
 {compared}
 - Processes started by the LFS routes (batch, object upload and download, verify, locks),
-  per object moved: {per_object}.{pointers}
+  per object moved: {per_object}, over {asked["lfs push"]} requests to them a push and
+  {asked["lfs pull"]} a pull.{pointers}
 - Server RSS, whole tree: {rss["before"]:.0f} MB before the first round, {rss["peak_lfs"]:.0f} MB
   at its peak during the LFS transfers ({rss["peak"]:.0f} MB during any way), {rss["after"]:.0f} MB
   after the last.

@@ -21,6 +21,9 @@ def test_the_lfs_benchmark_runs(tmp_path: Path) -> None:
     result = lfs.measure(tmp_path, files=2, file_mb=1, rounds=2, asset_mb=2, max_seconds=600)
     assert result["rounds"] == 2
     assert result["lfs_spawned_per_object"] == [0.0]
+    # the LFS routes were asked (the batch, then each object), and are told apart by route
+    for way in lfs.LFS_WAYS:
+        assert min(result["lfs_requests_per_round"][way]) >= 1 + 2, result
     assert result["copy"]["spawned_per_round"] == [0]
     for way in lfs.WAYS:
         assert result[way]["p50_s"] > 0 and result[way]["peak_mb"] > 0

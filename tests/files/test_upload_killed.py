@@ -243,7 +243,7 @@ def test_a_killed_server_keeps_nothing_of_an_upload_cut_short(root: Path, kind: 
         assert _download(server, kind, upload, root) == data
 
 
-@pytest.mark.parametrize("kind", ["lfs", "multipart"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_client_gone_mid_body_leaves_no_part_and_the_server_serves_on(
     root: Path, kind: str
 ) -> None:
