@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import urllib.error
@@ -447,7 +448,7 @@ def page(result: dict[str, Any]) -> str:
         f" {f['worker_before_mb']:.0f} | {f['worker_growth_mb']:.1f} |"
         for way, f in result["assets"].items()
     )
-    return f"""# Git LFS and uploads
+    return _reflowed(f"""# Git LFS and uploads
 
 Measured {result["measured"]} on {box["cores"]} cores ({box["cpu"]}), kernel {box["kernel"]},
 Python {box["python"]}, {box["git"]}, git-lfs {result["git_lfs"]}; the run took
@@ -505,7 +506,27 @@ before.
 The gateway spools a body past 1 MiB to an unnamed file of the runtime directory as it
 arrives, and the store streams it from there into a part file 1 MiB at a time: a
 {result["asset_mb"]} MB file is never held whole.
-"""
+""")
+
+
+def _reflowed(text: str, width: int = 95) -> str:
+    """``text`` with its paragraphs and list items filled to ``width`` (tables, code and
+    headings as they are): the figures make the template's lines uneven."""
+    blocks = []
+    for block in text.split("\n\n"):
+        if block[:1] in "|`#":
+            blocks.append(block)
+            continue
+        items = re.split(r"\n(?=- )", block)
+        blocks.append(
+            "\n".join(
+                textwrap.fill(
+                    " ".join(item.split()), width, subsequent_indent="  " * (item[:2] == "- ")
+                )
+                for item in items
+            )
+        )
+    return "\n\n".join(blocks).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

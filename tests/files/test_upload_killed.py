@@ -1,9 +1,12 @@
 """An upload cut short leaves nothing, against a real ``floorless serve``: a Git LFS object's
-PUT (after its batch) and a release asset's POST, each sent in part over a raw socket, then
-the server's processes killed with SIGKILL. A new server on the same data directory holds no
-object and no record of the upload, its store's ``tmp/`` no part file once its start has
-swept it, and the same upload then succeeds whole. A client that goes away in the middle of
-its body (the server alive) leaves no part file either, and the server goes on serving."""
+PUT (after its batch) and a release asset's POST (a raw body, or multipart), each sent in part
+over a raw socket, then the server's processes killed with SIGKILL while its gateway spools the
+body. A new server on the same data directory holds no object and no record of the upload, its
+store's ``tmp/`` no part file once its start has swept it (a part file as a store's write
+killed halfway leaves it is put there before the restart, so the sweep has one to find), and
+the same upload then succeeds whole. A client that goes away in the middle of its body (the
+server alive) leaves no spooled body and no part file either, and the server goes on serving.
+"""
 
 from __future__ import annotations
 
