@@ -25,8 +25,9 @@ Then it uploads a ``--asset-mb`` MB file to a release through the API, once as
 server's memory growth (peak minus before) for each: a file is streamed into the store (and
 the gateway spools the body to disk), never held whole.
 
-It prints one JSON object, and with ``--docs`` writes the page of its figures. Every child
-has a deadline, and the rounds stop after ``--max-seconds`` (at least one runs).
+It prints one JSON object, and with ``--docs`` writes the page of its figures
+(docs/benchmarks-lfs.md; ``--render JSON --docs PAGE`` writes it again from a run's JSON).
+Every child has a deadline, and the rounds stop after ``--max-seconds`` (at least one runs).
 """
 
 from __future__ import annotations
