@@ -20,6 +20,7 @@ import falcon
 import falcon.media
 
 from floorless.core.errors import BadRequest, FloorlessError, TooLarge
+from floorless.files.attachments import Attachment, Attachments
 
 _MULTIPART = falcon.media.MultipartFormHandler()
 
@@ -64,6 +65,32 @@ def file_of(req: falcon.Request, field: str, refuse: type[FloorlessError]) -> Se
     if (req.content_type or "").lower().startswith("application/octet-stream"):
         return Sent("", req.bounded_stream.read, req.content_length, None)
     raise refuse(f"send the file as multipart/form-data (field {field})")
+
+
+def attach_sent(
+    req: falcon.Request,
+    attachments: Attachments,
+    repo_id: int,
+    uploader_id: int,
+    refuse: type[FloorlessError],
+    **where: int | None,
+) -> Attachment:
+    """The file an API upload sends (``file_of``, field ``attachment``), named by ``?name=``
+    or the name it was sent with, stored as an attachment of ``where`` (``release_id``, or
+    ``issue_id`` and ``comment_id``)."""
+    sent = file_of(req, "attachment", refuse)
+    name = req.get_param("name") or sent.name
+    if not name:
+        raise refuse("the file has no name: give ?name=")
+    return attachments.upload(
+        repo_id,
+        uploader_id,
+        name,
+        sent.read,
+        size=sent.size,
+        content_type=sent.content_type,
+        **where,
+    )
 
 
 def form_of(

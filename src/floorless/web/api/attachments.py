@@ -25,7 +25,7 @@ from floorless.web.api.base import Operation, Unprocessable
 from floorless.web.api.issues import IssueResource, number_of
 from floorless.web.api.releases import AssetQuery, EditAttachmentOptions
 from floorless.web.api.repository import Target
-from floorless.web.uploads import file_of
+from floorless.web.uploads import attach_sent
 
 _MISSING = "attachment not found"
 
@@ -59,17 +59,12 @@ class FileResource(IssueResource):
         comment: Comment | None = None,
     ) -> None:
         account = self.writer(req)
-        sent = file_of(req, "attachment", Unprocessable)
-        name = req.get_param("name") or sent.name
-        if not name:
-            raise Unprocessable("the file has no name: give ?name=")
-        stored = self.forge.attachments.upload(
+        stored = attach_sent(
+            req,
+            self.forge.attachments,
             target.repo.id,
             account.id,
-            name,
-            sent.read,
-            size=sent.size,
-            content_type=sent.content_type,
+            Unprocessable,
             issue_id=issue.id,
             comment_id=comment.id if comment is not None else None,
         )

@@ -27,7 +27,7 @@ from floorless.forgejo.schema import Doc
 from floorless.web.api.base import Operation, Paged, Unprocessable, query_flag
 from floorless.web.api.repository import RepoResource, Target
 from floorless.web.public import public_url
-from floorless.web.uploads import file_of
+from floorless.web.uploads import attach_sent
 
 RELEASE = "repository"
 
@@ -324,19 +324,10 @@ class Assets(AssetResource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, target: Target, id: str) -> None:
         account = self.writer(req)
         release = self.release(target, id)
-        sent = file_of(req, "attachment", Unprocessable)
-        name = req.get_param("name") or sent.name
-        if not name:
-            raise Unprocessable("the file has no name: give ?name=")
-        stored = self.forge.attachments.upload(
-            target.repo.id,
-            account.id,
-            name,
-            sent.read,
-            size=sent.size,
-            content_type=sent.content_type,
+        stored = attach_sent(
+            req, self.forge.attachments, target.repo.id, account.id, Unprocessable,
             release_id=release.id,
-        )
+        )  # fmt: skip
         self.send(resp, self.asset_json(req, target, release, stored), 201)
 
 
