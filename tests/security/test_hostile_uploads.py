@@ -353,13 +353,15 @@ def test_locks_go_only_by_their_owner_or_an_administrator_s_force(
 # -- odd input: a 4xx, never a 500 -----------------------------------------------------------
 
 
-def test_a_digit_that_is_no_number_in_a_release_s_path_is_a_404(
+def test_a_digit_that_is_no_number_in_a_release_s_path_or_page_is_a_4xx(
     forge: Forge, client: testing.TestClient
 ) -> None:
     release = _release(forge, "plans", "n1.0")
     base = "/api/v1/repos/ann/plans/releases"
     for path in (f"{base}/%C2%B2", f"{base}/%C2%B2/assets", f"{base}/{release.id}/assets/%C2%B9"):
         assert client.simulate_get(path, headers=_auth("ann")).status_code == 404, path
+    page = client.simulate_get("/ann/plans/releases", query_string="page=%C2%B2")
+    assert page.status_code == 400
 
 
 def test_lfs_bodies_json_can_say_but_nothing_can_take_are_a_4xx(
