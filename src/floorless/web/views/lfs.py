@@ -122,6 +122,8 @@ def read_json(req: falcon.Request) -> dict[str, Any]:
         raise Unacceptable(f"a Git LFS request is {MEDIA_TYPE}")
     try:
         body = json.loads(req.bounded_stream.read() or b"{}")
+    except RecursionError:  # nested past the parser's stack (100,000 ``[``)
+        raise Unprocessable("the body is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise Unprocessable("the body is not JSON") from exc
     if not isinstance(body, dict):
@@ -276,7 +278,7 @@ def _whole(text: object, what: str) -> int:
         value = int(text)
     else:
         raise BadRequest(f"{what} is a whole number")
-    if value < 0:
+    if not 0 <= value < 1 << 63:  # what a database stores
         raise BadRequest(f"{what} is a whole number")
     return value
 
