@@ -28,12 +28,17 @@ def is_multipart(req: falcon.Request) -> bool:
 
 def parts(req: falcon.Request) -> Iterator[Any]:
     """The parts of a ``multipart/form-data`` body, each read (or skipped) before the next;
-    a malformed body is a 400."""
+    a malformed body is a 400, as is a part whose headers are not text (falcon decodes a
+    part's name, file name and type when first asked: here, before the caller asks)."""
     try:
         form = _MULTIPART.deserialize(req.bounded_stream, req.content_type, req.content_length)
-        yield from form
+        for part in form:
+            _ = part.name, part.filename, part.content_type
+            yield part
     except falcon.MediaMalformedError as exc:
         raise BadRequest("the multipart body is malformed") from exc
+    except UnicodeDecodeError as exc:
+        raise BadRequest("a part's headers are not UTF-8") from exc
 
 
 def file_part(req: falcon.Request, field: str) -> Any | None:
