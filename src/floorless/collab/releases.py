@@ -95,11 +95,27 @@ def _actor(actor: Account | None, fallback: int | None = None) -> int | None:
     return actor.id if actor is not None else fallback
 
 
+# The longest tag name made here (bytes): a loose ref is a file, whose name and git's
+# ``.lock`` beside it must fit a file system's 255 (Forgejo keeps 255 characters).
+MAX_TAG = 250
+# libgit2 refuses to look up a ref name this long or longer (a ValueError, not an absence).
+MAX_REF = 1024
+
+
 def check_tag_name(name: str) -> str:
     """``name`` when it may name a tag; BadRequest saying why not otherwise."""
     if not name or not pygit2.reference_is_valid_name("refs/tags/" + name):
         raise BadRequest(f"not a valid tag name: {name!r}")
+    if len(name.encode()) > MAX_TAG:
+        raise BadRequest(f"a tag name is at most {MAX_TAG} bytes")
     return name
+
+
+def _ref(handle: pygit2.Repository, name: str) -> pygit2.Reference | None:
+    """The reference ``name``; None when there is none, or there can be none by that name."""
+    if len(name.encode()) >= MAX_REF or not pygit2.reference_is_valid_name(name):
+        return None
+    return handle.references.get(name)
 
 
 class Releases:
@@ -134,8 +150,9 @@ class Releases:
         NotFound with a clear message when none."""
         handle = self.open_repo(repo)
         for name in (f"refs/heads/{target}", f"refs/tags/{target}"):
-            if pygit2.reference_is_valid_name(name) and name in handle.references:
-                peeled = handle.references[name].peel(pygit2.Commit)
+            found_ref = _ref(handle, name)
+            if found_ref is not None:
+                peeled = found_ref.peel(pygit2.Commit)
                 assert isinstance(peeled, pygit2.Commit)
                 return peeled
         try:
@@ -149,11 +166,8 @@ class Releases:
 
     def tag_commit(self, repo: Repo, tag: str) -> str | None:
         """The commit id the tag ``tag`` names, None when there is no such tag."""
-        handle = self.open_repo(repo)
-        name = f"refs/tags/{tag}"
-        if not pygit2.reference_is_valid_name(name) or name not in handle.references:
-            return None
-        return str(handle.references[name].peel(pygit2.Commit).id)
+        found = _ref(self.open_repo(repo), f"refs/tags/{tag}")
+        return None if found is None else str(found.peel(pygit2.Commit).id)
 
     def create_tag(
         self,
@@ -193,9 +207,10 @@ class Releases:
         NotFound when none."""
         handle = self.open_repo(repo)
         name = f"refs/tags/{tag}"
-        if not pygit2.reference_is_valid_name(name) or name not in handle.references:
+        found = _ref(handle, name)
+        if found is None:
             raise NotFound(f"no tag {tag} in {repo.full_name}")
-        old = str(handle.references[name].target)
+        old = str(found.target)
         handle.references.delete(name)
         self.moves.refs_moved(repo)
         self.changed(Tagged(repo, name, old, "0" * len(old), _actor(actor)))
