@@ -116,9 +116,12 @@ def _signed(
 
 
 def read_json(req: falcon.Request) -> dict[str, Any]:
-    """The request's JSON object; BadRequest when it is none."""
+    """The request's JSON object; BadRequest when it is none. It must say it is JSON (as
+    ``git lfs`` does): a body of no type, or of a form's, is what a page of another site may
+    have a signed-in visitor's browser send here with their cookie without asking first
+    (only other types need CORS's preflight, which is never granted)."""
     kind = (req.content_type or "").split(";")[0].strip().lower()
-    if kind not in (MEDIA_TYPE, "application/json", ""):
+    if kind not in (MEDIA_TYPE, "application/json"):
         raise Unacceptable(f"a Git LFS request is {MEDIA_TYPE}")
     try:
         body = json.loads(req.bounded_stream.read() or b"{}")
