@@ -40,9 +40,8 @@ def application() -> Gateway:
         push_bytes=settings.max_push_bytes,
         fetch_bytes=settings.max_fetch_request_bytes,
         form_bytes=settings.max_form_bytes,
-        # a file, and the form or multipart framing around it
-        upload_bytes=max(settings.attachment_max_bytes, settings.lfs_max_bytes or 1 << 40)
-        + (1 << 20),
+        upload_bytes=settings.attachment_max_bytes + (1 << 20),  # and its form's framing
+        lfs_bytes=settings.lfs_max_bytes or 1 << 40,  # (0: no limit of its own)
     )
     app = create_app(forge)
     heap.settle()  # modules, templates, settings: alive as long as the worker

@@ -57,23 +57,27 @@ class Limits:
     push_bytes: int
     fetch_bytes: int
     form_bytes: int
-    upload_bytes: int = 0  # a file uploaded: an attachment, or a Git LFS object (0: forms')
+    upload_bytes: int = 0  # an attachment with its form's framing (0: forms')
+    lfs_bytes: int = 0  # a Git LFS object (0: forms')
 
     def body_limit(self, path: str) -> int:
         if path.endswith("/git-receive-pack"):
             return self.push_bytes
         if path.endswith("/git-upload-pack"):
             return self.fetch_bytes
+        if self.lfs_bytes and LFS_OBJECTS.search(path):
+            return max(self.lfs_bytes, self.form_bytes)
         if self.upload_bytes and UPLOADS.search(path):
             return max(self.upload_bytes, self.form_bytes)
         return self.form_bytes
 
 
-# The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is): a Git LFS
-# object, a release's or an issue's attachment through the API, and the web's upload forms.
-UPLOADS = re.compile(
-    r"/info/lfs/objects/[0-9a-f]{64}$|/assets$|/attachments$|/releases/new$|/releases/edit/.+$"
-)
+# The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is), each
+# kind with its own limit: a release's or an issue's attachment through the API and the web's
+# upload forms (``attachment_max_bytes``), and a Git LFS object (``lfs_max_bytes``), which
+# must not lend its larger limit, or none, to the others.
+UPLOADS = re.compile(r"/assets$|/attachments$|/releases/new$|/releases/edit/.+$")
+LFS_OBJECTS = re.compile(r"/info/lfs/objects/[0-9a-f]{64}$")
 
 
 class _Refused(Exception):
