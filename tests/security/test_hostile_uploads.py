@@ -350,6 +350,35 @@ def test_locks_go_only_by_their_owner_or_an_administrator_s_force(
     assert _lfs(client, unlock, {"force": True}, _auth("root")).status_code == 200
 
 
+def test_the_allowed_types_go_by_the_file_not_by_the_type_its_sender_claims(
+    tmp_path: Path,
+) -> None:
+    forge = start_forge(tmp_path / "repos", tmp_path / "data", attachment_types=[".zip", "image/*"])
+    try:
+        forge.accounts.create_user("ann", "ann@example.org", PASSWORD)
+        plans = forge.registry.create("ann", "plans")
+        _commit(forge, plans)
+        release = _release(forge, "plans", "v1.0")
+        client = testing.TestClient(create_app(forge))
+        api = f"/api/v1/repos/ann/plans/releases/{release.id}/assets"
+        for name, claimed, status in (
+            ("tool.exe", "image/png", 415),
+            ("logo.png", "application/octet-stream", 201),
+            ("build.zip", "application/zip", 201),
+        ):
+            files = [("attachment", (name, b"MZ\x90\x00", claimed))]
+            sent = httpx.Request("POST", "http://forge.test" + api, files=files)
+            headers = {**_auth("ann"), "Content-Type": sent.headers["content-type"]}
+            got = client.simulate_post(api, body=sent.read(), headers=headers)
+            assert got.status_code == status, (name, claimed, got.text)
+        assert [a.name for a in forge.attachments.of_releases([release.id])[release.id]] == [
+            "logo.png",
+            "build.zip",
+        ]
+    finally:
+        forge.stop()
+
+
 # -- odd input: a 4xx, never a 500 -----------------------------------------------------------
 
 
