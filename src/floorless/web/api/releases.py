@@ -330,10 +330,10 @@ class Assets(AssetResource):
             part = file_part(req, "attachment")
             if part is None:
                 raise Unprocessable("the multipart body has no attachment field")
-            read, size, sent_type = part.stream.read, None, part.content_type
+            read, size = part.stream.read, None
             name = name or file_name(part)
         elif content_type.startswith("application/octet-stream"):
-            read, size, sent_type = req.bounded_stream.read, req.content_length, None
+            read, size = req.bounded_stream.read, req.content_length
         else:
             raise Unprocessable("send the file as multipart/form-data (field attachment)")
         if not name:
@@ -344,7 +344,6 @@ class Assets(AssetResource):
             name,
             read,
             size=size,
-            content_type=sent_type,
             release_id=release.id,
         )
         self.send(resp, self.asset_json(req, target, release, stored), 201)

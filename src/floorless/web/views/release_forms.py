@@ -74,7 +74,6 @@ class ReleaseForm(ReleasePage):
                         account.id,
                         name,
                         part.stream.read,
-                        content_type=part.content_type,
                     )
                 )
             if not checked:
