@@ -22,6 +22,7 @@ import pytest
 from falcon import testing
 from support.accounts import PASSWORD, Browser, csrf_of
 from support.forges import patience, start_forge
+from support.queries import statements
 from support.serving import serving
 
 from floorless.collab.releases import Release
@@ -167,6 +168,27 @@ def test_a_private_repository_s_files_answer_outsiders_as_missing_ones(
     assert client.simulate_get(f"/attachments/{attachment.uuid}", headers=_auth("ben")).content == (
         b"secret bytes"
     )
+
+
+def test_a_hidden_file_costs_the_statements_of_a_missing_one(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    """``Server-Timing`` counts a request's database statements for anyone to read: a file of
+    a private repository must cost an outsider what a file that does not exist costs."""
+    release = _release(forge, "secret", "t1.0")
+    attachment = _attach(forge, release, "counted.bin", b"counted")
+    gone = "00000000-0000-4000-8000-000000000000"
+    for who in (None, "dan"):
+        for hidden, missing in (
+            (f"/attachments/{attachment.uuid}", f"/attachments/{gone}"),
+            ("/ann/secret/releases/download/t1.0/counted.bin",
+             "/ann/secrex/releases/download/t1.0/counted.bin"),
+        ):  # fmt: skip
+            for _ in range(2):  # the second warm
+                a = client.simulate_get(hidden, headers=_auth(who))
+                b = client.simulate_get(missing, headers=_auth(who))
+            assert a.status_code == b.status_code == 404
+            assert statements(a) == statements(b), (who, hidden)
 
 
 def test_a_draft_s_files_are_its_writers_alone_and_no_shared_cache_keeps_them(
