@@ -23,7 +23,7 @@ from falcon import testing
 from support.accounts import PASSWORD, Browser, csrf_of
 from support.forges import patience, start_forge
 from support.queries import statements
-from support.serving import serving
+from support.serving import Server, serving
 
 from floorless.collab.releases import Release
 from floorless.files.attachments import Attachment
@@ -580,27 +580,47 @@ def _first_line(port: int, request: bytes) -> bytes:
     return answer.partition(b"\r\n")[0]
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A real server whose attachments are small and Git LFS objects unlimited."""
+    root = tmp_path_factory.mktemp("hostile-limits")
+    config = root / "floorless.toml"
+    config.write_text("attachment_max_bytes = 100000\nlfs_max_bytes = 0\nclient_timeout = 3.0\n")
+    with serving(root / "repos", root / "data", "--config", str(config)) as running:
+        yield running
+
+
 @pytest.mark.network
-def test_a_body_past_the_attachment_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+def test_a_body_past_the_attachment_limit_is_refused_before_it_is_read(server: Server) -> None:
     """An upload form's limit is the attachments' (and its framing), not Git LFS's: with LFS
     objects unlimited, a release form once took a body of a terabyte onto the disk."""
-    config = tmp_path / "floorless.toml"
-    config.write_text("attachment_max_bytes = 100000\nlfs_max_bytes = 0\nclient_timeout = 5.0\n")
-    with serving(tmp_path / "repos", tmp_path / "data", "--config", str(config)) as server:
-        over = 100_000 + (1 << 20) + 1
-        for path in (b"/ann/plans/releases/new", b"/api/v1/repos/ann/plans/releases/1/assets"):
-            line = _first_line(
-                server.port,
-                b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data;"
-                b" boundary=x\r\nContent-Length: " + str(over).encode() + b"\r\n\r\n",
-            )
-            assert line.split(b" ")[1] == b"413", (path, line)
-        # Git LFS's own limit is another's: an object's upload is read (then answered 401)
-        lfs = b"/ann/plans.git/info/lfs/objects/" + b"a" * 64
-        with httpx.Client(base_url=server.url, timeout=patience(30)) as http:
-            sent = http.put(lfs.decode(), content=b"x" * over)
-        assert sent.status_code == 401
+    over = 100_000 + (1 << 20) + 1
+    for path in (b"/ann/plans/releases/new", b"/api/v1/repos/ann/plans/releases/1/assets"):
         line = _first_line(
-            server.port, b"POST /-/login HTTP/1.1\r\nHost: x\r\nContent-Length: \xb2\r\n\r\n"
+            server.port,
+            b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data;"
+            b" boundary=x\r\nContent-Length: " + str(over).encode() + b"\r\n\r\n",
         )
-        assert line.split(b" ")[1] == b"400"
+        assert line.split(b" ")[1] == b"413", (path, line)
+    # Git LFS's own limit is another's: an object's upload is read (then answered 401)
+    lfs = "/ann/plans.git/info/lfs/objects/" + "a" * 64
+    with httpx.Client(base_url=server.url, timeout=patience(30)) as http:
+        assert http.put(lfs, content=b"x" * over).status_code == 401
+    line = _first_line(
+        server.port, b"POST /-/login HTTP/1.1\r\nHost: x\r\nContent-Length: \xb2\r\n\r\n"
+    )
+    assert line.split(b" ")[1] == b"400"
+
+
+@pytest.mark.network
+def test_an_anonymous_upload_is_refused_before_its_body_is_spooled(server: Server) -> None:
+    """Not fixed yet. The gateway reads a whole body onto the disk before the app learns who
+    sends it: with ``lfs_max_bytes`` at its default (0, no limit), anyone, signed in or not,
+    may send a terabyte to any LFS object's address, and as many at once as they like. An
+    upload no credential could make must be refused from its headers alone."""
+    line = _first_line(
+        server.port,
+        b"PUT /ann/plans.git/info/lfs/objects/" + b"a" * 64 + b" HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Length: " + str(1 << 40).encode() + b"\r\n\r\n",
+    )
+    assert line.split(b" ")[1] in (b"401", b"413"), line
