@@ -187,6 +187,26 @@ def test_a_draft_s_files_are_its_writers_alone_and_no_shared_cache_keeps_them(
         assert got.headers["cache-control"].startswith("private")
 
 
+def test_a_file_replaced_under_its_tag_and_name_is_not_kept_stale_by_caches(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    """A release's file by tag and name is whatever file has that name now: a file taken
+    down (a leaked key, a bad build) and replaced must not be served on from a cache for a
+    year. Addresses by uuid or object id name the same bytes forever, and may say so."""
+    release = _release(forge, "plans", "i1.0")
+    old = _attach(forge, release, "tool.bin", b"the bad build")
+    path = "/ann/plans/releases/download/i1.0/tool.bin"
+    first = client.simulate_get(path)
+    assert "immutable" not in first.headers["cache-control"]
+    assert "no-cache" in first.headers["cache-control"]
+    forge.attachments.delete(old)
+    new = _attach(forge, release, "tool.bin", b"the good build")
+    etag = {"If-None-Match": first.headers["etag"]}
+    assert client.simulate_get(path, headers=etag).content == b"the good build"
+    by_uuid = client.simulate_get(f"/attachments/{new.uuid}")
+    assert "immutable" in by_uuid.headers["cache-control"]
+
+
 def test_lfs_objects_come_only_from_a_repository_that_holds_them(
     forge: Forge, client: testing.TestClient
 ) -> None:
