@@ -26,14 +26,20 @@ _MISSING = "no such attachment"
 
 class _Sending(View):
     def send(
-        self, req: falcon.Request, resp: falcon.Response, attachment: Attachment, repo: Repo
+        self,
+        req: falcon.Request,
+        resp: falcon.Response,
+        attachment: Attachment,
+        repo: Repo,
+        immutable: bool = True,
     ) -> None:
         draft = attachment.release_id is not None and self._draft(attachment.release_id)
         if draft and self.forge.policy.level(viewer_of(req), repo) < Level.WRITE:
             raise NotFound(_MISSING)
         opened = self.forge.store.open(attachment.oid)
+        name, private = attachment.name, repo.private
         whole = send_file(
-            req, resp, opened, attachment.size, attachment.oid, attachment.name, repo.private
+            req, resp, opened, attachment.size, attachment.oid, name, private, immutable
         )
         if whole and req.method == "GET":
             self.forge.attachments.downloaded(attachment)
@@ -72,6 +78,6 @@ class ReleaseDownload(_Sending, RepoPage):
         attachment = self.forge.attachments.of_release_tag(view.repo.id, tag, name)
         if attachment is None:
             raise NotFound(_MISSING)
-        self.send(req, resp, attachment, view.repo)
+        self.send(req, resp, attachment, view.repo, immutable=False)  # another may take its name
 
     on_head = on_get
