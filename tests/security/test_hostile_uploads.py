@@ -283,6 +283,38 @@ def test_forks_hold_only_what_they_were_lent(forge: Forge, client: testing.TestC
     forge.lifecycle.delete(fork)
 
 
+def test_a_fork_s_tag_or_release_cannot_reach_what_its_private_parent_gained(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    """A fork reads its parent's objects (alternates), and the object gate serves none of
+    them by id. Nor may a tag or a release made in the fork point at one: it would be the
+    fork's ref then, and serve the private parent's commit to anyone."""
+    parent = forge.registry.create("ann", "grown")
+    _commit(forge, parent)
+    forge.lifecycle.fork(parent, "dan", "grown")
+    forge.lifecycle.set_private(parent, True)
+    handle = forge.live.open(parent)
+    tree = handle.TreeBuilder()
+    tree.insert("key.txt", handle.create_blob(b"the parent's secret\n"), pygit2.GIT_FILEMODE_BLOB)
+    who = pygit2.Signature("Ann", "ann@example.org", WHEN + 60, 0)
+    head = [handle.head.target]
+    secret = str(handle.create_commit("refs/heads/main", who, who, "key", tree.write(), head))
+    forge.moves.refs_moved(forge.registry.get("ann", "grown"))
+    api, dan = "/api/v1/repos/dan/grown", _auth("dan")
+    assert client.simulate_get(f"{api}/git/commits/{secret}", headers=dan).status_code == 404
+    for target in (secret, secret[:7]):
+        tag = {"tag_name": "t", "target": target}
+        made = client.simulate_post(f"{api}/tags", json=tag, headers=dan)
+        assert made.status_code == 422, (target, made.text)
+        body = {"tag_name": "r", "target_commitish": target}
+        assert client.simulate_post(f"{api}/releases", json=body, headers=dan).status_code == 422
+        body["draft"] = True
+        assert client.simulate_post(f"{api}/releases", json=body, headers=dan).status_code == 422
+    assert client.simulate_get("/dan/grown/raw/tag/t/key.txt").status_code == 404
+    fine = {"tag_name": "ok", "target": "main"}
+    assert client.simulate_post(f"{api}/tags", json=fine, headers=dan).status_code == 201
+
+
 # -- writing as one may not ------------------------------------------------------------------
 
 
