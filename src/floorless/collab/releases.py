@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pygit2
 
 from floorless.accounts.accounts import Account
-from floorless.core.errors import BadRequest, Conflict, FloorlessError, NotFound
+from floorless.core.errors import BadRequest, Busy, Conflict, FloorlessError, NotFound
 from floorless.db import Database, Row
 from floorless.files.attachments import Attachment, Attachments
 from floorless.repos.moves import Moves
@@ -125,11 +125,15 @@ class Releases:
         open_repo: Callable[[Repo], pygit2.Repository],
         moves: Moves,
         attachments: Attachments,
+        reachable: Callable[[Repo, pygit2.Oid], bool | None],
     ) -> None:
         self.db = db
         self.open_repo = open_repo
         self.moves = moves
         self.attachments = attachments
+        # Whether the repository's refs reach a commit (the object gate's answer; None while
+        # not known yet): a target named by id must be one, as a page's commit id must.
+        self.reachable = reachable
         # Called with each ``ReleaseChange`` and ``Tagged`` once it is written: webhooks'
         # events are sent from here (``forge.py``), so that no caller has to remember them.
         self.on_change: list[Callable[[ReleaseChange | Tagged], object]] = []
@@ -147,7 +151,11 @@ class Releases:
 
     def resolve(self, repo: Repo, target: str) -> pygit2.Commit:
         """The commit ``target`` (a branch, a tag or a commit id) names in ``repo``;
-        NotFound with a clear message when none."""
+        NotFound with a clear message when none. A commit named by id (or an expression) must
+        be one the repository's refs reach: a fork reads its parent's objects, and a tag made
+        at one only the parent, private since, reaches would serve it to the fork's readers
+        (as would one at a deleted branch's commit, which is gone); Busy while the index
+        cannot tell yet."""
         handle = self.open_repo(repo)
         for name in (f"refs/heads/{target}", f"refs/tags/{target}"):
             found_ref = _ref(handle, name)
@@ -160,7 +168,10 @@ class Releases:
             commit = found.peel(pygit2.Commit) if found is not None else None
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             commit = None
-        if not isinstance(commit, pygit2.Commit):
+        reached = self.reachable(repo, commit.id) if isinstance(commit, pygit2.Commit) else False
+        if reached is None:
+            raise Busy("this repository's history is being indexed; try again in a moment")
+        if not reached or not isinstance(commit, pygit2.Commit):
             raise NotFound(f"no branch or commit {target!r} in {repo.full_name}")
         return commit
 
