@@ -383,6 +383,29 @@ def test_bad_lfs_uploads_leave_nothing_behind(forge: Forge, client: testing.Test
     assert forge.store.size(oid) is None and list(forge.store.tmp.iterdir()) == []
 
 
+def test_an_upload_in_flight_outlives_another_process_s_start(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    """``floorless admin`` (or a second worker, or another node on shared storage) prepares
+    its own forge over the same data while this one takes an upload: the part file being
+    written is not that start's to sweep away."""
+    data = os.urandom(3 * (1 << 20))
+    oid = hashlib.sha256(data).hexdigest()
+    body = io.BytesIO(data)
+
+    def read(size: int) -> bytes:
+        if body.tell() == 1 << 20:  # a third in: another forge starts on the same data
+            other = Forge(forge.settings)
+            other.prepare()
+            other.db.close()
+        return body.read(size)
+
+    plans = forge.registry.get("ann", "plans")
+    assert forge.lfs.upload(plans.id, oid, len(data), read)
+    assert forge.lfs.size(plans.id, oid) == len(data)
+    assert client.simulate_get(f"/ann/plans.git/info/lfs/objects/{oid}").content == data
+
+
 def test_locks_go_only_by_their_owner_or_an_administrator_s_force(
     forge: Forge, client: testing.TestClient
 ) -> None:
