@@ -170,7 +170,7 @@ class Releases:
             commit = None
         reached = self.reachable(repo, commit.id) if isinstance(commit, pygit2.Commit) else False
         if reached is None:
-            raise Busy("this repository's history is being indexed; try again in a moment")
+            raise Busy("the history is being indexed; try again in a moment", retry_after=1)
         if not reached or not isinstance(commit, pygit2.Commit):
             raise NotFound(f"no branch or commit {target!r} in {repo.full_name}")
         return commit
