@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 import pygit2
+from pygit2.enums import ObjectType
 
 from floorless.accounts.access import Policy
 from floorless.accounts.accounts import Accounts, SecretKey
@@ -58,6 +59,7 @@ from floorless.git.repo import HandlePool
 from floorless.index.answers import Answers
 from floorless.index.gate import Gate
 from floorless.index.indexer import Indexer
+from floorless.index.reachability import PAGE_BUDGET
 from floorless.lfs.locks import Locks
 from floorless.lfs.objects import LfsObjects, pointers_between
 from floorless.repos.forks import Forks
@@ -132,12 +134,13 @@ class Forge:
         # Git LFS: the objects each repository holds (their bytes in the same store), locks.
         self.lfs = LfsObjects(db, self.store, settings.lfs_max_bytes)
         self.locks = Locks(db)
-        # Releases: a tag with notes and files; tags they make go through the ref-move hub.
-        self.releases = Releases(db, live.open, moves, self.attachments)
         forks = self.forks = Forks(db, git, registry, states)
         self.lifecycle = Lifecycle(registry, forks, live, moves, peers, policy.may_publish)
         self.lifecycle.on_forked.append(self._lend_lfs)
         self.gate = Gate(indexer, live, registry, forks, policy)
+        # Releases: a tag with notes and files; tags they make go through the ref-move hub,
+        # and only at commits the gate would serve.
+        self.releases = Releases(db, live.open, moves, self.attachments, self._reaches)
         self.garbage = Garbage(
             git, states, leases, forks, settings.gc_pack_depth, indexer.reach.collected
         )
@@ -245,6 +248,10 @@ class Forge:
             self._swept_files = now
             self.attachments.expire()
             self.store.sweep(older_than=PART_AGE)
+
+    def _reaches(self, repo: Repo, commit: pygit2.Oid) -> bool | None:
+        snapshot = self.live.snapshot(repo)
+        return self.gate.reachable(repo, snapshot, ObjectType.COMMIT, commit.raw, PAGE_BUDGET)
 
     def _lend_lfs(self, parent: Repo, fork: Repo) -> None:
         self.lfs.lend(parent.id, fork.id)

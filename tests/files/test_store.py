@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from floorless.core.errors import TooLarge
 from floorless.files.attachments import allowed, clean_name
-from floorless.files.store import Mismatch, Store, Truncated
+from floorless.files.store import PART_AGE, Mismatch, Store, Truncated
 
 pytestmark = pytest.mark.unit
 
@@ -59,10 +61,15 @@ def test_a_bad_upload_leaves_nothing(
 
 
 def test_a_start_sweeps_what_a_killed_upload_left(tmp_path: Path) -> None:
+    """Once a day old; a younger part file may be a running upload's (another process's
+    start, a ``floorless admin`` command's, prepares the store too)."""
     store = _store(tmp_path)
     (store.tmp / "abc.part").write_bytes(b"half")
+    (store.tmp / "young.part").write_bytes(b"being written")
+    old = time.time() - PART_AGE - 60
+    os.utime(store.tmp / "abc.part", (old, old))
     store.prepare()
-    assert _parts(store) == []
+    assert [p.name for p in _parts(store)] == ["young.part"]
 
 
 def test_an_id_that_is_no_hash_reaches_no_path(tmp_path: Path) -> None:

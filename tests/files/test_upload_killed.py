@@ -2,8 +2,8 @@
 PUT (after its batch) and a release asset's POST (a raw body, or multipart), each sent in part
 over a raw socket, then the server's processes killed with SIGKILL while its gateway spools the
 body. A new server on the same data directory holds no object and no record of the upload, its
-store's ``tmp/`` no part file once its start has swept it (a part file as a store's write
-killed halfway leaves it is put there before the restart, so the sweep has one to find), and
+store's ``tmp/`` no part file once its start has swept it (a day-old part file, as a store's
+write killed halfway leaves it, is put there before the restart, so the sweep has one to find), and
 the same upload then succeeds whole. A client that goes away in the middle of its body (the
 server alive) leaves no spooled body and no part file either, and the server goes on serving.
 """
@@ -17,6 +17,7 @@ import os
 import secrets
 import signal
 import socket
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -27,6 +28,8 @@ import pytest
 from support.forges import patience, wait_for
 from support.githttp import PASSWORD, Site, git
 from support.serving import Server, serving
+
+from floorless.files.store import PART_AGE
 
 pytestmark = pytest.mark.network
 
@@ -232,8 +235,12 @@ def test_a_killed_server_keeps_nothing_of_an_upload_cut_short(root: Path, kind: 
         sock = upload.begin(server)
         assert _kill(server) >= 2  # granian's main process and its worker at least
         sock.close()
-        # what a store's write killed halfway leaves, for the start's sweep to find
-        (_store(server) / "tmp" / "0123456789abcdef01234567.part").write_bytes(data[:SENT])
+        # what a store's write killed halfway a day ago leaves, for the start's sweep to find
+        # (a younger one may be another process's upload in flight: it is left alone)
+        part = _store(server) / "tmp" / "0123456789abcdef01234567.part"
+        part.write_bytes(data[:SENT])
+        old = time.time() - PART_AGE - 60
+        os.utime(part, (old, old))
     with _server(root) as server:
         assert _parts(server) == []
         assert _objects(server) == []

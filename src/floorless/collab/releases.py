@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pygit2
 
 from floorless.accounts.accounts import Account
-from floorless.core.errors import BadRequest, Conflict, FloorlessError, NotFound
+from floorless.core.errors import BadRequest, Busy, Conflict, FloorlessError, NotFound
 from floorless.db import Database, Row
 from floorless.files.attachments import Attachment, Attachments
 from floorless.repos.moves import Moves
@@ -95,11 +95,27 @@ def _actor(actor: Account | None, fallback: int | None = None) -> int | None:
     return actor.id if actor is not None else fallback
 
 
+# The longest tag name made here (bytes): a loose ref is a file, whose name and git's
+# ``.lock`` beside it must fit a file system's 255 (Forgejo keeps 255 characters).
+MAX_TAG = 250
+# libgit2 refuses to look up a ref name this long or longer (a ValueError, not an absence).
+MAX_REF = 1024
+
+
 def check_tag_name(name: str) -> str:
     """``name`` when it may name a tag; BadRequest saying why not otherwise."""
     if not name or not pygit2.reference_is_valid_name("refs/tags/" + name):
         raise BadRequest(f"not a valid tag name: {name!r}")
+    if len(name.encode()) > MAX_TAG:
+        raise BadRequest(f"a tag name is at most {MAX_TAG} bytes")
     return name
+
+
+def _ref(handle: pygit2.Repository, name: str) -> pygit2.Reference | None:
+    """The reference ``name``; None when there is none, or there can be none by that name."""
+    if len(name.encode()) >= MAX_REF or not pygit2.reference_is_valid_name(name):
+        return None
+    return handle.references.get(name)
 
 
 class Releases:
@@ -109,11 +125,15 @@ class Releases:
         open_repo: Callable[[Repo], pygit2.Repository],
         moves: Moves,
         attachments: Attachments,
+        reachable: Callable[[Repo, pygit2.Oid], bool | None],
     ) -> None:
         self.db = db
         self.open_repo = open_repo
         self.moves = moves
         self.attachments = attachments
+        # Whether the repository's refs reach a commit (the object gate's answer; None while
+        # not known yet): a target named by id must be one, as a page's commit id must.
+        self.reachable = reachable
         # Called with each ``ReleaseChange`` and ``Tagged`` once it is written: webhooks'
         # events are sent from here (``forge.py``), so that no caller has to remember them.
         self.on_change: list[Callable[[ReleaseChange | Tagged], object]] = []
@@ -131,11 +151,16 @@ class Releases:
 
     def resolve(self, repo: Repo, target: str) -> pygit2.Commit:
         """The commit ``target`` (a branch, a tag or a commit id) names in ``repo``;
-        NotFound with a clear message when none."""
+        NotFound with a clear message when none. A commit named by id (or an expression) must
+        be one the repository's refs reach: a fork reads its parent's objects, and a tag made
+        at one only the parent, private since, reaches would serve it to the fork's readers
+        (as would one at a deleted branch's commit, which is gone); Busy while the index
+        cannot tell yet."""
         handle = self.open_repo(repo)
         for name in (f"refs/heads/{target}", f"refs/tags/{target}"):
-            if pygit2.reference_is_valid_name(name) and name in handle.references:
-                peeled = handle.references[name].peel(pygit2.Commit)
+            found_ref = _ref(handle, name)
+            if found_ref is not None:
+                peeled = found_ref.peel(pygit2.Commit)
                 assert isinstance(peeled, pygit2.Commit)
                 return peeled
         try:
@@ -143,17 +168,17 @@ class Releases:
             commit = found.peel(pygit2.Commit) if found is not None else None
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             commit = None
-        if not isinstance(commit, pygit2.Commit):
+        reached = self.reachable(repo, commit.id) if isinstance(commit, pygit2.Commit) else False
+        if reached is None:
+            raise Busy("the history is being indexed; try again in a moment", retry_after=1)
+        if not reached or not isinstance(commit, pygit2.Commit):
             raise NotFound(f"no branch or commit {target!r} in {repo.full_name}")
         return commit
 
     def tag_commit(self, repo: Repo, tag: str) -> str | None:
         """The commit id the tag ``tag`` names, None when there is no such tag."""
-        handle = self.open_repo(repo)
-        name = f"refs/tags/{tag}"
-        if not pygit2.reference_is_valid_name(name) or name not in handle.references:
-            return None
-        return str(handle.references[name].peel(pygit2.Commit).id)
+        found = _ref(self.open_repo(repo), f"refs/tags/{tag}")
+        return None if found is None else str(found.peel(pygit2.Commit).id)
 
     def create_tag(
         self,
@@ -193,9 +218,10 @@ class Releases:
         NotFound when none."""
         handle = self.open_repo(repo)
         name = f"refs/tags/{tag}"
-        if not pygit2.reference_is_valid_name(name) or name not in handle.references:
+        found = _ref(handle, name)
+        if found is None:
             raise NotFound(f"no tag {tag} in {repo.full_name}")
-        old = str(handle.references[name].target)
+        old = str(found.target)
         handle.references.delete(name)
         self.moves.refs_moved(repo)
         self.changed(Tagged(repo, name, old, "0" * len(old), _actor(actor)))

@@ -524,7 +524,7 @@ SETTINGS: tuple[Setting, ...] = (
         "attachment_types",
         list,
         (),
-        "What files may be attached, as Forgejo's `ALLOWED_TYPES`: name endings (`.zip`), media types (`application/gzip`) or families (`image/*`); empty: any file.",
+        "What files may be attached, as Forgejo's `ALLOWED_TYPES`: name endings (`.zip`), media types (`application/gzip`) or families (`image/*`), judged by the file's name (never by the type its sender claims); empty: any file.",
         check=_attachment_types,
     ),
     Setting(

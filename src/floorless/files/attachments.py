@@ -68,13 +68,14 @@ def clean_name(name: str) -> str:
     return name
 
 
-def allowed(types: tuple[str, ...], name: str, content_type: str | None = None) -> bool:
-    """Whether ``name`` (sent as ``content_type``) is of a type ``types`` allows: a name
-    ending, a media type or a family (``image/*``); every file when ``types`` is empty."""
+def allowed(types: tuple[str, ...], name: str) -> bool:
+    """Whether ``name`` is of a type ``types`` allows: a name ending, a media type or a family
+    (``image/*``), the types judged from the name; every file when ``types`` is empty. The
+    type an upload says it is goes for nothing: its sender says what they like."""
     if not types:
         return True
     lowered = name.lower()
-    kinds = {content_type.split(";")[0].strip().lower()} if content_type else set()
+    kinds: set[str] = set()
     guessed, encoding = mimetypes.guess_type(name, strict=False)
     if guessed:
         kinds.add(guessed)
@@ -108,7 +109,6 @@ class Attachments:
         read: Callable[[int], bytes],
         *,
         size: int | None = None,
-        content_type: str | None = None,
         release_id: int | None = None,
         issue_id: int | None = None,
         comment_id: int | None = None,
@@ -117,7 +117,7 @@ class Attachments:
         written only once the bytes are whole on disk, so an upload cut short leaves
         neither (the store's write removes its part file)."""
         name = clean_name(name)
-        if not allowed(self.types, name, content_type):
+        if not allowed(self.types, name):
             raise Unsupported(f"files of this type may not be attached: {name}")
         stored = self.store.write(read, limit=self.max_bytes, size=size)
         made = str(uuids.uuid4())

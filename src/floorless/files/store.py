@@ -8,8 +8,8 @@ A file is written as it arrives, never held whole in memory: to a part file in `
 hashed and counted on the way, checked against the size and hash it was announced with and
 the size limit, flushed to disk, then renamed into place. A write that fails or is cut short
 (a client that goes away, a server killed mid-upload) leaves no object: its part file is
-removed at once, or at the next start (``sweep``). Readers therefore only ever see whole,
-verified files.
+removed at once, or, once a day old, at a start (``sweep``: younger ones may be a running
+upload's). Readers therefore only ever see whole, verified files.
 
 Nothing here knows who refers to a file: the records that do (``attachments``, ``lfs_objects``)
 decide when one may go (``remove``).
@@ -61,13 +61,15 @@ class Store:
         self.tmp = root / "tmp"
 
     def prepare(self) -> None:
+        """Ready the store, and sweep the part files no upload can still be writing: every
+        start prepares (a server worker's, each ``floorless admin`` command's, another
+        node's on shared storage), while uploads of a running server may be under way."""
         self.tmp.mkdir(parents=True, exist_ok=True)
-        self.sweep()
+        self.sweep(PART_AGE)
 
     def sweep(self, older_than: float = 0.0) -> int:
-        """Remove part files older than ``older_than`` seconds (all of them at a start, when
-        no upload of this node is running; another node's may be, so they are left while
-        young unless ``older_than`` is 0 and the store is this node's alone)."""
+        """Remove part files older than ``older_than`` seconds (0: every one, for a store
+        no process is writing to)."""
         removed = 0
         now = time.time()
         try:

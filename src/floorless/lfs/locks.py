@@ -14,6 +14,7 @@ from floorless.db import Database, IntegrityError, Row
 
 MAX_PATH = 4096  # bytes
 MAX_PAGE = 100  # locks one list answer holds
+NOT_A_PATH = "a lock's path is a file's path in the repository"
 
 
 @dataclass(frozen=True)
@@ -28,13 +29,17 @@ class Lock:
 
 def clean_path(path: object) -> str:
     """A lock's path as the repository names it: relative, with ``/`` between parts, no
-    ``.`` or ``..`` parts; BadRequest for anything that cannot be one."""
-    if not isinstance(path, str) or "\0" in path or len(path.encode()) > MAX_PATH:
-        raise BadRequest("a lock's path is a file's path in the repository")
+    ``.`` or ``..`` parts; BadRequest for anything that cannot be one (NUL, a lone surrogate
+    as JSON's ``"\\ud800"`` gives, which no database takes)."""
+    encoded = path.encode("utf-8", "replace") if isinstance(path, str) else b""
+    if not isinstance(path, str) or "\0" in path or len(encoded) > MAX_PATH:
+        raise BadRequest(NOT_A_PATH)
+    if encoded.decode() != path:
+        raise BadRequest(NOT_A_PATH)
     slashed = path.replace("\\", "/")
     cleaned = posixpath.normpath("/" + slashed).lstrip("/")
     if not cleaned or ".." in slashed.split("/"):
-        raise BadRequest("a lock's path is a file's path in the repository")
+        raise BadRequest(NOT_A_PATH)
     return cleaned
 
 

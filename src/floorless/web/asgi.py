@@ -14,6 +14,7 @@ from floorless.core.config import Settings
 from floorless.forge import Forge
 from floorless.git import sigbus
 from floorless.ssh import server
+from floorless.web import auth
 from floorless.web.app import create_app
 from floorless.web.gateway import Gateway, Limits
 
@@ -40,9 +41,8 @@ def application() -> Gateway:
         push_bytes=settings.max_push_bytes,
         fetch_bytes=settings.max_fetch_request_bytes,
         form_bytes=settings.max_form_bytes,
-        # a file, and the form or multipart framing around it
-        upload_bytes=max(settings.attachment_max_bytes, settings.lfs_max_bytes or 1 << 40)
-        + (1 << 20),
+        upload_bytes=settings.attachment_max_bytes + (1 << 20),  # and its form's framing
+        lfs_bytes=settings.lfs_max_bytes or 1 << 40,  # (0: no limit of its own)
     )
     app = create_app(forge)
     heap.settle()  # modules, templates, settings: alive as long as the worker
@@ -54,4 +54,5 @@ def application() -> Gateway:
         stop,
         expensive_threads=settings.expensive_threads,
         on_request=forge.activity.seen,
+        admit=auth.Authenticator(forge).may_send,
     )

@@ -15,6 +15,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +26,9 @@ import falcon
 from floorless.accounts.access import ANONYMOUS, Viewer
 from floorless.accounts.accounts import TOKEN_PREFIX, Account
 from floorless.core.caches import Cache
-from floorless.core.errors import Forbidden, Unauthorized
+from floorless.core.errors import FloorlessError, Forbidden, NotFound, Unauthorized
 from floorless.forge import Forge
+from floorless.lfs import transfers
 from floorless.web.proxies import Proxies
 from floorless.web.throttle import Failures, SigninThrottle
 
@@ -55,6 +57,11 @@ def current() -> RequestAuth:
 def viewer_of(req: falcon.Request) -> Viewer:
     viewer = req.context.get("viewer")
     return viewer if isinstance(viewer, Viewer) else ANONYMOUS
+
+
+_LFS_OBJECT = re.compile(
+    r"\A/(?P<owner>[^/]+)/(?P<name>[^/]+)/info/lfs/objects/(?P<oid>[0-9a-f]{64})\Z"
+)
 
 
 class Authenticator:
@@ -95,6 +102,28 @@ class Authenticator:
         # where this person has been is where a flood of wrong passwords never stops them
         self.throttle.seen(viewer.name, self.proxies.client_address(req))
         return viewer
+
+    def may_send(self, environ: dict[str, Any]) -> bool:
+        """Whether the request of ``environ`` (its headers; no body yet) comes from someone
+        known: a session, a token or a password, or a Git LFS transfer header this forge
+        made for the object it names. The gateway asks before it reads a large body."""
+        req = falcon.Request(environ)
+        header = req.get_header("Authorization")
+        if transfers.carried(header):
+            assert header is not None
+            found = _LFS_OBJECT.match(req.path)
+            if found is None:
+                return False
+            try:
+                repo = self.forge.registry.get(found["owner"], found["name"])
+            except NotFound:
+                return False
+            oid = found["oid"]
+            return transfers.read(self.forge.secret, header, repo.id, "upload", oid) is not None
+        try:
+            return self.identify(req).account is not None
+        except FloorlessError:
+            return False
 
     def _from_header(self, req: falcon.Request, header: str) -> Viewer:
         scheme, _, value = header.strip().partition(" ")

@@ -236,17 +236,21 @@ def send_file(
     name: str,
     private: bool,
     content_type: str = "application/octet-stream",
+    immutable: bool = True,
 ) -> bool:
     """An uploaded file (an attachment, an LFS object) from the content store, streamed:
-    downloaded under its ``name``, immutable (its bytes are its id's), a single ``Range``
-    honoured. ``opened`` is closed once sent. Whether the answer carries the whole file
-    from its first byte (what counts as a download)."""
+    downloaded under its ``name``, a single ``Range`` honoured. Immutable when its address
+    names these bytes for ever (a uuid, an object id); otherwise (a release's file by tag
+    and name, which another file may take) revalidated by its ETag each time. ``opened`` is
+    closed once sent. Whether the answer carries the whole file from its first byte (what
+    counts as a download)."""
     resp.etag = etag
     resp.set_header("X-Content-Type-Options", "nosniff")
     resp.set_header("Content-Security-Policy", "default-src 'none'; sandbox")
     resp.set_header("Accept-Ranges", "bytes")
     scope = "private" if private else "public"
-    resp.cache_control = [scope, "max-age=31536000", "immutable"]
+    kept = ["max-age=31536000", "immutable"] if immutable else ["no-cache"]
+    resp.cache_control = [scope, *kept]
     resp.set_header("Content-Disposition", f"attachment; filename*=UTF-8''{quote(name, safe='')}")
     matches = req.if_none_match or []
     if any(tag in ("*", etag) for tag in matches):

@@ -57,25 +57,30 @@ class Limits:
     push_bytes: int
     fetch_bytes: int
     form_bytes: int
-    upload_bytes: int = 0  # a file uploaded: an attachment, or a Git LFS object (0: forms')
+    upload_bytes: int = 0  # an attachment with its form's framing (0: forms')
+    lfs_bytes: int = 0  # a Git LFS object (0: forms')
 
     def body_limit(self, path: str) -> int:
         if path.endswith("/git-receive-pack"):
             return self.push_bytes
         if path.endswith("/git-upload-pack"):
             return self.fetch_bytes
+        if self.lfs_bytes and LFS_OBJECTS.search(path):
+            return max(self.lfs_bytes, self.form_bytes)
         if self.upload_bytes and UPLOADS.search(path):
             return max(self.upload_bytes, self.form_bytes)
         return self.form_bytes
 
 
-# The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is): a Git LFS
-# object, a release's or an issue's attachment through the API, and the web's upload forms
-# (an issue's files ahead at /issues/attachments, or with a new issue or a comment).
+# The paths a file is uploaded to (spooled to disk past SPOOL_MEMORY, as a push is), each
+# kind with its own limit: a release's or an issue's attachment through the API and the web's
+# upload forms (an issue's files ahead at /issues/attachments, or with a new issue or a
+# comment; ``attachment_max_bytes``), and a Git LFS object (``lfs_max_bytes``), which must not
+# lend its larger limit, or none, to the others.
 UPLOADS = re.compile(
-    r"/info/lfs/objects/[0-9a-f]{64}$|/assets$|/attachments$|/releases/new$|/releases/edit/.+$"
-    r"|/issues/new$|/issues/[0-9]{1,9}$"
+    r"/assets$|/attachments$|/releases/new$|/releases/edit/.+$|/issues/new$|/issues/[0-9]{1,9}$"
 )
+LFS_OBJECTS = re.compile(r"/info/lfs/objects/[0-9a-f]{64}$")
 
 
 class _Refused(Exception):
@@ -110,8 +115,13 @@ class Gateway:
         on_shutdown: Callable[[], None] | None = None,
         expensive_threads: int = 2,
         on_request: Callable[[], None] = lambda: None,
+        admit: Callable[[dict[str, Any]], bool] = lambda environ: True,
     ) -> None:
         self.app = app
+        # Asked, from a request's headers alone, before a body larger than a form's is read:
+        # whether someone known sends it (``Authenticator.may_send``). Nobody's is refused
+        # (401) unread, so that nobody may fill the disk with bodies spooled for nothing.
+        self.admit = admit
         self.on_request = on_request  # told of each request as it comes
         self.limits = limits
         self.spool_dir = spool_dir
@@ -162,6 +172,11 @@ class Gateway:
     async def _http(self, scope: Message, receive: Receive, send: Send) -> None:
         self.on_request()
         loop = asyncio.get_running_loop()
+        if self._large(scope) and not self._too_large(scope):  # (that is refused unread)
+            bare = wsgi_environ(scope, io.BytesIO(), 0)
+            if not await loop.run_in_executor(self.requests, self.admit, bare):
+                await _plain(send, 401, "sign in (or send a token) to upload", challenge=True)
+                return
         try:
             body, length = await self._read_body(scope, receive)
         except _Refused as refused:
@@ -195,6 +210,21 @@ class Gateway:
         finally:
             if answer.body is not None:
                 await loop.run_in_executor(self.streams, _close, answer.body)
+
+    def _large(self, scope: Message) -> bool:
+        """Whether the request may send a body larger than a form's (its route takes one,
+        and its length is not known to be smaller)."""
+        if self.limits.body_limit(scope["path"]) <= self.limits.form_bytes:
+            return False
+        declared = _header(scope, b"content-length")
+        if declared is None:
+            return _header(scope, b"transfer-encoding") is not None
+        return not declared.isdigit() or int(declared) > self.limits.form_bytes
+
+    def _too_large(self, scope: Message) -> bool:
+        declared = _header(scope, b"content-length")
+        limit = self.limits.body_limit(scope["path"])
+        return declared is not None and declared.isdigit() and int(declared) > limit
 
     async def _read_body(self, scope: Message, receive: Receive) -> tuple[IO[bytes], int]:
         """The whole request body, read on the event loop with a deadline for each piece."""
@@ -328,13 +358,15 @@ async def _piece(send: Send, data: bytes, more: bool) -> None:
     await send({"type": "http.response.body", "body": data, "more_body": more})
 
 
-async def _plain(send: Send, status: int, message: str) -> None:
+async def _plain(send: Send, status: int, message: str, challenge: bool = False) -> None:
     data = (message + "\n").encode()
     headers = [
         (b"content-type", b"text/plain; charset=utf-8"),
         (b"content-length", str(len(data)).encode()),
         (b"connection", b"close"),
     ]
+    if challenge:  # git and git lfs then ask for credentials and try again
+        headers.append((b"www-authenticate", b'Basic realm="floorless", charset="UTF-8"'))
     with contextlib.suppress(OSError, RuntimeError):
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await _piece(send, data, more=False)

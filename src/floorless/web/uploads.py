@@ -28,12 +28,12 @@ _MULTIPART = falcon.media.MultipartFormHandler()
 @dataclass(frozen=True)
 class Sent:
     """A file in a request: its name as the client gave it ("" for none), its bytes to be
-    read (``read(n)``), their size when announced, and the media type it was sent as."""
+    read (``read(n)``), and their size when announced. (The media type it says it is goes
+    for nothing: ``files/attachments.allowed`` judges by the name.)"""
 
     name: str
     read: Callable[[int], bytes]
     size: int | None
-    content_type: str | None
 
 
 def multipart(req: falcon.Request) -> bool:
@@ -41,16 +41,22 @@ def multipart(req: falcon.Request) -> bool:
 
 
 def _parts(req: falcon.Request) -> Iterator[Any]:
-    """The parts of a multipart body, in order; 400 for a body that is not one."""
+    """The parts of a ``multipart/form-data`` body, each read (or skipped) before the next;
+    a malformed body is a 400, as is a part whose headers are not text (falcon decodes a
+    part's name, file name and type when first asked: here, before the caller asks)."""
     try:
         form = _MULTIPART.deserialize(req.bounded_stream, req.content_type, req.content_length)
-        yield from form
+        for part in form:
+            _ = part.name, part.filename, part.content_type
+            yield part
     except falcon.MediaMalformedError as exc:
         raise BadRequest("the multipart body is malformed") from exc
+    except UnicodeDecodeError as exc:
+        raise BadRequest("a part's headers are not UTF-8") from exc
 
 
 def _sent(part: Any) -> Sent:
-    return Sent(part.filename or "", part.stream.read, None, part.content_type)
+    return Sent(part.filename or "", part.stream.read, None)
 
 
 def file_of(req: falcon.Request, field: str, refuse: type[FloorlessError]) -> Sent:
@@ -63,7 +69,7 @@ def file_of(req: falcon.Request, field: str, refuse: type[FloorlessError]) -> Se
                 return _sent(part)
         raise refuse(f"the multipart body has no {field} field")
     if (req.content_type or "").lower().startswith("application/octet-stream"):
-        return Sent("", req.bounded_stream.read, req.content_length, None)
+        return Sent("", req.bounded_stream.read, req.content_length)
     raise refuse(f"send the file as multipart/form-data (field {field})")
 
 
@@ -88,7 +94,6 @@ def attach_sent(
         name,
         sent.read,
         size=sent.size,
-        content_type=sent.content_type,
         **where,
     )
 

@@ -70,7 +70,7 @@ class AssetQuery(TypedDict, total=False):
 
 
 def _number(text: str, missing: str) -> int:
-    number = int(text) if text.isdigit() and len(text) < 18 else 0
+    number = int(text) if text.isascii() and text.isdigit() and len(text) < 18 else 0
     if number <= 0:
         raise NotFound(missing)
     return number

@@ -108,12 +108,17 @@ class LfsView(GitView):
 
 
 def read_json(req: falcon.Request) -> dict[str, Any]:
-    """The request's JSON object; BadRequest when it is none."""
+    """The request's JSON object; BadRequest when it is none. It must say it is JSON (as
+    ``git lfs`` does): a body of no type, or of a form's, is what a page of another site may
+    have a signed-in visitor's browser send here with their cookie without asking first
+    (only other types need CORS's preflight, which is never granted)."""
     kind = (req.content_type or "").split(";")[0].strip().lower()
-    if kind not in (MEDIA_TYPE, "application/json", ""):
+    if kind not in (MEDIA_TYPE, "application/json"):
         raise Unacceptable(f"a Git LFS request is {MEDIA_TYPE}")
     try:
         body = json.loads(req.bounded_stream.read() or b"{}")
+    except RecursionError:  # nested past the parser's stack (100,000 ``[``)
+        raise Unprocessable("the body is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise Unprocessable("the body is not JSON") from exc
     if not isinstance(body, dict):
@@ -269,7 +274,7 @@ def _whole(text: object, what: str) -> int:
         value = int(text)
     else:
         raise BadRequest(f"{what} is a whole number")
-    if value < 0:
+    if not 0 <= value < 1 << 63:  # what a database stores
         raise BadRequest(f"{what} is a whole number")
     return value
 

@@ -61,9 +61,7 @@ class ReleaseForm(ReleasePage):
             if not stored:  # the token comes before the first file
                 self.auth.check_csrf(req, last_values(before))
             stored.append(
-                self.forge.attachments.upload(
-                    view.repo.id, account.id, sent.name, sent.read, content_type=sent.content_type
-                )
+                self.forge.attachments.upload(view.repo.id, account.id, sent.name, sent.read)
             )
 
         try:

@@ -188,7 +188,7 @@ class Releases(ReleasePage):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, view: RepoView) -> None:
         raw = req.get_param("page", default="1")
-        if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_PAGE:
             raise BadRequest("page is a whole number from 1")
         page = int(raw)
         self.kept_page(req, resp, view, lambda: self.listed(resp, view, page))
