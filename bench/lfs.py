@@ -20,7 +20,8 @@ the server's resident memory (its whole process tree, git's children too) before
 peak during each way and after, and the processes the server started for the LFS routes, per
 object moved, and for each whole push (its ``/-/metrics``).
 
-Then it uploads a ``--asset-mb`` MB file to a release through the API, once as
+Then it uploads a ``--asset-mb`` MB file to a release through the API (and with pyforgejo when
+it is installed), once as
 ``multipart/form-data`` and once as a raw ``application/octet-stream`` body, and reports the
 server's memory growth (peak minus before) for each: a file is streamed into the store (and
 the gateway spools the body to disk), never held whole.
@@ -33,7 +34,9 @@ Every child has a deadline, and the rounds stop after ``--max-seconds`` (at leas
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
+import importlib.util
 import json
 import os
 import re
@@ -48,6 +51,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -235,6 +239,38 @@ class Server:
         finally:
             conn.close()
 
+    def upload_by_client(self, release: int, source: Path) -> int:
+        """Send ``source`` as pyforgejo sends a release's asset (the body streamed from an
+        iterator of its pieces), then list the release's assets and read the file back
+        through the URL the listing gives: 201 when all of it agrees."""
+        import httpx  # (pyforgejo's own)
+        from pyforgejo import PyforgejoApi  # the test extra's; the way is left out without it
+
+        def pieces() -> Iterator[bytes]:
+            with source.open("rb") as data:
+                while chunk := data.read(CHUNK):
+                    yield chunk
+
+        digest = hashlib.sha256()
+        with httpx.Client(timeout=CHILD_SECONDS) as http:
+            client = PyforgejoApi(
+                base_url=f"http://127.0.0.1:{self.port}/api/v1",
+                api_key=self.token,
+                httpx_client=http,
+            )
+            made = client.repository.repo_create_release_attachment(
+                OWNER, ASSETS_REPO, release, request=pieces(), name=source.name
+            )
+            listed = client.repository.repo_list_release_attachments(OWNER, ASSETS_REPO, release)
+            (found,) = [a for a in listed if a.id == made.id]
+            if found.size != source.stat().st_size or found.browser_download_url is None:
+                return 500
+            with http.stream("GET", found.browser_download_url) as got:
+                for chunk in got.iter_bytes(CHUNK):
+                    digest.update(chunk)
+        sent = hashlib.sha256(source.read_bytes()).hexdigest()  # (after the measure)
+        return 201 if digest.hexdigest() == sent else 500
+
 
 _COUNTED = re.compile(
     r'^floorless_(spawned_processes|responses)_total\{route="([^"]*)"[^}]*\} (\S+)$', re.M
@@ -326,12 +362,18 @@ def _assets(server: Server, asset_mb: int) -> dict[str, dict[str, float]]:
         {"tag_name": "v1", "target_commitish": "main"},
     )["id"]
     figures: dict[str, dict[str, float]] = {}
-    for way, multipart in (("multipart", True), ("raw", False)):
+    ways = ["multipart", "raw"]
+    if importlib.util.find_spec("pyforgejo") is not None:
+        ways.append("pyforgejo")
+    for way in ways:
         here = server.root / f"asset-{way}"
         (source,) = _random_files(here, 1, asset_mb)
         with _Peak(server.pid) as peak:
             started = time.perf_counter()
-            status = server.upload(release, source, multipart)
+            if way == "pyforgejo":
+                status = server.upload_by_client(release, source)
+            else:
+                status = server.upload(release, source, way == "multipart")
             seconds = time.perf_counter() - started
         if status != 201:
             raise RuntimeError(f"the {way} upload answered {status}")
@@ -496,9 +538,11 @@ LFS push sends their bytes as they are, and the server streams them into its sto
 
 Uploaded through the API (`POST /api/v1/repos/{{o}}/{{r}}/releases/{{id}}/assets`) to a
 release on the same server after the rounds, read from disk and sent as it is read, once as
-`multipart/form-data` (field `attachment`) and once as a raw `application/octet-stream` body
-with `?name=`. Growth is the peak resident memory during the upload minus what it was just
-before.
+`multipart/form-data` (field `attachment`), once as a raw `application/octet-stream` body
+with `?name=`, and once by pyforgejo's `repo_create_release_attachment` (its body an iterator
+of the file's pieces), then listed with `repo_list_release_attachments` and downloaded back
+from the URL it gives, the bytes compared (that row's seconds include the check). Growth is
+the peak resident memory during the upload minus what it was just before.
 
 | body | seconds | tree RSS before MB | tree growth MB | worker RSS before MB | worker growth MB |
 |---|---|---|---|---|---|
