@@ -79,7 +79,7 @@ def serve(
 
     settings = load_settings(config_file, data=data, database=database, repos=repos)
     number = key_name.removeprefix("key-")
-    if not number.isdigit():
+    if not (number.isascii() and number.isdigit()):
         raise click.UsageError(f"{key_name!r} is not a key's id (key-N)")
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
     sys.exit(wire.relay(settings, int(number), command, os.environ.get("GIT_PROTOCOL")))

@@ -240,7 +240,7 @@ class Notices:
     def _take(self, payload: str) -> None:
         node, _, rest = payload.partition(" ")
         number, _, event = rest.partition(" ")
-        if node == self.node or event not in EVENTS or not number.isdigit():
+        if node == self.node or event not in EVENTS or not (number.isascii() and number.isdigit()):
             return
         self.received += 1
         try:

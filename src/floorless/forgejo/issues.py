@@ -324,7 +324,9 @@ def timeline_json(
     elif kind == "base_changed":
         shaped["old_ref"], shaped["new_ref"] = entry.old_value, entry.body
     elif kind == "review":
-        shaped["review_id"] = int(entry.old_value) if entry.old_value.isdigit() else 0
+        shaped["review_id"] = (
+            int(entry.old_value) if (entry.old_value.isascii() and entry.old_value.isdigit()) else 0
+        )
     elif kind == "ref":  # where it was mentioned: "owner/name#M" or "owner/name@commit"
         shaped["type"] = _REF_TYPES.get(entry.old_value, "issue_ref")
         shaped["body"] = entry.body

@@ -37,10 +37,15 @@ class LenientSignature:
         self.raw_name = line[:opening].strip()
         self.raw_email = line[opening + 1 : closing]
         fields = line[closing + 1 :].split()
-        if fields and fields[0].isdigit():
+        if fields and (fields[0].isascii() and fields[0].isdigit()):
             seconds = int(fields[0])
             self.time = seconds if seconds <= _INT64 else 0
-        if len(fields) > 1 and len(fields[1]) == 5 and fields[1][1:].isdigit():
+        if (
+            len(fields) > 1
+            and len(fields[1]) == 5
+            and fields[1][1:].isascii()
+            and fields[1][1:].isdigit()
+        ):
             sign = -1 if fields[1][:1] == b"-" else 1
             self.offset = sign * (int(fields[1][1:3]) * 60 + int(fields[1][3:5]))
 

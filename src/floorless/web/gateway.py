@@ -219,12 +219,19 @@ class Gateway:
         declared = _header(scope, b"content-length")
         if declared is None:
             return _header(scope, b"transfer-encoding") is not None
-        return not declared.isdigit() or int(declared) > self.limits.form_bytes
+        return (
+            not (declared.isascii() and declared.isdigit())
+            or int(declared) > self.limits.form_bytes
+        )
 
     def _too_large(self, scope: Message) -> bool:
         declared = _header(scope, b"content-length")
         limit = self.limits.body_limit(scope["path"])
-        return declared is not None and declared.isdigit() and int(declared) > limit
+        return (
+            declared is not None
+            and (declared.isascii() and declared.isdigit())
+            and int(declared) > limit
+        )
 
     async def _read_body(self, scope: Message, receive: Receive) -> tuple[IO[bytes], int]:
         """The whole request body, read on the event loop with a deadline for each piece."""
@@ -233,7 +240,7 @@ class Gateway:
             return io.BytesIO(), 0  # no body: nothing to wait for
         limit = self.limits.body_limit(scope["path"])
         if declared is not None:
-            if not declared.isdigit():
+            if not (declared.isascii() and declared.isdigit()):
                 raise _Refused(400, "Content-Length is not a number")
             if int(declared) > limit:
                 raise _Refused(413, f"the request body is over the limit of {limit} bytes")

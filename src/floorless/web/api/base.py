@@ -160,7 +160,7 @@ class Resource:
             if wanted is bool:
                 found[name] = query_flag(req, name)
             elif wanted is int:
-                if raw.isdigit() and 0 < len(raw) < 10 and int(raw) > 0:
+                if (raw.isascii() and raw.isdigit()) and 0 < len(raw) < 10 and int(raw) > 0:
                     found[name] = int(raw)
             else:
                 found[name] = raw

@@ -52,7 +52,7 @@ class DeployKeyListQuery(KeyListQuery, total=False):
 
 
 def _key_id(text: str, missing: str) -> int:
-    number = int(text) if text.isdigit() and len(text) < 18 else 0
+    number = int(text) if (text.isascii() and text.isdigit()) and len(text) < 18 else 0
     if number <= 0:
         raise NotFound(missing)
     return number

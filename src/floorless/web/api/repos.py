@@ -270,7 +270,7 @@ class RepoSearch(Repositories):
         owner = None
         uid = req.get_param("uid")
         if uid and uid != "0":
-            if not uid.isdigit() or len(uid) > 18:
+            if not (uid.isascii() and uid.isdigit()) or len(uid) > 18:
                 raise BadRequest("uid must be a number")
             account = self.forge.accounts.by_id(int(uid))
             if account is None:

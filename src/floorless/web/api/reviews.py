@@ -59,7 +59,7 @@ MAX_COMMENTS = 100  # line comments one request may bring
 
 
 def review_id(text: str) -> int:
-    if not text.isdigit() or len(text) > 12:
+    if not (text.isascii() and text.isdigit()) or len(text) > 12:
         raise NotFound("no such review")
     return int(text)
 

@@ -89,7 +89,7 @@ class UserSearch(Resource):
         params: list[object] = [f"%{escaped}%"]
         uid = req.get_param("uid")
         if uid:
-            if not uid.isdigit() or len(uid) > 18:
+            if not (uid.isascii() and uid.isdigit()) or len(uid) > 18:
                 raise BadRequest("uid must be a number")
             where += " AND id = ?"
             params.append(int(uid))
@@ -185,7 +185,7 @@ class Token(TokenResource):
     def on_delete(self, req: falcon.Request, resp: falcon.Response, name: str, token: str) -> None:
         account = self.owner(req, name)
         active = [t for t in self.forge.accounts.tokens(account) if t.revoked_at is None]
-        if token.isdigit():
+        if token.isascii() and token.isdigit():
             found = [t for t in active if t.id == int(token)]
         else:
             found = [t for t in active if t.name == token]

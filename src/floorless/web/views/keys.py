@@ -26,7 +26,7 @@ from floorless.web.views.settings import Settings
 
 def _key_id(value: str | None) -> int:
     text = value or ""
-    if not text.isdigit() or len(text) > 18:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise BadRequest("no such key")
     return int(text)
 

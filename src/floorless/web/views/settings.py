@@ -191,7 +191,7 @@ class HookSettings(Settings):
         )
 
     def _hook(self, place: HookPlace, hook: str) -> Hook:
-        number = int(hook) if hook.isdigit() and len(hook) < 18 else 0
+        number = int(hook) if (hook.isascii() and hook.isdigit()) and len(hook) < 18 else 0
         return self.forge.webhooks.hook(number, place.repo_id, place.org_id)
 
     def post_hooks(
@@ -244,7 +244,9 @@ class HookSettings(Settings):
         elif action == "redeliver":
             number = form.get("delivery", "")
             delivery = (
-                hooks.delivery(int(number)) if number.isdigit() and len(number) < 18 else None
+                hooks.delivery(int(number))
+                if (number.isascii() and number.isdigit()) and len(number) < 18
+                else None
             )
             if delivery is None or delivery.hook_id != hook.id:
                 raise BadRequest("no such delivery of this webhook")
@@ -316,7 +318,9 @@ def rule_form(form: dict[str, str]) -> dict[str, Any]:
         "force_push_allowlist_usernames": names("force_push_users"),
         "enable_status_check": form.get("enable_status_check") == "on",
         "status_check_contexts": names("contexts"),
-        "required_approvals": int(approvals) if approvals.isdigit() else -1,
+        "required_approvals": int(approvals)
+        if (approvals.isascii() and approvals.isdigit())
+        else -1,
         "enable_approvals_whitelist": bool(names("approvers")),
         "approvals_whitelist_username": names("approvers"),
         "dismiss_stale_approvals": form.get("dismiss_stale_approvals") == "on",
