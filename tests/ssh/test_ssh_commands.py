@@ -21,6 +21,15 @@ pytestmark = pytest.mark.unit
         ("git-upload-pack '~/alice/pub.git'", Command("git-upload-pack", "alice", "pub")),
         ("git-upload-pack alice/pub.git/", Command("git-upload-pack", "alice", "pub")),
         ('git-receive-pack "team/a.b-c_d.git"', Command("git-receive-pack", "team", "a.b-c_d")),
+        # as git lfs asks, over SSH, where the repository's LFS endpoint is
+        (
+            "git-lfs-authenticate /alice/pub.git upload",
+            Command("git-lfs-authenticate", "alice", "pub", "upload"),
+        ),
+        (
+            "git-lfs-authenticate 'alice/pub.git' download",
+            Command("git-lfs-authenticate", "alice", "pub", "download"),
+        ),
     ],
 )
 def test_what_git_sends(text: str, expected: Command) -> None:
@@ -33,7 +42,10 @@ def test_what_git_sends(text: str, expected: Command) -> None:
         "",
         "ls",
         "git-upload-archive 'alice/pub.git'",
-        "git-lfs-authenticate alice/pub.git download",
+        "git-lfs-authenticate alice/pub.git delete",
+        "git-lfs-authenticate alice/pub.git",
+        "git-lfs-authenticate '../x.git' upload",
+        "git-lfs-transfer alice/pub.git upload",  # the pure SSH protocol: git lfs falls back
         "git-upload-pack",
         "git-upload-pack 'alice/pub.git' extra",
         "git-upload-pack 'alice/pub.git",  # an unclosed quote

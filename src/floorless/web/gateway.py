@@ -213,8 +213,12 @@ class Gateway:
 
     def _large(self, scope: Message) -> bool:
         """Whether the request may send a body larger than a form's (its route takes one,
-        and its length is not known to be smaller)."""
-        if self.limits.body_limit(scope["path"]) <= self.limits.form_bytes:
+        and its length is not known to be smaller) that only someone known may send: a
+        fetch's negotiation is anyone's (a public repository's clone)."""
+        path = scope["path"]
+        if path.endswith("/git-upload-pack"):
+            return False
+        if self.limits.body_limit(path) <= self.limits.form_bytes:
             return False
         declared = _header(scope, b"content-length")
         if declared is None:
