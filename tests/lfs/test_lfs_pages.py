@@ -114,3 +114,17 @@ def test_a_private_repositorys_media_is_its_readers_alone(client: testing.TestCl
     got = ann.get(path)
     assert got.status_code == 200 and got.content == MODEL
     assert got.headers["cache-control"].startswith("private")
+
+
+def test_the_settings_count_what_the_repository_holds(
+    forge: Forge, client: testing.TestClient
+) -> None:
+    art = forge.registry.get("ann", "art")
+    forge.locks.create(art.id, forge.accounts.require("ann").id, "model.bin")
+    ann = Browser(client)
+    assert ann.sign_in("ann").status_code == 303
+    page = ann.get("/ann/art/settings")
+    assert page.status_code == 200
+    assert "This repository holds 2 Git LFS objects" in page.text
+    assert "and 1 file is locked" in page.text
+    assert forge.lfs.usage(art.id).bytes == len(MODEL) + len(PHOTO)

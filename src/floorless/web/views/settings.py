@@ -46,6 +46,8 @@ class Settings(FormView):
             features=self.forge.pulls.features(repo.owner, repo.name),
             merge_styles=MERGE_STYLES,
             protections=self.forge.protections.rules(repo),
+            lfs=self.forge.lfs.usage(repo.id),
+            locks=len(self.forge.locks.list(repo.id)[0]),
             roles=ROLES,
             error=error,
             done=done,
