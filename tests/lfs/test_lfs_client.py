@@ -7,25 +7,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.githttp import PASSWORD, Site, git
+from support.lfs import FILTER, needs_git_lfs
 from support.serving import run_admin, serving
 
-pytestmark = pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs is not installed")
+pytestmark = needs_git_lfs
 
-# git's LFS filter, configured for each command (never in a global file the tests share)
-LFS = [
-    "-c", "filter.lfs.clean=git-lfs clean -- %f",
-    "-c", "filter.lfs.smudge=git-lfs smudge -- %f",
-    "-c", "filter.lfs.process=git-lfs filter-process",
-    "-c", "filter.lfs.required=true",
-    "-c", "lfs.locksverify=true",
-]  # fmt: skip
+LFS = [*FILTER, "-c", "lfs.locksverify=true"]
 
 
 def lfs(*args: str, cwd: Path | None = None, check: bool = True) -> str:

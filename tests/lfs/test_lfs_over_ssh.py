@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.githttp import commit
+from support.lfs import FILTER, needs_git_lfs
 from support.serving import free_port, serving
 from support.sshing import SshSite, create_people, make_key
 
-pytestmark = pytest.mark.skipif(shutil.which("git-lfs") is None, reason="git-lfs is not installed")
+pytestmark = needs_git_lfs
 
-LFS = [
-    "-c", "filter.lfs.clean=git-lfs clean -- %f",
-    "-c", "filter.lfs.smudge=git-lfs smudge -- %f",
-    "-c", "filter.lfs.process=git-lfs filter-process",
-    "-c", "filter.lfs.required=true",
-]  # fmt: skip
+LFS = FILTER
 
 
 @pytest.fixture(scope="module")
