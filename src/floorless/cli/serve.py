@@ -58,7 +58,7 @@ def serve(
         if repos is not None:
             raise click.UsageError(f"--repos {settings.repos}: no such directory")
         settings.repos.mkdir(parents=True, exist_ok=True)
-    _in_a_child(lambda: _prepare(settings, config_file, data, database, repos))
+    _in_a_child(lambda: _prepare(settings, config_file, database))
     os.environ.update(settings.as_environ())
     # ``processes`` worker processes (one by default), which granian starts again should one
     # die. On Linux each worker listens on a socket of its own, so while a lone worker starts
@@ -81,18 +81,11 @@ def serve(
     ).serve()
 
 
-def _prepare(
-    settings: Settings,
-    config_file: Path | None,
-    data: Path | None,
-    database: str | None,
-    repos: Path | None,
-) -> None:
+def _prepare(settings: Settings, config_file: Path | None, database: str | None) -> None:
     """The database migrated and the repositories found, before the workers start; the
     first administrator's command when there is none."""
     from floorless.core.errors import FloorlessError
     from floorless.forge import Forge  # (here: see ``_in_a_child``)
-    from floorless.web.views.base import admin_program
 
     try:
         forge = Forge(settings)
@@ -114,20 +107,29 @@ def _prepare(
                 f"{settings.ssh_port}"
             )
         if forge.accounts.first_run():
-            given = (
-                ("--config", config_file),
-                ("--data", data),
-                ("--database", database),
-                ("--repos", repos),
-            )
-            options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
-            click.echo(
-                "floorless: no accounts yet; create the first administrator with\n"
-                f"  {admin_program()} admin user create NAME --email EMAIL --admin"
-                f" --password-stdin{options}"
-            )
+            click.echo(first_admin_hint(settings, config_file, database))
     finally:
         forge.db.close()
+
+
+def first_admin_hint(settings: Settings, config_file: Path | None, database: str | None) -> str:
+    """The command that makes the first administrator, ready to paste in any directory: the
+    data and repositories directories the running forge reads, absolute, whether or not they
+    were given (pasted elsewhere, a relative default would make a new, unread one)."""
+    from floorless.web.views.base import admin_program  # (here: see ``_in_a_child``)
+
+    given = (
+        ("--config", config_file.resolve() if config_file is not None else None),
+        ("--data", settings.data.resolve()),
+        ("--database", database),
+        ("--repos", settings.repos.resolve()),
+    )
+    options = "".join(f" {flag} {value}" for flag, value in given if value is not None)
+    return (
+        "floorless: no accounts yet; create the first administrator with\n"
+        f"  {admin_program()} admin user create NAME --email EMAIL --admin"
+        f" --password-stdin{options}"
+    )
 
 
 def _in_a_child(work: Callable[[], None]) -> None:
