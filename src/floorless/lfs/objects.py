@@ -136,19 +136,21 @@ def pointers_between(
         else:
             diff = commit.tree.diff_to_tree(swap=True)  # everything a first commit has
         for delta in diff.deltas:
-            found = _pointer_blob(handle, delta.new_file.id)
+            found = pointer_at(handle, delta.new_file.id)
             if found is not None:
                 yield found
 
 
-def _pointer_blob(handle: pygit2.Repository, blob_id: pygit2.Oid) -> Pointer | None:
+def pointer_at(handle: pygit2.Repository, blob_id: pygit2.Oid) -> Pointer | None:
+    """The pointer the blob ``blob_id`` is, if it is one: its header is read first, and only
+    a blob small enough to be a pointer is read whole."""
     if blob_id.raw == bytes(20):  # a file deleted
         return None
     try:
-        _, size = handle.odb.read_header(blob_id)
+        kind, size = handle.odb.read_header(blob_id)
     except (KeyError, pygit2.GitError):
         return None
-    if size >= MAX_POINTER:
+    if kind != pygit2.enums.ObjectType.BLOB or size >= MAX_POINTER:
         return None
     blob = handle.get(blob_id)
     return parse(blob.data) if isinstance(blob, pygit2.Blob) else None
@@ -166,12 +168,8 @@ def reachable_pointers(
             continue
         seen.add(oid)
         try:
-            kind, size = handle.odb.read_header(pygit2.Oid(hex=oid.decode()))
-        except (KeyError, ValueError, pygit2.GitError):
+            found = pointer_at(handle, pygit2.Oid(hex=oid.decode()))
+        except ValueError:  # not an object id
             continue
-        if kind != pygit2.enums.ObjectType.BLOB or size >= MAX_POINTER:
-            continue
-        blob = handle.get(oid.decode())
-        found = parse(blob.data) if isinstance(blob, pygit2.Blob) else None
         if found is not None:
             yield path, found

@@ -14,7 +14,7 @@ from floorless.core.errors import NotFound
 from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.oid import parse_full
-from floorless.lfs.pointers import MAX_POINTER, parse
+from floorless.lfs.objects import pointer_at
 from floorless.web.blobs import answer, image_type, send_blob, send_file
 from floorless.web.context import RepoView
 from floorless.web.views.base import RepoPage
@@ -72,8 +72,7 @@ class Raw(RepoPage):
     ) -> bool:  # fmt: skip
         """Send the object ``blob`` points to, if it is a pointer whose object the repository
         holds; whether it did."""
-        size = objects.object_size(view.handle, blob.id)
-        pointer = parse(blob.data) if size is not None and size < MAX_POINTER else None
+        pointer = pointer_at(view.handle, blob.id)
         if pointer is None or self.forge.lfs.size(view.repo.id, pointer.oid) != pointer.size:
             return False
         image = image_type(name)

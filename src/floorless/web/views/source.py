@@ -15,7 +15,7 @@ from floorless.forgejo import urls
 from floorless.git import objects
 from floorless.git.lenient import AnyCommit
 from floorless.git.refs import Resolved
-from floorless.lfs.pointers import MAX_POINTER, Pointer, parse
+from floorless.lfs.objects import pointer_at
 from floorless.web import documents
 from floorless.web.blobs import image_type
 from floorless.web.context import RepoView
@@ -120,7 +120,7 @@ class Source(RefPage):
             "lfs": None,  # a Git LFS pointer's object: its size, whether the repository holds it
             "media": None,  # the URL of the file's real bytes, when not the blob's
         }
-        pointer = lfs_pointer(blob, size)
+        pointer = pointer_at(view.handle, blob.id)
         if pointer is not None:
             held = view.forge.lfs.size(view.repo.id, pointer.oid) == pointer.size
             info["lfs"] = {"size": pointer.size, "held": held, "oid": pointer.oid}
@@ -218,8 +218,3 @@ def _submodule(view: RepoView, commit: AnyCommit, path: bytes, oid: str) -> dict
 
 def _rows(lines: list[str]) -> tuple[Markup, int]:
     return numbered_rows(lines), len(lines)
-
-
-def lfs_pointer(blob: pygit2.Blob, size: int) -> Pointer | None:
-    """The Git LFS pointer ``blob`` is, if it is one (only a small blob is read for it)."""
-    return parse(blob.data) if size < MAX_POINTER else None
